@@ -1,0 +1,88 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+)
+
+// State is what the supervisor knows about the running generation when it
+// decides whether to warn or hand off.
+type State struct {
+	// Policy is the resolved handoff policy.
+	Policy HandoffPolicy
+	// WritingTurn is true while the session is writing its handoff document.
+	WritingTurn bool
+	// Context is the main thread's context size in its latest round (R9).
+	Context int
+	// SessionID is the running session's id, "" until the harness reports one.
+	SessionID string
+	// Warned is true once the near notice was shown in this generation; the
+	// caller resets it when a new generation starts.
+	Warned bool
+}
+
+// HandoffDue is the threshold path's single decision (R8): handoff enabled,
+// not the handoff-writing turn, Context >= At(), and a session id known.
+//
+// The writing turn is exempt (R15) because it runs above the threshold by
+// construction: without the exemption it is cut before it writes a word and
+// every generation silently degrades.
+func HandoffDue(s State) bool {
+	return s.Policy.Enabled &&
+		!s.WritingTurn &&
+		s.Context >= s.Policy.At() &&
+		s.SessionID != ""
+}
+
+// NearDue reports whether the near notice should be shown now (R10): handoff
+// enabled, not the writing turn, not yet warned in this generation, and
+// WarnAt() <= Context < At().
+//
+// A round that jumps straight past At() gets no near notice: the handoff
+// announces itself, and a "near" line saying a negative distance remains
+// would only add noise. The caller sets Warned after showing the notice, so
+// it appears once per generation, not once per message.
+func NearDue(s State) bool {
+	return s.Policy.Enabled &&
+		!s.WritingTurn &&
+		!s.Warned &&
+		s.Context >= s.Policy.WarnAt() &&
+		s.Context < s.Policy.At()
+}
+
+// ErrGenerationLimit is matched (with errors.Is) by every
+// *GenerationLimitError.
+var ErrGenerationLimit = errors.New("handoff generation limit reached")
+
+// GenerationLimitError is the runaway guard's error (R27): a step handed off
+// Max times. In practice that means the threshold sits below what the role
+// needs just to start, so every fresh session crosses it at once.
+type GenerationLimitError struct {
+	// Max is the policy's MaxGenerations.
+	Max int
+	// Window is the policy's window.
+	Window int
+	// At is the handoff threshold.
+	At int
+	// Floor is the measured start-up floor (context before any work), 0 if
+	// unknown.
+	Floor int
+}
+
+// Error says what was hit and what to turn: the window, or handoff itself.
+func (e *GenerationLimitError) Error() string {
+	floor := ""
+	if e.Floor > 0 {
+		floor = fmt.Sprintf(", start-up floor measured at %s", FormatUsed(e.Floor))
+	}
+	return fmt.Sprintf("%s: %d handoffs in one step (window %s, handoff at %s%s); "+
+		"the threshold is very likely below this role's start-up floor "+
+		"(the coordinator role measured ~34k of system prompt + index before doing anything): "+
+		"raise the window (--window) or use --no-handoff",
+		ErrGenerationLimit, e.Max, FormatRound(e.Window), FormatRound(e.At), floor)
+}
+
+// Is makes errors.Is(err, ErrGenerationLimit) true.
+func (e *GenerationLimitError) Is(target error) bool {
+	return target == ErrGenerationLimit
+}

@@ -1,0 +1,127 @@
+// Package policy owns the generational-handoff policy: its defaults, the
+// thresholds derived from it (when to warn, when to hand off), the guess of
+// the context window from the model name, the decisions "is a handoff due"
+// and "is the near notice due", the runaway guard's error, and the way token
+// counts are shown to a person.
+//
+// Everything here is a pure function of its inputs (the environment is passed
+// in as a KEY=VALUE list), so every decision can be tested offline.
+package policy
+
+import (
+	"fmt"
+)
+
+// DefaultHeadroom is how far below the window a handoff fires. The harness's
+// own auto-compact fires at window-33k, and the handoff-writing turn needs a
+// round of its own; 50k pays for both (and for subagents lost at the cut).
+const DefaultHeadroom = 50_000
+
+// DefaultMaxGenerations is the runaway guard: handoffs consume no retries, so
+// this is the only brake on a window set below a role's start-up floor.
+const DefaultMaxGenerations = 8
+
+// minAt is the lowest handoff threshold: below it not even the handoff
+// document can be written.
+const minAt = 10_000
+
+// minWarnAt is the lowest near-notice threshold.
+const minWarnAt = 1_000
+
+// warnLead is how far before the handoff threshold the near notice comes.
+const warnLead = 20_000
+
+// HandoffPolicy says whether and when the main thread hands off to a fresh
+// session.
+//
+// Unlike the seed's Python keyword defaults, Go's zero value of Enabled is
+// false: a literal HandoffPolicy{Window: 200_000} is a disabled policy. Start
+// from Default and change fields, or set Enabled explicitly.
+type HandoffPolicy struct {
+	// Enabled turns generational handoff on; it also forces the harness's
+	// auto-compact off (see package envinject).
+	Enabled bool
+	// Window is the model's context window in tokens.
+	Window int
+	// Headroom is how many tokens below Window the handoff fires.
+	Headroom int
+	// MaxGenerations is how many handoffs one step may make before failing
+	// with a *GenerationLimitError.
+	MaxGenerations int
+}
+
+// Default is the policy used when nothing is configured (R1): enabled, the
+// window guessed from env by DefaultWindow, DefaultHeadroom and
+// DefaultMaxGenerations. env is a KEY=VALUE list such as os.Environ().
+func Default(env []string) HandoffPolicy {
+	return HandoffPolicy{
+		Enabled:        true,
+		Window:         DefaultWindow(env),
+		Headroom:       DefaultHeadroom,
+		MaxGenerations: DefaultMaxGenerations,
+	}
+}
+
+// Resolve turns what a library caller passed as its handoff setting into a
+// complete policy (R4):
+//   - nil (or a nil *HandoffPolicy) gives Default(env);
+//   - a bool b gives Default(env) with Enabled = b;
+//   - a HandoffPolicy or *HandoffPolicy is taken as given, with a zero Window,
+//     Headroom or MaxGenerations filled from the defaults. Enabled is taken
+//     as given, so a policy literal must set it.
+//
+// Any other type, or a negative number, is an error.
+func Resolve(setting any, env []string) (HandoffPolicy, error) {
+	switch s := setting.(type) {
+	case nil:
+		return Default(env), nil
+	case bool:
+		p := Default(env)
+		p.Enabled = s
+		return p, nil
+	case *HandoffPolicy:
+		if s == nil {
+			return Default(env), nil
+		}
+		return fill(*s, env)
+	case HandoffPolicy:
+		return fill(s, env)
+	default:
+		return HandoffPolicy{}, fmt.Errorf("resolve handoff setting: want bool or policy.HandoffPolicy, got %T", setting)
+	}
+}
+
+// fill validates p and fills its zero numbers from the defaults.
+func fill(p HandoffPolicy, env []string) (HandoffPolicy, error) {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"window", p.Window}, {"headroom", p.Headroom}, {"max generations", p.MaxGenerations}} {
+		if f.v < 0 {
+			return HandoffPolicy{}, fmt.Errorf("resolve handoff setting: %s is negative (%d)", f.name, f.v)
+		}
+	}
+	if p.Window == 0 {
+		p.Window = DefaultWindow(env)
+	}
+	if p.Headroom == 0 {
+		p.Headroom = DefaultHeadroom
+	}
+	if p.MaxGenerations == 0 {
+		p.MaxGenerations = DefaultMaxGenerations
+	}
+	return p, nil
+}
+
+// At is the context size at which the main thread hands off (R2):
+// max(10_000, Window-Headroom). The floor exists because below it the
+// handoff document itself could not be written.
+func (p HandoffPolicy) At() int {
+	return max(minAt, p.Window-p.Headroom)
+}
+
+// WarnAt is the context size at which the near notice is shown (R2):
+// max(1_000, At()-20_000).
+func (p HandoffPolicy) WarnAt() int {
+	return max(minWarnAt, p.At()-warnLead)
+}

@@ -1,0 +1,294 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestDefault(t *testing.T) { // R1
+	tests := []struct {
+		name string
+		env  []string
+		want HandoffPolicy
+	}{
+		{"no model", nil, HandoffPolicy{true, 1_000_000, 50_000, 8}},
+		{"haiku", []string{"ANTHROPIC_MODEL=claude-haiku-4-5"}, HandoffPolicy{true, 200_000, 50_000, 8}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Default(tt.env); got != tt.want {
+				t.Errorf("Default = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestThresholds(t *testing.T) { // R2
+	tests := []struct {
+		window, headroom int
+		at, warnAt       int
+	}{
+		{200_000, 50_000, 150_000, 130_000}, // the seed's scale drawing
+		{1_000_000, 50_000, 950_000, 930_000},
+		{70_000, 50_000, 20_000, 1_000},   // warn floor: 20k-20k = 0
+		{60_000, 50_000, 10_000, 1_000},   // at exactly at its floor
+		{55_000, 50_000, 10_000, 1_000},   // at floor: 5k -> 10k
+		{30_000, 50_000, 10_000, 1_000},   // window below headroom
+		{80_500, 50_000, 30_500, 10_500},  // no floor involved
+		{71_000, 50_000, 21_000, 1_000},   // at-20k = 1000, equal to the floor
+		{72_000, 50_000, 22_000, 2_000},   // just above the warn floor
+		{200_000, 0, 200_000, 180_000},    // raw zero headroom is not defaulted here
+		{200_000, 195_000, 10_000, 1_000}, // huge headroom
+	}
+	for _, tt := range tests {
+		p := HandoffPolicy{Enabled: true, Window: tt.window, Headroom: tt.headroom}
+		if got := p.At(); got != tt.at {
+			t.Errorf("window %d headroom %d: At = %d, want %d", tt.window, tt.headroom, got, tt.at)
+		}
+		if got := p.WarnAt(); got != tt.warnAt {
+			t.Errorf("window %d headroom %d: WarnAt = %d, want %d", tt.window, tt.headroom, got, tt.warnAt)
+		}
+	}
+}
+
+func TestDefaultWindow(t *testing.T) { // R3
+	tests := []struct {
+		name string
+		env  []string
+		want int
+	}{
+		{"both unset", nil, 1_000_000},
+		{"both empty", []string{"ANTHROPIC_MODEL=", "ANTHROPIC_DEFAULT_OPUS_MODEL="}, 1_000_000},
+		{"other vars ignored", []string{"MODEL=claude-haiku", "CLAUDE_MODEL=haiku", "ANTHROPIC_SMALL_FAST_MODEL=claude-haiku-4-5"}, 1_000_000},
+		{"haiku", []string{"ANTHROPIC_MODEL=claude-haiku-4-5"}, 200_000},
+		{"haiku any case", []string{"ANTHROPIC_MODEL=Claude-HAIKU-4-5"}, 200_000},
+		{"haiku in opus var", []string{"ANTHROPIC_DEFAULT_OPUS_MODEL=claude-3-5-haiku-20241022"}, 200_000},
+		{"sonnet guesses 1M", []string{"ANTHROPIC_MODEL=claude-sonnet-4-5"}, 1_000_000},
+		{"opus", []string{"ANTHROPIC_MODEL=claude-opus-5-5"}, 1_000_000},
+
+		// the standalone word 1m
+		{"bracket 1m", []string{"ANTHROPIC_MODEL=claude-opus-5[1m]"}, 1_000_000},
+		{"1m beats haiku", []string{"ANTHROPIC_MODEL=claude-haiku[1m]"}, 1_000_000},
+		{"upper 1M beats haiku", []string{"ANTHROPIC_MODEL=claude-haiku[1M]"}, 1_000_000},
+		{"dash 1m beats haiku", []string{"ANTHROPIC_MODEL=haiku-1m"}, 1_000_000},
+		{"whole name 1m", []string{"ANTHROPIC_MODEL=1m"}, 1_000_000},
+		{"space 1m beats haiku", []string{"ANTHROPIC_MODEL=claude-haiku-4-5 1m"}, 1_000_000},
+		{"underscore is a boundary", []string{"ANTHROPIC_MODEL=haiku_1m"}, 1_000_000},
+		{"21m is not 1m", []string{"ANTHROPIC_MODEL=haiku-21m"}, 200_000},
+		{"1mx is not 1m", []string{"ANTHROPIC_MODEL=claude-haiku-1mx"}, 200_000},
+		{"x1m is not 1m", []string{"ANTHROPIC_MODEL=haiku-x1m"}, 200_000},
+		{"letter after is not 1m", []string{"ANTHROPIC_MODEL=haiku-1mé"}, 200_000},
+		{"second occurrence counts", []string{"ANTHROPIC_MODEL=haiku-21m-1m"}, 1_000_000},
+
+		// precedence across the two variables: 1m in either, then haiku in either
+		{"haiku model, 1m opus", []string{"ANTHROPIC_MODEL=claude-haiku-4-5", "ANTHROPIC_DEFAULT_OPUS_MODEL=claude-opus-5[1m]"}, 1_000_000},
+		{"1m model, haiku opus", []string{"ANTHROPIC_MODEL=claude-opus-5[1m]", "ANTHROPIC_DEFAULT_OPUS_MODEL=claude-haiku-4-5"}, 1_000_000},
+		{"opus model, haiku opus", []string{"ANTHROPIC_MODEL=opus", "ANTHROPIC_DEFAULT_OPUS_MODEL=claude-haiku-4-5"}, 200_000},
+
+		// KEY=VALUE list semantics
+		{"last entry wins", []string{"ANTHROPIC_MODEL=claude-haiku-4-5", "ANTHROPIC_MODEL=claude-opus-5-5"}, 1_000_000},
+		{"last entry wins, other way", []string{"ANTHROPIC_MODEL=claude-opus-5-5", "ANTHROPIC_MODEL=claude-haiku-4-5"}, 200_000},
+		{"later empty unsets", []string{"ANTHROPIC_MODEL=claude-haiku-4-5", "ANTHROPIC_MODEL="}, 1_000_000},
+		{"entry without = ignored", []string{"ANTHROPIC_MODEL", "ANTHROPIC_MODEL=claude-haiku-4-5", "garbage"}, 200_000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := DefaultWindow(tt.env); got != tt.want {
+				t.Errorf("DefaultWindow(%q) = %d, want %d", tt.env, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestResolve(t *testing.T) { // R4
+	haiku := []string{"ANTHROPIC_MODEL=claude-haiku-4-5"}
+	tests := []struct {
+		name    string
+		setting any
+		want    HandoffPolicy
+		wantErr string
+	}{
+		{name: "nil", setting: nil, want: HandoffPolicy{true, 200_000, 50_000, 8}},
+		{name: "nil pointer", setting: (*HandoffPolicy)(nil), want: HandoffPolicy{true, 200_000, 50_000, 8}},
+		{name: "true", setting: true, want: HandoffPolicy{true, 200_000, 50_000, 8}},
+		{name: "false", setting: false, want: HandoffPolicy{false, 200_000, 50_000, 8}},
+		{name: "window only", setting: HandoffPolicy{Enabled: true, Window: 300_000},
+			want: HandoffPolicy{true, 300_000, 50_000, 8}},
+		{name: "pointer", setting: &HandoffPolicy{Enabled: true, Headroom: 60_000, MaxGenerations: 3},
+			want: HandoffPolicy{true, 200_000, 60_000, 3}},
+		{name: "enabled taken as given", setting: HandoffPolicy{Window: 300_000},
+			want: HandoffPolicy{false, 300_000, 50_000, 8}},
+		{name: "all set", setting: HandoffPolicy{true, 123_000, 4_000, 2},
+			want: HandoffPolicy{true, 123_000, 4_000, 2}},
+		{name: "negative window", setting: HandoffPolicy{Enabled: true, Window: -1}, wantErr: "window is negative"},
+		{name: "negative headroom", setting: &HandoffPolicy{Headroom: -5}, wantErr: "headroom is negative"},
+		{name: "negative generations", setting: HandoffPolicy{MaxGenerations: -2}, wantErr: "max generations is negative"},
+		{name: "int", setting: 200_000, wantErr: "got int"},
+		{name: "string", setting: "true", wantErr: "got string"},
+		{name: "pointer to bool", setting: new(bool), wantErr: "got *bool"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Resolve(tt.setting, haiku)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Resolve(%#v) error = %v, want one containing %q", tt.setting, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Resolve(%#v): %v", tt.setting, err)
+			}
+			if got != tt.want {
+				t.Errorf("Resolve(%#v) = %+v, want %+v", tt.setting, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestResolveDoesNotModifyCallersPolicy(t *testing.T) {
+	p := &HandoffPolicy{Enabled: true}
+	if _, err := Resolve(p, nil); err != nil {
+		t.Fatal(err)
+	}
+	if *p != (HandoffPolicy{Enabled: true}) {
+		t.Errorf("caller's policy changed to %+v", *p)
+	}
+}
+
+func TestHandoffDue(t *testing.T) { // R8, R15
+	on := HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 8} // at 150k
+	off := on
+	off.Enabled = false
+	tiny := HandoffPolicy{Enabled: true, Window: 20_000, Headroom: 50_000} // at floored to 10k
+
+	tests := []struct {
+		name string
+		s    State
+		want bool
+	}{
+		{"at threshold", State{Policy: on, Context: 150_000, SessionID: "s1"}, true},
+		{"above threshold", State{Policy: on, Context: 190_000, SessionID: "s1"}, true},
+		{"one below threshold", State{Policy: on, Context: 149_999, SessionID: "s1"}, false},
+		{"disabled", State{Policy: off, Context: 190_000, SessionID: "s1"}, false},
+		{"writing turn is exempt", State{Policy: on, WritingTurn: true, Context: 190_000, SessionID: "s1"}, false},
+		{"no session id yet", State{Policy: on, Context: 190_000}, false},
+		{"warned does not matter", State{Policy: on, Context: 150_000, SessionID: "s1", Warned: true}, true},
+		{"floor 10k reached", State{Policy: tiny, Context: 10_000, SessionID: "s1"}, true},
+		{"below floor 10k", State{Policy: tiny, Context: 9_999, SessionID: "s1"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := HandoffDue(tt.s); got != tt.want {
+				t.Errorf("HandoffDue(%+v) = %v, want %v", tt.s, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNearDue(t *testing.T) { // R10
+	on := HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000} // warn 130k, at 150k
+	off := on
+	off.Enabled = false
+	tiny := HandoffPolicy{Enabled: true, Window: 20_000, Headroom: 50_000} // warn floored to 1k
+
+	tests := []struct {
+		name string
+		s    State
+		want bool
+	}{
+		{"at warn line", State{Policy: on, Context: 130_000}, true},
+		{"between lines", State{Policy: on, Context: 149_999, SessionID: "s1"}, true},
+		{"below warn line", State{Policy: on, Context: 129_999}, false},
+		{"already warned this generation", State{Policy: on, Context: 140_000, Warned: true}, false},
+		{"jumped past handoff line", State{Policy: on, Context: 150_000, SessionID: "s1"}, false},
+		{"disabled", State{Policy: off, Context: 140_000}, false},
+		{"writing turn", State{Policy: on, WritingTurn: true, Context: 140_000}, false},
+		{"warn floor 1k reached", State{Policy: tiny, Context: 1_000}, true},
+		{"below warn floor", State{Policy: tiny, Context: 999}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := NearDue(tt.s); got != tt.want {
+				t.Errorf("NearDue(%+v) = %v, want %v", tt.s, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestNearOncePerGeneration walks the rounds of two generations the way a
+// supervisor would and counts notices (R10: one per generation, not one per
+// message).
+func TestNearOncePerGeneration(t *testing.T) {
+	p := HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000}
+	s := State{Policy: p, SessionID: "s1"}
+	var near, handoffs int
+	gen := func(rounds []int) {
+		for _, ctx := range rounds {
+			s.Context = ctx
+			if NearDue(s) {
+				near++
+				s.Warned = true
+			}
+			if HandoffDue(s) {
+				handoffs++
+				s = State{Policy: p, SessionID: "s2"} // a new generation resets Warned
+				return
+			}
+		}
+	}
+	gen([]int{30_000, 120_000, 130_000, 135_000, 140_000, 145_000, 152_000})
+	gen([]int{40_000, 131_000, 149_000, 150_500})
+	if near != 2 || handoffs != 2 {
+		t.Errorf("near notices = %d, handoffs = %d; want 2 and 2", near, handoffs)
+	}
+}
+
+func TestGenerationLimitError(t *testing.T) { // R27
+	tests := []struct {
+		name     string
+		err      *GenerationLimitError
+		contains []string
+		absent   []string
+	}{
+		{
+			name:     "floor unknown",
+			err:      &GenerationLimitError{Max: 8, Window: 40_000, At: 10_000},
+			contains: []string{"handoff generation limit reached", "8 handoffs", "window 40K", "handoff at 10K", "start-up floor", "~34k", "--window", "--no-handoff"},
+			absent:   []string{"measured at"},
+		},
+		{
+			name:     "floor known",
+			err:      &GenerationLimitError{Max: 3, Window: 60_000, At: 10_000, Floor: 34_200},
+			contains: []string{"3 handoffs", "window 60K", "handoff at 10K", "floor measured at 34.2K", "--window", "--no-handoff"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error = tt.err
+			msg := err.Error()
+			for _, s := range tt.contains {
+				if !strings.Contains(msg, s) {
+					t.Errorf("message %q lacks %q", msg, s)
+				}
+			}
+			for _, s := range tt.absent {
+				if strings.Contains(msg, s) {
+					t.Errorf("message %q has %q", msg, s)
+				}
+			}
+			wrapped := errors.Join(errors.New("step x"), err)
+			if !errors.Is(wrapped, ErrGenerationLimit) {
+				t.Error("errors.Is(wrapped, ErrGenerationLimit) = false")
+			}
+			var gl *GenerationLimitError
+			if !errors.As(wrapped, &gl) || gl.Max != tt.err.Max {
+				t.Errorf("errors.As gave %+v", gl)
+			}
+			if errors.Is(err, errors.New("handoff generation limit reached")) {
+				t.Error("Is matched an unrelated error with the same text")
+			}
+		})
+	}
+}
