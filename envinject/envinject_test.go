@@ -1,0 +1,219 @@
+package envinject
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseCompactMode(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    CompactMode
+		wantErr bool
+	}{
+		{"", CompactUnset, false},
+		{"no_summary", CompactNoSummary, false},
+		{"auto", CompactAuto, false},
+		{"Auto", "", true},
+		{"off", "", true},
+		{" auto", "", true},
+	}
+	for _, tt := range tests {
+		got, err := ParseCompactMode(tt.in)
+		if tt.wantErr {
+			if err == nil {
+				t.Errorf("ParseCompactMode(%q) = %q, want an error", tt.in, got)
+				continue
+			}
+			for _, v := range []string{"no_summary", "auto"} {
+				if !strings.Contains(err.Error(), v) {
+					t.Errorf("ParseCompactMode(%q) error %q does not list %q", tt.in, err, v)
+				}
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseCompactMode(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestEffective(t *testing.T) { // R5, R6, R7
+	tests := []struct {
+		spec    CompactMode
+		handoff bool
+		want    CompactMode
+	}{
+		{CompactUnset, true, CompactNoSummary},     // R5
+		{CompactAuto, true, CompactAuto},           // R6
+		{CompactNoSummary, true, CompactNoSummary}, // explicit, same as forced
+		{CompactUnset, false, CompactUnset},        // R7
+		{CompactAuto, false, CompactAuto},
+		{CompactNoSummary, false, CompactNoSummary},
+	}
+	for _, tt := range tests {
+		if got := Effective(tt.spec, tt.handoff); got != tt.want {
+			t.Errorf("Effective(%q, %v) = %q, want %q", tt.spec, tt.handoff, got, tt.want)
+		}
+	}
+}
+
+// keysOnce fails if a key appears twice in env.
+func keysOnce(t *testing.T, env []string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if seen[k] {
+			t.Errorf("key %q appears twice in %q", k, env)
+		}
+		seen[k] = true
+	}
+}
+
+func TestChildCompact(t *testing.T) { // R5, R6, R7 as they reach the child
+	const dac = DisableAutoCompact
+	tests := []struct {
+		name       string
+		base       []string
+		spec       CompactMode
+		handoff    bool
+		wantDAC    string // "" = absent
+		wantInject bool   // DISABLE_AUTO_COMPACT in Injected
+		notice     string // substring of Notice; "" = Notice empty
+	}{
+		{name: "R5 handoff, unset", spec: CompactUnset, handoff: true, wantDAC: "1", wantInject: true},
+		{name: "R5 overrides inherited 0", base: []string{dac + "=0"}, spec: CompactUnset, handoff: true, wantDAC: "1", wantInject: true},
+		{name: "explicit no_summary, handoff", spec: CompactNoSummary, handoff: true, wantDAC: "1", wantInject: true},
+		{name: "explicit no_summary, no handoff", spec: CompactNoSummary, handoff: false, wantDAC: "1", wantInject: true},
+		{name: "R6 auto with handoff", spec: CompactAuto, handoff: true, notice: "auto-compact stays on"},
+		{name: "R6 auto removes inherited 1", base: []string{dac + "=1"}, spec: CompactAuto, handoff: true, notice: "explicitly"},
+		{name: "auto without handoff", base: []string{dac + "=1"}, spec: CompactAuto, handoff: false},
+		{name: "R7 no handoff, nothing inherited", spec: CompactUnset, handoff: false},
+		{name: "R7 user's own value kept, made visible", base: []string{dac + "=1"}, spec: CompactUnset, handoff: false, wantDAC: "1", notice: "keeps the harness's auto-compact off"},
+		{name: "R7 user's 0 kept quietly", base: []string{dac + "=0"}, spec: CompactUnset, handoff: false, wantDAC: "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := append([]string{"PATH=/bin", "HOME=/h"}, tt.base...)
+			p := Child(base, tt.spec, tt.handoff, nil)
+			keysOnce(t, p.Env)
+			got, ok := Lookup(p.Env, dac)
+			if tt.wantDAC == "" && ok {
+				t.Errorf("%s=%q in env, want it absent", dac, got)
+			}
+			if tt.wantDAC != "" && got != tt.wantDAC {
+				t.Errorf("%s=%q (present %v), want %q", dac, got, ok, tt.wantDAC)
+			}
+			if _, inj := p.Injected[dac]; inj != tt.wantInject {
+				t.Errorf("Injected has %s: %v, want %v", dac, inj, tt.wantInject)
+			}
+			if tt.notice == "" && p.Notice != "" {
+				t.Errorf("Notice = %q, want none", p.Notice)
+			}
+			if tt.notice != "" && !strings.Contains(p.Notice, tt.notice) {
+				t.Errorf("Notice = %q, want one containing %q", p.Notice, tt.notice)
+			}
+			if v, _ := Lookup(p.Env, "PATH"); v != "/bin" {
+				t.Errorf("PATH = %q, inherited value lost", v)
+			}
+		})
+	}
+}
+
+func TestChildPrecedence(t *testing.T) {
+	base := []string{
+		"A=1", "B=base", "A=2", "NOEQUALS", "C=keep",
+		"DISABLE_AUTO_COMPACT=0", "ANTHROPIC_BASE_URL=https://inherited",
+	}
+	extra := map[string]string{
+		"B":                    "extra",
+		"ANTHROPIC_BASE_URL":   "http://127.0.0.1:9",
+		"DISABLE_AUTO_COMPACT": "0", // compact mode owns this key
+		"":                     "dropped",
+		"BAD=KEY":              "dropped",
+	}
+	p := Child(base, CompactUnset, true, extra)
+	keysOnce(t, p.Env)
+
+	want := []string{
+		"A=2", // last inherited wins, at its first place
+		"B=extra",
+		"C=keep",
+		"DISABLE_AUTO_COMPACT=1",
+		"ANTHROPIC_BASE_URL=http://127.0.0.1:9",
+	}
+	if !slices.Equal(p.Env, want) {
+		t.Errorf("Env = %q\nwant  %q", p.Env, want)
+	}
+	wantInjected := map[string]string{"B": "extra", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "DISABLE_AUTO_COMPACT": "1"}
+	if !maps.Equal(p.Injected, wantInjected) {
+		t.Errorf("Injected = %v, want %v", p.Injected, wantInjected)
+	}
+	if base[2] != "A=2" || len(base) != 7 {
+		t.Errorf("base was modified: %q", base)
+	}
+}
+
+func TestChildExtraDisableAutoCompactWithoutHandoff(t *testing.T) {
+	// With no compact mode in effect, a caller's explicit extra is honoured.
+	p := Child(nil, CompactUnset, false, map[string]string{DisableAutoCompact: "1"})
+	if v, _ := Lookup(p.Env, DisableAutoCompact); v != "1" || p.Injected[DisableAutoCompact] != "1" {
+		t.Errorf("env %q, injected %v: caller's extra lost", p.Env, p.Injected)
+	}
+	// With explicit auto, the compact mode wins over extra.
+	p = Child(nil, CompactAuto, true, map[string]string{DisableAutoCompact: "1"})
+	if _, ok := Lookup(p.Env, DisableAutoCompact); ok {
+		t.Errorf("env %q: auto must not carry %s", p.Env, DisableAutoCompact)
+	}
+	if _, ok := p.Injected[DisableAutoCompact]; ok {
+		t.Errorf("Injected %v lists %s that is not in env", p.Injected, DisableAutoCompact)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	env := []string{"A=1", "B=", "A=2", "C", "D=x=y"}
+	tests := []struct {
+		key    string
+		want   string
+		wantOK bool
+	}{
+		{"A", "2", true},
+		{"B", "", true},
+		{"C", "", false},
+		{"D", "x=y", true},
+		{"E", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := Lookup(env, tt.key)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("Lookup(%q) = %q, %v; want %q, %v", tt.key, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestSet(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		want []string
+	}{
+		{"absent", []string{"X=1"}, []string{"X=1", "K=v"}},
+		{"present once", []string{"K=old", "X=1"}, []string{"K=v", "X=1"}},
+		{"present twice", []string{"K=a", "X=1", "K=b"}, []string{"K=v", "X=1"}},
+		{"prefix is another key", []string{"KK=1", "K2=2"}, []string{"KK=1", "K2=2", "K=v"}},
+		{"nil", nil, []string{"K=v"}},
+	}
+	for _, tt := range tests {
+		in := slices.Clone(tt.env)
+		got := Set(tt.env, "K", "v")
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Set = %q, want %q", tt.name, got, tt.want)
+		}
+		if !slices.Equal(tt.env, in) {
+			t.Errorf("%s: input changed to %q", tt.name, tt.env)
+		}
+	}
+}
