@@ -1,0 +1,272 @@
+// Package workbench owns the on-disk place where handoff documents are
+// frozen (SPEC R28–R29): <workbench>/notes/交接-<step>.md holds the current
+// generation's handoff, and every earlier generation is preserved under
+// <workbench>/notes/archive/交接/. It also owns turning an arbitrary step
+// name into a file name that cannot escape that directory.
+package workbench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flowerhq/flower/atomicfile"
+)
+
+// ErrNoWorkbench is returned by reads on a nil *Workbench: without a
+// workbench there is no file (R29), the handoff lives only in the prompt.
+var ErrNoWorkbench = errors.New("no workbench")
+
+const (
+	notesDir     = "notes"
+	handoffLabel = "交接" // file prefix and archive folder name, as in the seed
+	timeLayout   = "20060102T150405Z"
+	// maxArchiveTries bounds the -2, -3 … search for a free archive name so
+	// a broken file system cannot loop forever.
+	maxArchiveTries = 10000
+)
+
+// Workbench is the workbench root, e.g. <workspace>/.flower. A nil
+// *Workbench means "no workbench": Freeze and HandoffPath then do nothing.
+type Workbench struct {
+	Dir string
+}
+
+// Open makes sure dir/notes exists and is writable, and returns the
+// workbench rooted at dir.
+func Open(dir string) (*Workbench, error) {
+	if dir == "" {
+		return nil, errors.New("open workbench: empty dir")
+	}
+	notes := filepath.Join(dir, notesDir)
+	if err := os.MkdirAll(notes, 0o755); err != nil {
+		return nil, fmt.Errorf("open workbench: %w", err)
+	}
+	// Fail now rather than at the first handoff, tens of minutes in.
+	f, err := os.CreateTemp(notes, ".probe-*")
+	if err != nil {
+		return nil, fmt.Errorf("open workbench: notes not writable: %w", err)
+	}
+	name := f.Name()
+	if err := errors.Join(f.Close(), os.Remove(name)); err != nil {
+		return nil, fmt.Errorf("open workbench: %w", err)
+	}
+	return &Workbench{Dir: dir}, nil
+}
+
+// HandoffPath is where step's current handoff lives:
+// dir/notes/交接-<SafeStepName(step)>.md. It is "" for a nil *Workbench.
+func (w *Workbench) HandoffPath(step string) string {
+	if w == nil {
+		return ""
+	}
+	return filepath.Join(w.Dir, notesDir, handoffLabel+"-"+SafeStepName(step)+".md")
+}
+
+func (w *Workbench) archiveDir() string {
+	return filepath.Join(w.Dir, notesDir, "archive", handoffLabel)
+}
+
+// Freeze writes doc as step's current handoff and returns its path. An
+// existing handoff is first preserved as
+// notes/archive/交接/<safe>-<now as 20060102T150405Z>[-N].md, so the current
+// path always holds the old or the new document, never half of one and never
+// nothing once it existed. For a nil *Workbench it returns "", nil (R29).
+func (w *Workbench) Freeze(step string, doc []byte, now time.Time) (string, error) {
+	if w == nil {
+		return "", nil
+	}
+	cur := w.HandoffPath(step)
+	fi, err := os.Lstat(cur)
+	switch {
+	case err == nil && fi.IsDir():
+		return "", fmt.Errorf("freeze handoff: %s is a directory", cur)
+	case err == nil:
+		if _, err := w.preserve(cur, SafeStepName(step), now); err != nil {
+			return "", fmt.Errorf("freeze handoff: %w", err)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(cur), 0o755); err != nil {
+			return "", fmt.Errorf("freeze handoff: %w", err)
+		}
+	default:
+		return "", fmt.Errorf("freeze handoff: %w", err)
+	}
+	if err := atomicfile.WriteFile(cur, doc, 0o644); err != nil {
+		return "", fmt.Errorf("freeze handoff: %w", err)
+	}
+	return cur, nil
+}
+
+// preserve puts a copy of cur into the archive under a name nobody used
+// before and returns that name. The current file stays in place; the caller
+// then replaces it atomically.
+func (w *Workbench) preserve(cur, safe string, now time.Time) (string, error) {
+	dir := w.archiveDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("archive: %w", err)
+	}
+	stamp := now.UTC().Format(timeLayout)
+	for n := 1; n <= maxArchiveTries; n++ {
+		name := safe + "-" + stamp
+		if n > 1 {
+			name += "-" + strconv.Itoa(n)
+		}
+		dst := filepath.Join(dir, name+".md")
+		// Link and O_EXCL both fail if dst exists, so two handoffs in the
+		// same second (or two flower processes) never overwrite each other.
+		err := claim(cur, dst)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("archive %s: %w", dst, err)
+		}
+		if err := syncDir(dir); err != nil {
+			return "", fmt.Errorf("archive: sync dir: %w", err)
+		}
+		return dst, nil
+	}
+	return "", fmt.Errorf("archive: no free name for %s-%s after %d tries", safe, stamp, maxArchiveTries)
+}
+
+// claim makes dst hold cur's contents, failing with fs.ErrExist if dst
+// exists. A hard link costs nothing; file systems without links get a copy.
+func claim(cur, dst string) error {
+	err := os.Link(cur, dst)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return copyExcl(cur, dst)
+}
+
+func copyExcl(src, dst string) (err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			// Only our own half-written copy is removed, never a name we
+			// did not create.
+			_ = os.Remove(dst)
+		}
+	}()
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+// ReadHandoff returns step's current handoff as it is on disk now (R30: a
+// person may have edited it). A missing file gives an error wrapping
+// fs.ErrNotExist that names the path; a nil *Workbench gives ErrNoWorkbench.
+func (w *Workbench) ReadHandoff(step string) ([]byte, error) {
+	if w == nil {
+		return nil, ErrNoWorkbench
+	}
+	data, err := os.ReadFile(w.HandoffPath(step))
+	if err != nil {
+		// *fs.PathError already names the path.
+		return nil, fmt.Errorf("read handoff: %w", err)
+	}
+	return data, nil
+}
+
+// Archive lists the archived generations of step's handoff, oldest first
+// (by the timestamp in their names, then by the -N suffix). No archive yet
+// gives an empty list; a nil *Workbench gives ErrNoWorkbench.
+func (w *Workbench) Archive(step string) ([]string, error) {
+	if w == nil {
+		return nil, ErrNoWorkbench
+	}
+	dir := w.archiveDir()
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list archive: %w", err)
+	}
+	type gen struct {
+		name, stamp string
+		n           int
+	}
+	prefix := SafeStepName(step) + "-"
+	var gens []gen
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		stamp, n, ok := parseArchiveName(e.Name(), prefix)
+		if ok {
+			gens = append(gens, gen{e.Name(), stamp, n})
+		}
+	}
+	sort.Slice(gens, func(i, j int) bool {
+		if gens[i].stamp != gens[j].stamp {
+			return gens[i].stamp < gens[j].stamp
+		}
+		return gens[i].n < gens[j].n
+	})
+	paths := make([]string, len(gens))
+	for i, g := range gens {
+		paths[i] = filepath.Join(dir, g.name)
+	}
+	return paths, nil
+}
+
+// parseArchiveName accepts exactly <prefix><stamp>[-N].md. Being strict is
+// what keeps step "a" from claiming the archive of step "a-2" (whose names
+// start "a-2-<stamp>").
+func parseArchiveName(name, prefix string) (stamp string, n int, ok bool) {
+	rest, found := strings.CutPrefix(name, prefix)
+	if !found {
+		return "", 0, false
+	}
+	rest, found = strings.CutSuffix(rest, ".md")
+	if !found || len(rest) < len(timeLayout) {
+		return "", 0, false
+	}
+	stamp, rest = rest[:len(timeLayout)], rest[len(timeLayout):]
+	if _, err := time.Parse(timeLayout, stamp); err != nil {
+		return "", 0, false
+	}
+	if rest == "" {
+		return stamp, 1, true
+	}
+	digits, found := strings.CutPrefix(rest, "-")
+	if !found || digits == "" || digits[0] == '0' {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 2 || strconv.Itoa(n) != digits {
+		return "", 0, false
+	}
+	return stamp, n, true
+}
