@@ -1,0 +1,368 @@
+// Package manifest owns <run_dir>/manifest.json, the run's bookkeeping
+// (SPEC R31–R36): one StepResult per step with its attempts, burned
+// sessions, latest session, context, accumulated cost, errors (including
+// degraded handoffs) and one Generation per session, so that from this file
+// alone a person can tell how many generations a step burned and what each
+// cost. A Manifest is not safe for concurrent use; one goroutine owns it.
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/flowerhq/flower/atomicfile"
+)
+
+// FileName is the manifest's name inside the run directory.
+const FileName = "manifest.json"
+
+// Version is the manifest format this package writes and reads.
+const Version = 1
+
+// Step statuses.
+const (
+	StatusRunning         = "running"
+	StatusSucceeded       = "succeeded"
+	StatusFailed          = "failed"
+	StatusGenerationLimit = "generation_limit"
+	StatusInterrupted     = "interrupted"
+)
+
+// Where a step's context window figure came from.
+const (
+	WindowFromFlag    = "flag"
+	WindowFromHarness = "harness"
+	WindowFromModel   = "model name"
+)
+
+// Why a generation was cut.
+const (
+	ReasonThreshold = "threshold"
+	ReasonOverflow  = "overflow"
+)
+
+// ErrUnsupportedVersion is wrapped by Load when the file was written by a
+// newer flower.
+var ErrUnsupportedVersion = errors.New("unsupported manifest version")
+
+// Manifest is the content of manifest.json.
+type Manifest struct {
+	Version   int           `json:"version"`
+	RunDir    string        `json:"run_dir"`
+	Workspace string        `json:"workspace"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
+	Steps     []*StepResult `json:"steps"`
+}
+
+// StepResult is one step's record.
+type StepResult struct {
+	Name   string `json:"name"`
+	Task   string `json:"task"`
+	Status string `json:"status"`
+	// Attempts counts failed attempts only; a handoff is not one (R31).
+	Attempts int `json:"attempts"`
+	// Retired lists the session ids this step burned, in order (R32).
+	Retired []string `json:"retired"`
+	// SessionID is the latest successor, never a burned session (R33).
+	SessionID string `json:"session_id"`
+	// Context is the main thread's context size in the last round (R34).
+	Context      int    `json:"context"`
+	Window       int    `json:"window"`
+	WindowSource string `json:"window_source"`
+	// CostUSD and NumTurns accumulate over retries and generations (R35).
+	CostUSD  float64 `json:"cost_usd"`
+	NumTurns int     `json:"num_turns"`
+	// Errors includes one 交接降级(<why>) entry per degraded handoff (R36).
+	Errors      []string     `json:"errors"`
+	Generations []Generation `json:"generations"`
+	HandoffPath string       `json:"handoff_path,omitempty"`
+	StartedAt   time.Time    `json:"started_at"`
+	EndedAt     *time.Time   `json:"ended_at,omitempty"`
+	Model       string       `json:"model,omitempty"`
+}
+
+// Generation is one session's share of a step.
+type Generation struct {
+	N         int        `json:"n"` // 1-based
+	SessionID string     `json:"session_id"`
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	CostUSD   float64    `json:"cost_usd"`
+	NumTurns  int        `json:"num_turns"`
+	// Context is the main thread's context at the end, or at the cut.
+	Context int `json:"context"`
+	// Handoff says how this generation was cut; nil for the live or last one.
+	Handoff *HandoffRecord `json:"handoff,omitempty"`
+}
+
+// HandoffRecord describes one handoff from a generation to its successor.
+type HandoffRecord struct {
+	Reason         string   `json:"reason"` // ReasonThreshold or ReasonOverflow
+	Context        int      `json:"context"`
+	At             int      `json:"at"`
+	Window         int      `json:"window"`
+	Degraded       bool     `json:"degraded"`
+	Why            string   `json:"why,omitempty"`
+	Path           string   `json:"path,omitempty"`
+	Sections       []string `json:"sections,omitempty"`
+	WritingSeconds float64  `json:"writing_seconds"`
+	WritingCostUSD float64  `json:"writing_cost_usd"`
+	// SHA256Written and SHA256Launched differ when a person edited the
+	// file between freezing and the successor's launch (R30).
+	SHA256Written  string `json:"sha256_written,omitempty"`
+	SHA256Launched string `json:"sha256_launched,omitempty"`
+}
+
+// CorruptError is returned by Load for a file that exists but does not hold
+// a manifest (empty, half-written, not JSON, not an object).
+type CorruptError struct {
+	Path string
+	Err  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("manifest %s is corrupt: %v", e.Path, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Path is the manifest's path for a run directory.
+func Path(runDir string) string {
+	return filepath.Join(runDir, FileName)
+}
+
+// New returns an empty manifest for runDir, created at now.
+func New(runDir, workspace string, now time.Time) *Manifest {
+	return &Manifest{
+		Version:   Version,
+		RunDir:    runDir,
+		Workspace: workspace,
+		CreatedAt: now,
+		UpdatedAt: now,
+		Steps:     []*StepResult{},
+	}
+}
+
+// Load reads the manifest at path. A missing file gives an error wrapping
+// fs.ErrNotExist; a file that is not a manifest gives a *CorruptError; a
+// file from a newer flower gives an error wrapping ErrUnsupportedVersion.
+// Load keeps the RunDir recorded in the file.
+func Load(path string) (*Manifest, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load manifest: %w", err)
+	}
+	corrupt := func(err error) error { return &CorruptError{Path: path, Err: err} }
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, corrupt(errors.New("empty file"))
+	}
+	// Decoding into a pointer is how `null` shows up as nil instead of an
+	// untouched zero Manifest.
+	var m *Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, corrupt(err)
+	}
+	if m == nil {
+		return nil, corrupt(errors.New("null instead of an object"))
+	}
+	switch {
+	case m.Version > Version:
+		return nil, fmt.Errorf("manifest %s has version %d, this flower reads up to %d: %w",
+			path, m.Version, Version, ErrUnsupportedVersion)
+	case m.Version < 1:
+		return nil, corrupt(fmt.Errorf("missing or invalid version %d", m.Version))
+	}
+	for i, s := range m.Steps {
+		if s == nil {
+			return nil, corrupt(fmt.Errorf("steps[%d] is null", i))
+		}
+		s.normalize()
+	}
+	if m.Steps == nil {
+		m.Steps = []*StepResult{}
+	}
+	return m, nil
+}
+
+// Save writes the manifest atomically to Path(m.RunDir), creating the run
+// directory if needed, and sets UpdatedAt (and CreatedAt if unset).
+func (m *Manifest) Save() error {
+	if m.RunDir == "" {
+		return errors.New("save manifest: empty run dir")
+	}
+	now := time.Now().UTC()
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = now
+	}
+	if m.Version == 0 {
+		m.Version = Version
+	}
+	m.UpdatedAt = now
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("save manifest: %w", err)
+	}
+	data = append(data, '\n')
+	if err := os.MkdirAll(m.RunDir, 0o755); err != nil {
+		return fmt.Errorf("save manifest: %w", err)
+	}
+	if err := atomicfile.WriteFile(Path(m.RunDir), data, 0o644); err != nil {
+		return fmt.Errorf("save manifest: %w", err)
+	}
+	return nil
+}
+
+// Step returns the step called name, or nil.
+func (m *Manifest) Step(name string) *StepResult {
+	for _, s := range m.Steps {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// EnsureStep returns the step called name, adding it (status running,
+// started at now) if absent. An existing step is returned unchanged.
+func (m *Manifest) EnsureStep(name, task string, now time.Time) *StepResult {
+	if s := m.Step(name); s != nil {
+		return s
+	}
+	s := &StepResult{
+		Name:        name,
+		Task:        task,
+		Status:      StatusRunning,
+		Retired:     []string{},
+		Errors:      []string{},
+		Generations: []Generation{},
+		StartedAt:   now,
+	}
+	m.Steps = append(m.Steps, s)
+	return s
+}
+
+// MarshalJSON writes Retired, Errors and Generations as [] rather than null
+// even for a StepResult built by hand, so readers of manifest.json never
+// have to tell "none" from "missing".
+func (s StepResult) MarshalJSON() ([]byte, error) {
+	type plain StepResult // drops this method, avoiding recursion
+	s.normalize()
+	return json.Marshal(plain(s))
+}
+
+func (s *StepResult) normalize() {
+	if s.Retired == nil {
+		s.Retired = []string{}
+	}
+	if s.Errors == nil {
+		s.Errors = []string{}
+	}
+	if s.Generations == nil {
+		s.Generations = []Generation{}
+	}
+}
+
+// AddError records msg in the step's errors.
+func (s *StepResult) AddError(msg string) {
+	s.Errors = append(s.Errors, msg)
+}
+
+// DegradedError records, and returns, the entry for a degraded handoff:
+// "交接降级(" + why + ")" (R25). The step does not fail because of it.
+func (s *StepResult) DegradedError(why string) string {
+	msg := "交接降级(" + why + ")"
+	s.AddError(msg)
+	return msg
+}
+
+// Retire records sessionID as burned (R32). Empty ids and an immediate
+// repeat of the last one are ignored, so callers may retire defensively.
+func (s *StepResult) Retire(sessionID string) {
+	if sessionID == "" {
+		return
+	}
+	if n := len(s.Retired); n > 0 && s.Retired[n-1] == sessionID {
+		return
+	}
+	s.Retired = append(s.Retired, sessionID)
+}
+
+// Current returns the last generation, or nil if none began. The pointer
+// stays valid until the next BeginGeneration.
+func (s *StepResult) Current() *Generation {
+	if len(s.Generations) == 0 {
+		return nil
+	}
+	return &s.Generations[len(s.Generations)-1]
+}
+
+// BeginGeneration starts generation N+1 at now. A previous generation still
+// open is ended at now. sessionID may be "" when the harness has not yet
+// reported it; SetSessionID fills it in later. Retiring the previous
+// session is the caller's decision (a retry may resume it).
+func (s *StepResult) BeginGeneration(sessionID string, now time.Time) *Generation {
+	if g := s.Current(); g != nil && g.EndedAt == nil {
+		end := now
+		g.EndedAt = &end
+	}
+	s.Generations = append(s.Generations, Generation{
+		N:         len(s.Generations) + 1,
+		SessionID: sessionID,
+		StartedAt: now,
+	})
+	if sessionID != "" {
+		s.SessionID = sessionID
+	}
+	return s.Current()
+}
+
+// SetSessionID records the session the harness reported as the step's
+// latest (R33) and as the current generation's, if one began.
+func (s *StepResult) SetSessionID(id string) {
+	if id == "" {
+		return
+	}
+	s.SessionID = id
+	if g := s.Current(); g != nil {
+		g.SessionID = id
+	}
+}
+
+// AddUsage adds cost and turns to both the step and the current generation,
+// keeping the step's totals equal to the sum over its generations (R35–R36).
+// Usage before any generation counts for the step only.
+func (s *StepResult) AddUsage(costUSD float64, turns int) {
+	s.CostUSD += costUSD
+	s.NumTurns += turns
+	if g := s.Current(); g != nil {
+		g.CostUSD += costUSD
+		g.NumTurns += turns
+	}
+}
+
+// SetContext records the main thread's context of the last round on both
+// the step (R34) and the current generation.
+func (s *StepResult) SetContext(tokens int) {
+	s.Context = tokens
+	if g := s.Current(); g != nil {
+		g.Context = tokens
+	}
+}
+
+// Finish sets the step's final status and end time, ending the current
+// generation too if it is still open.
+func (s *StepResult) Finish(status string, now time.Time) {
+	s.Status = status
+	end := now
+	s.EndedAt = &end
+	if g := s.Current(); g != nil && g.EndedAt == nil {
+		gEnd := now
+		g.EndedAt = &gEnd
+	}
+}
