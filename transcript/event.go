@@ -1,0 +1,209 @@
+package transcript
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Kind classifies one stream-json record.
+type Kind int
+
+// The kinds of records flower distinguishes. Anything else is KindOther and
+// is passed through untouched.
+const (
+	KindOther           Kind = iota
+	KindInit                 // {"type":"system","subtype":"init"}, at the start of every turn
+	KindSystem               // other system lines (task_started, compact_boundary, …)
+	KindAssistant            // an assistant message, main thread or subagent
+	KindUser                 // tool results and interruption notes
+	KindResult               // one per finished turn
+	KindControlResponse      // the answer to a control_request we sent
+)
+
+var kindNames = [...]string{"other", "init", "system", "assistant", "user", "result", "control_response"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// ErrNotJSON is returned by Decode for a line that is not one JSON object.
+var ErrNotJSON = errors.New("not a JSON object")
+
+// Usage is the token accounting of one API response as the harness reports it.
+type Usage struct {
+	InputTokens              int
+	CacheCreationInputTokens int
+	CacheReadInputTokens     int
+	OutputTokens             int
+}
+
+// Context is the size of the prompt that produced the response: what the
+// model saw (SPEC R9). Output tokens are not part of it.
+func (u Usage) Context() int {
+	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+
+// ToolUse is one tool call in an assistant message.
+type ToolUse struct {
+	ID    string
+	Name  string
+	Input string // raw JSON
+}
+
+// Event is one decoded stream-json record. Only the fields of its Kind are set.
+type Event struct {
+	Kind      Kind
+	Type      string
+	Subtype   string
+	SessionID string
+
+	// init
+	Model string // also set on assistant lines (from message.model)
+
+	// assistant
+	MessageID       string
+	ParentToolUseID string // non-empty for a subagent's messages
+	Usage           Usage
+	Text            string // text blocks joined with "\n"
+	ToolUses        []ToolUse
+	APIError        bool // a synthetic message carrying an API error ("Prompt is too long")
+
+	// user
+	Interrupted bool // the harness noted "[Request interrupted by user…]"
+
+	// result
+	IsError        bool
+	Result         string
+	TotalCostUSD   float64 // cumulative for the harness process
+	NumTurns       int
+	TerminalReason string
+	ContextWindow  int // largest modelUsage[*].contextWindow
+
+	// control_response
+	RequestID    string
+	ControlError string // set when the response's subtype is "error"
+	Response     gjson.Result
+
+	// Raw is the line as read. It aliases the reader's buffer: copy it to keep it.
+	Raw []byte
+}
+
+// MainThread reports whether an assistant or user record belongs to the main
+// thread rather than to a subagent.
+func (e *Event) MainThread() bool { return e.ParentToolUseID == "" }
+
+// Synthetic reports whether an assistant record was made up by the harness
+// (e.g. an API error turned into a message) rather than returned by the API;
+// its usage is zero and must not move the context meter.
+func (e *Event) Synthetic() bool { return e.Model == "<synthetic>" || e.APIError }
+
+// Decode decodes one stream-json line. It returns ErrNotJSON for a line that
+// is not a JSON object (garbage, a torn line); such lines are to be skipped.
+func Decode(line []byte) (Event, error) {
+	if !gjson.ValidBytes(line) {
+		return Event{}, ErrNotJSON
+	}
+	root := gjson.ParseBytes(line)
+	if !root.IsObject() {
+		return Event{}, ErrNotJSON
+	}
+	ev := Event{
+		Type:      root.Get("type").String(),
+		Subtype:   root.Get("subtype").String(),
+		SessionID: root.Get("session_id").String(),
+		Raw:       line,
+	}
+	switch ev.Type {
+	case "system":
+		ev.Kind = KindSystem
+		if ev.Subtype == "init" {
+			ev.Kind = KindInit
+			ev.Model = root.Get("model").String()
+		}
+	case "assistant":
+		ev.Kind = KindAssistant
+		decodeAssistant(&ev, root)
+	case "user":
+		ev.Kind = KindUser
+		ev.ParentToolUseID = root.Get("parent_tool_use_id").String()
+		ev.Interrupted = strings.Contains(messageText(root.Get("message.content")), "[Request interrupted by user")
+	case "result":
+		ev.Kind = KindResult
+		ev.IsError = root.Get("is_error").Bool()
+		ev.Result = root.Get("result").String()
+		ev.TotalCostUSD = root.Get("total_cost_usd").Float()
+		ev.NumTurns = int(root.Get("num_turns").Int())
+		ev.TerminalReason = root.Get("terminal_reason").String()
+		root.Get("modelUsage").ForEach(func(_, mu gjson.Result) bool {
+			if w := int(mu.Get("contextWindow").Int()); w > ev.ContextWindow {
+				ev.ContextWindow = w
+			}
+			return true
+		})
+	case "control_response":
+		ev.Kind = KindControlResponse
+		resp := root.Get("response")
+		ev.RequestID = resp.Get("request_id").String()
+		if resp.Get("subtype").String() == "error" {
+			ev.ControlError = resp.Get("error").String()
+			if ev.ControlError == "" {
+				ev.ControlError = "control request failed"
+			}
+		}
+		ev.Response = resp.Get("response")
+	}
+	return ev, nil
+}
+
+func decodeAssistant(ev *Event, root gjson.Result) {
+	msg := root.Get("message")
+	ev.MessageID = msg.Get("id").String()
+	ev.Model = msg.Get("model").String()
+	ev.ParentToolUseID = root.Get("parent_tool_use_id").String()
+	ev.APIError = root.Get("is_api_error_message").Bool() || root.Get("error").Exists() && ev.Model == "<synthetic>"
+	u := msg.Get("usage")
+	ev.Usage = Usage{
+		InputTokens:              int(u.Get("input_tokens").Int()),
+		CacheCreationInputTokens: int(u.Get("cache_creation_input_tokens").Int()),
+		CacheReadInputTokens:     int(u.Get("cache_read_input_tokens").Int()),
+		OutputTokens:             int(u.Get("output_tokens").Int()),
+	}
+	content := msg.Get("content")
+	ev.Text = messageText(content)
+	content.ForEach(func(_, block gjson.Result) bool {
+		if block.Get("type").String() == "tool_use" {
+			ev.ToolUses = append(ev.ToolUses, ToolUse{
+				ID:    block.Get("id").String(),
+				Name:  block.Get("name").String(),
+				Input: block.Get("input").Raw,
+			})
+		}
+		return true
+	})
+}
+
+// messageText joins the text of a message's content: a plain string, or the
+// text blocks (and the text inside tool_result blocks) of a block array.
+func messageText(content gjson.Result) string {
+	if content.Type == gjson.String {
+		return content.String()
+	}
+	var parts []string
+	content.ForEach(func(_, block gjson.Result) bool {
+		switch block.Get("type").String() {
+		case "text":
+			parts = append(parts, block.Get("text").String())
+		case "tool_result":
+			if c := messageText(block.Get("content")); c != "" {
+				parts = append(parts, c)
+			}
+		}
+		return true
+	})
+	return strings.Join(parts, "\n")
+}
