@@ -1,0 +1,399 @@
+// Package harness owns one running Claude Code process in stream-json mode:
+// starting it in its own process group, writing user turns and control
+// requests to its stdin, turning its stdout into transcript events, and
+// stopping it — gracefully first, forcefully after a bounded wait. A new
+// generation is a new Process; a Process is never reused.
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/flowerhq/flower/transcript"
+)
+
+// StreamArgs are the arguments that put the harness in supervised mode.
+var StreamArgs = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
+
+// ErrExited is returned by writes and control requests once the harness has
+// exited.
+var ErrExited = errors.New("harness exited")
+
+// Config says how to start one harness process.
+type Config struct {
+	Path   string   // the claude executable
+	Args   []string // pass-through arguments, after StreamArgs
+	Model  string   // --model, when set
+	Resume string   // --resume <session id>, when set
+	Dir    string   // working directory
+	Env    []string // the complete environment (see package envinject)
+	Logger *slog.Logger
+	// Grace bounds each stage of Stop (stdin closed → SIGINT → SIGKILL).
+	// Zero means 5 seconds.
+	Grace time.Duration
+	// MaxLine bounds one stdout line (transcript.DefaultMaxLine when zero).
+	MaxLine int
+}
+
+// Argv returns the arguments the harness is started with (without the
+// executable).
+func (c Config) Argv() []string {
+	args := append([]string(nil), StreamArgs...)
+	if c.Model != "" {
+		args = append(args, "--model", c.Model)
+	}
+	if c.Resume != "" {
+		args = append(args, "--resume", c.Resume)
+	}
+	return append(args, c.Args...)
+}
+
+// Process is one running harness. Events arrive on Events until the harness
+// exits; then Events is closed and Done is closed once Wait has returned.
+type Process struct {
+	cmd    *exec.Cmd
+	log    *slog.Logger
+	grace  time.Duration
+	stdin  *os.File
+	stdout *os.File
+
+	writeMu sync.Mutex
+
+	events chan transcript.Event
+	done   chan struct{}
+	exited chan struct{} // closed when Wait has returned
+	err    error         // Wait's result, valid after exited
+
+	stderr *tail
+
+	mu       sync.Mutex
+	pending  map[string]chan transcript.Event
+	nextID   int
+	skipped  int
+	stopOnce sync.Once
+}
+
+// Start starts the harness. The context bounds the process's life: when it
+// is cancelled the group gets SIGINT, then SIGKILL after the grace period.
+func Start(ctx context.Context, cfg Config) (*Process, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("start harness: no executable given")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	grace := cfg.Grace
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
+	// Our own pipes, so that Wait never closes the read end under the
+	// reader: every line the harness wrote is read before Events closes.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	p := &Process{
+		log:     log,
+		grace:   grace,
+		stdin:   inW,
+		stdout:  outR,
+		events:  make(chan transcript.Event),
+		done:    make(chan struct{}),
+		exited:  make(chan struct{}),
+		stderr:  newTail(16 << 10),
+		pending: map[string]chan transcript.Event{},
+	}
+	cmd := exec.CommandContext(ctx, cfg.Path, cfg.Argv()...)
+	cmd.Dir = cfg.Dir
+	cmd.Env = cfg.Env
+	cmd.Stdin = inR
+	cmd.Stdout = outW
+	cmd.Stderr = p.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid: true,
+		// If flower dies without cleaning up, the harness goes with it.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	cmd.Cancel = func() error { return p.signalGroup(syscall.SIGINT) }
+	cmd.WaitDelay = grace
+	p.cmd = cmd
+	if err := cmd.Start(); err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("start harness %s: %w", cfg.Path, err)
+	}
+	// The child holds its own copies now.
+	inR.Close()
+	outW.Close()
+	log.Debug("harness started", "pid", cmd.Process.Pid, "args", cfg.Argv())
+
+	q := newQueue()
+	readerDone := make(chan struct{})
+	go p.read(cfg.MaxLine, q, readerDone)
+	go q.pump(p.events)
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+		log.Debug("harness exited", "pid", cmd.Process.Pid, "err", p.err)
+		// A grandchild (a tool's process) may still hold stdout open; once
+		// the harness is gone nothing of ours is left in its group.
+		select {
+		case <-readerDone:
+		case <-time.After(grace):
+			_ = p.signalGroup(syscall.SIGKILL)
+			<-readerDone
+		}
+		p.stdin.Close()
+		p.failPending()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// PID returns the harness's process id (which is also its process group id).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Events delivers every decoded stdout record in order. Control responses to
+// requests made with Control are delivered to their caller, not here. The
+// channel is closed after the last line.
+func (p *Process) Events() <-chan transcript.Event { return p.events }
+
+// Done is closed when the harness has exited and its output has been read.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err returns how the harness exited. Valid after Done is closed.
+func (p *Process) Err() error { return p.err }
+
+// Stderr returns the last part of what the harness wrote to stderr.
+func (p *Process) Stderr() string { return p.stderr.String() }
+
+// Skipped returns how many stdout lines were not JSON (or too long) and were
+// skipped.
+func (p *Process) Skipped() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.skipped
+}
+
+// SendUser writes one user turn.
+func (p *Process) SendUser(text string) error {
+	return p.writeJSON(map[string]any{
+		"type":    "user",
+		"message": map[string]any{"role": "user", "content": text},
+	})
+}
+
+// Interrupt asks the harness to stop the running turn at the next message
+// boundary, as Ctrl-C does. It does not wait: the turn's result record
+// arrives on Events.
+func (p *Process) Interrupt() error {
+	id := p.newRequestID()
+	return p.writeJSON(controlRequest(id, "interrupt"))
+}
+
+// Control sends a control request and waits for its response payload.
+func (p *Process) Control(ctx context.Context, subtype string) (gjson.Result, error) {
+	id := p.newRequestID()
+	ch := make(chan transcript.Event, 1)
+	p.mu.Lock()
+	p.pending[id] = ch
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.pending, id)
+		p.mu.Unlock()
+	}()
+	if err := p.writeJSON(controlRequest(id, subtype)); err != nil {
+		return gjson.Result{}, err
+	}
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			return gjson.Result{}, fmt.Errorf("control %s: %w", subtype, ErrExited)
+		}
+		if ev.ControlError != "" {
+			return gjson.Result{}, fmt.Errorf("control %s: %s", subtype, ev.ControlError)
+		}
+		return ev.Response, nil
+	case <-ctx.Done():
+		return gjson.Result{}, fmt.Errorf("control %s: %w", subtype, ctx.Err())
+	}
+}
+
+// CloseInput closes the harness's stdin: it finishes the running turn, if
+// any, and exits.
+func (p *Process) CloseInput() error {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	return p.stdin.Close()
+}
+
+// Stop ends the harness: stdin is closed, then after the grace period the
+// process group gets SIGINT, then SIGKILL. It returns when the harness has
+// exited and is safe to call more than once and concurrently.
+func (p *Process) Stop() {
+	p.stopOnce.Do(func() {
+		_ = p.CloseInput()
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+			select {
+			case <-p.exited:
+				return
+			case <-time.After(p.grace):
+				p.log.Warn("harness did not exit, signalling its group", "pid", p.PID(), "signal", sig.String())
+				_ = p.signalGroup(sig)
+			}
+		}
+	})
+	<-p.done
+}
+
+// Kill sends SIGKILL to the whole process group at once.
+func (p *Process) Kill() { _ = p.signalGroup(syscall.SIGKILL) }
+
+func (p *Process) signalGroup(sig syscall.Signal) error {
+	if p.cmd.Process == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	err := syscall.Kill(-p.cmd.Process.Pid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+func (p *Process) newRequestID() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.nextID++
+	return "flower-" + strconv.Itoa(p.nextID)
+}
+
+func controlRequest(id, subtype string) map[string]any {
+	return map[string]any{
+		"type":       "control_request",
+		"request_id": id,
+		"request":    map[string]any{"subtype": subtype},
+	}
+}
+
+// writeTimeout bounds one stdin write: a harness that stops reading its
+// input must not hang the supervisor.
+const writeTimeout = 30 * time.Second
+
+func (p *Process) writeJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode stdin line: %w", err)
+	}
+	b = append(b, '\n')
+	select {
+	case <-p.exited:
+		return ErrExited
+	default:
+	}
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	_ = p.stdin.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := p.stdin.Write(b); err != nil {
+		if errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) {
+			return ErrExited
+		}
+		return fmt.Errorf("write harness stdin: %w", err)
+	}
+	return nil
+}
+
+// read turns stdout into events. It owns the stdout pipe.
+func (p *Process) read(maxLine int, q *queue, done chan<- struct{}) {
+	defer close(done)
+	defer q.close()
+	defer p.stdout.Close()
+	lr := transcript.NewLineReader(p.stdout, maxLine)
+	for {
+		line, err := lr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		var le *transcript.LineError
+		if errors.As(err, &le) {
+			p.skip("line too long", "line", le.Line, "bytes", le.Size)
+			continue
+		}
+		if err != nil {
+			p.log.Warn("read harness stdout", "err", err)
+			return
+		}
+		if len(line) == 0 {
+			continue
+		}
+		ev, err := transcript.Decode(line)
+		if err != nil {
+			p.skip("not JSON", "line", lr.Lines(), "preview", preview(line))
+			continue
+		}
+		ev.Raw = append([]byte(nil), line...)
+		if ev.Kind == transcript.KindControlResponse {
+			p.mu.Lock()
+			ch, ok := p.pending[ev.RequestID]
+			p.mu.Unlock()
+			if ok {
+				select {
+				case ch <- ev:
+				default: // a duplicate response; the caller has one already
+				}
+				continue
+			}
+		}
+		q.push(ev)
+	}
+}
+
+func (p *Process) skip(why string, attrs ...any) {
+	p.mu.Lock()
+	p.skipped++
+	p.mu.Unlock()
+	p.log.Warn("skipped harness output: "+why, attrs...)
+}
+
+func (p *Process) failPending() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, ch := range p.pending {
+		close(ch)
+		delete(p.pending, id)
+	}
+}
+
+func preview(b []byte) string {
+	const n = 120
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}
