@@ -59,7 +59,6 @@ func untilResult(t *testing.T, p *Process) []transcript.Event {
 	}
 }
 
-
 func TestTurnsAndControl(t *testing.T) {
 	p := startFake(t, harnesstest.ModeStream, harnesstest.EnvContext+"=150000,160000", "DISABLE_AUTO_COMPACT=1")
 	resp, err := p.Control(context.Background(), "get_context_usage")
