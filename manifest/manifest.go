@@ -97,6 +97,12 @@ type Generation struct {
 	NumTurns  int        `json:"num_turns"`
 	// Context is the main thread's context at the end, or at the cut.
 	Context int `json:"context"`
+	// What the harness said of the fresh session (get_context_usage):
+	// its window, the context before the first turn (the start-up floor),
+	// and whether its auto-compact is on. Zero/nil when it did not answer.
+	HarnessWindow      int   `json:"harness_window,omitempty"`
+	StartFloor         int   `json:"start_floor,omitempty"`
+	AutoCompactEnabled *bool `json:"auto_compact_enabled,omitempty"`
 	// Handoff says how this generation was cut; nil for the live or last one.
 	Handoff *HandoffRecord `json:"handoff,omitempty"`
 }

@@ -1,0 +1,367 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/flowerhq/flower/envinject"
+	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/transcript"
+)
+
+type outcomeKind int
+
+const (
+	outcomeDone        outcomeKind = iota // the turn ended on its own: the step is done
+	outcomeHandoff                        // cut (or overflowed): hand off to a successor
+	outcomeFailed                         // the harness failed: retry, counted in attempts
+	outcomeInterrupted                    // the caller cancelled
+)
+
+type outcome struct {
+	kind      outcomeKind
+	why       string // failure reason, or why a handoff is degraded
+	sessionID string
+
+	// handoffs
+	reason         string // manifest.ReasonThreshold or ReasonOverflow
+	context        int
+	handoff        handoffwriter.Handoff
+	writingSeconds float64
+	writingCost    float64
+}
+
+type phase int
+
+const (
+	phaseWorking phase = iota
+	phaseCutting       // interrupt sent, waiting for the turn's result
+	phaseWriting       // the handoff-writing turn (exempt from the threshold, R15)
+)
+
+// attempt runs one harness process for the current generation: it sends the
+// prompt and follows the stream until the turn ends, a handoff is written,
+// or the harness fails.
+func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, prompt, resume string) outcome {
+	rt := s.rt
+	log := s.log.With("gen", gen.N)
+	p, err := harness.Start(ctx, harness.Config{
+		Path: rt.opts.HarnessPath, Args: rt.opts.HarnessArgs, Model: rt.opts.Model, Resume: resume,
+		Dir: rt.opts.Workspace, Env: rt.env, Logger: log, Grace: rt.opts.Grace,
+	})
+	if err != nil {
+		return outcome{kind: outcomeFailed, why: err.Error(), sessionID: resume}
+	}
+	defer p.Stop()
+	rt.emit(Event{Kind: KindGeneration, Step: s.st.Name, Generation: gen.N, SessionID: resume,
+		Window: rt.policy.Window, At: rt.policy.At(), WarnAt: rt.policy.WarnAt()})
+	log.Info("harness started", "pid", p.PID(), "resume", resume)
+
+	a := &attemptRun{stepRun: s, gen: gen, p: p, log: log}
+	a.meter.SessionID = resume
+	a.probe(ctx)
+	if err := p.SendUser(prompt); err != nil {
+		return a.died(fmt.Sprintf("send prompt: %v", err))
+	}
+	return a.follow(ctx)
+}
+
+type attemptRun struct {
+	*stepRun
+	gen   *manifest.Generation
+	p     *harness.Process
+	log   *slog.Logger
+	meter transcript.Meter
+	phase phase
+	// warned: the near notice was shown in this generation (R10).
+	warned bool
+
+	lastCost     float64 // meter.CostUSD already booked
+	reason       string
+	cutContext   int
+	writingStart time.Time
+	writingCost0 float64
+	writing      strings.Builder
+	writingTools int
+}
+
+// probeTimeout bounds the get_context_usage request at session start.
+const probeTimeout = 20 * time.Second
+
+// probe asks the fresh session what the harness knows of it before the first
+// turn: its window, its start-up floor, and whether auto-compact is on.
+// A harness that does not answer is logged, not fatal.
+func (a *attemptRun) probe(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	resp, err := a.p.Control(ctx, "get_context_usage")
+	if err != nil {
+		a.log.Warn("get_context_usage", "err", err)
+		return
+	}
+	if w := int(resp.Get("maxTokens").Int()); w > 0 {
+		a.gen.HarnessWindow = w
+	}
+	a.gen.StartFloor = int(resp.Get("totalTokens").Int())
+	if v := resp.Get("isAutoCompactEnabled"); v.Exists() {
+		on := v.Bool()
+		a.gen.AutoCompactEnabled = &on
+		if on && a.rt.policy.Enabled && a.rt.opts.Compact != envinject.CompactAuto {
+			msg := "the harness reports auto-compact on although handoff switched it off"
+			a.st.AddError(msg)
+			a.log.Error(msg)
+		}
+	}
+	a.rt.save(a.st)
+	a.log.Info("session probed", "max_tokens", a.gen.HarnessWindow, "floor", a.gen.StartFloor, "auto_compact", resp.Get("isAutoCompactEnabled").Raw)
+}
+
+func (a *attemptRun) follow(ctx context.Context) outcome {
+	rt := a.rt
+	var timer <-chan time.Time
+	arm := func(d time.Duration) {
+		if d > 0 {
+			timer = time.After(d)
+		} else {
+			timer = nil
+		}
+	}
+	arm(rt.opts.TurnTimeout)
+	for {
+		select {
+		case ev, ok := <-a.p.Events():
+			if !ok {
+				<-a.p.Done()
+				return a.died(a.exitReason())
+			}
+			before := a.phase
+			if out, end := a.handle(&ev); end {
+				return out
+			}
+			if a.phase != before {
+				switch a.phase {
+				case phaseCutting:
+					arm(rt.opts.CutTimeout)
+				case phaseWriting:
+					arm(rt.opts.WritingTimeout)
+				}
+			}
+		case <-timer:
+			switch a.phase {
+			case phaseWorking:
+				return a.fail(fmt.Sprintf("turn exceeded the turn timeout of %v", rt.opts.TurnTimeout))
+			case phaseCutting:
+				// The session would not stop: it cannot write its handoff.
+				return a.handoffOutcome(handoffwriter.Handoff{}, fmt.Sprintf("the harness did not end the turn within %v of the interrupt", rt.opts.CutTimeout))
+			default:
+				return a.handoffOutcome(handoffwriter.Handoff{}, fmt.Sprintf("the writing turn did not finish within %v", rt.opts.WritingTimeout))
+			}
+		case <-ctx.Done():
+			// Let the current turn end at a message boundary, then go.
+			_ = a.p.Interrupt()
+			select {
+			case <-a.p.Done():
+			case <-time.After(rt.opts.Grace):
+			}
+			return outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error(), sessionID: a.meter.SessionID}
+		}
+	}
+}
+
+func (a *attemptRun) exitReason() string {
+	why := "the harness exited before the turn ended"
+	if err := a.p.Err(); err != nil {
+		why += " (" + err.Error() + ")"
+	}
+	if tail := lastLine(a.p.Stderr()); tail != "" {
+		why += ": " + tail
+	}
+	return why
+}
+
+// died handles a harness that is gone. Mid-handoff, the handoff degrades
+// (the session cannot write any more); otherwise the attempt failed.
+func (a *attemptRun) died(why string) outcome {
+	if a.phase != phaseWorking {
+		return a.handoffOutcome(handoffwriter.Handoff{}, why)
+	}
+	return a.fail(why)
+}
+
+func (a *attemptRun) fail(why string) outcome {
+	return outcome{kind: outcomeFailed, why: why, sessionID: a.meter.SessionID}
+}
+
+func (a *attemptRun) state() policy.State {
+	return policy.State{Policy: a.rt.policy, WritingTurn: a.phase == phaseWriting, Context: a.meter.Context,
+		SessionID: a.meter.SessionID, Warned: a.warned}
+}
+
+func (a *attemptRun) event(kind EventKind) Event {
+	return Event{Kind: kind, Step: a.st.Name, Generation: a.gen.N, SessionID: a.meter.SessionID,
+		Context: a.meter.Context, Window: a.rt.policy.Window, At: a.rt.policy.At(), WarnAt: a.rt.policy.WarnAt(),
+		CostUSD: a.st.CostUSD}
+}
+
+// handle folds one record into the attempt; end reports that the attempt
+// is over with the returned outcome.
+func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
+	rt, st := a.rt, a.st
+	prevSession := a.meter.SessionID
+	a.meter.Observe(ev)
+	if a.meter.SessionID != prevSession || (a.meter.SessionID != "" && a.gen.SessionID == "") {
+		st.SetSessionID(a.meter.SessionID)
+		rt.save(st)
+		rt.emit(a.event(KindSession))
+	}
+	switch ev.Kind {
+	case transcript.KindAssistant:
+		if !ev.MainThread() || ev.Synthetic() {
+			return
+		}
+		if a.phase == phaseWriting {
+			// The writing turn is not streamed to the UI (R16).
+			if ev.Text != "" {
+				a.writing.WriteString(ev.Text)
+				a.writing.WriteString("\n")
+			}
+			a.writingTools += len(ev.ToolUses)
+			return
+		}
+		if ev.Text != "" {
+			e := a.event(KindText)
+			e.Text = ev.Text
+			rt.emit(e)
+		}
+		for _, tu := range ev.ToolUses {
+			e := a.event(KindTool)
+			e.Tool, e.Input = tu.Name, tu.Input
+			rt.emit(e)
+		}
+		a.check()
+	case transcript.KindSystem:
+		if ev.Subtype == "compact_boundary" {
+			st.AddError("the harness compacted the context although handoff had switched auto-compact off")
+			rt.save(st)
+		}
+	case transcript.KindResult:
+		return a.result(ev)
+	}
+	return
+}
+
+// check applies the thresholds after a main-thread round (R8, R10).
+func (a *attemptRun) check() {
+	if a.phase != phaseWorking {
+		return
+	}
+	s := a.state()
+	if policy.NearDue(s) {
+		a.warned = true
+		e := a.event(KindHandoff)
+		e.Phase = PhaseNear
+		a.rt.emit(e)
+	}
+	if policy.HandoffDue(s) {
+		a.phase = phaseCutting
+		a.reason = manifest.ReasonThreshold
+		a.cutContext = a.meter.Context
+		a.log.Info("handoff due: interrupting at the message boundary", "context", a.meter.Context, "at", a.rt.policy.At())
+		if err := a.p.Interrupt(); err != nil {
+			a.log.Warn("interrupt failed", "err", err)
+		}
+	}
+}
+
+func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
+	rt, st := a.rt, a.st
+	st.AddUsage(a.meter.CostUSD-a.lastCost, ev.NumTurns)
+	a.lastCost = a.meter.CostUSD
+	st.SetContext(a.meter.Context)
+	rt.save(st)
+	overflow := ev.TerminalReason == "prompt_too_long" || ev.TerminalReason == "blocking_limit" ||
+		(ev.IsError && handoffwriter.IsOverflow(ev.Result))
+	switch a.phase {
+	case phaseWorking:
+		e := a.event(KindTurn)
+		e.Text, e.IsError = ev.Result, ev.IsError
+		rt.emit(e)
+		if overflow {
+			// R26: the session cannot run another turn; degrade and go on.
+			a.reason = manifest.ReasonOverflow
+			a.cutContext = a.meter.Context
+			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
+		}
+		if ev.IsError {
+			return a.fail("the turn ended in an error: " + firstNonEmpty(ev.Result, ev.Subtype, ev.TerminalReason)), true
+		}
+		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
+	case phaseCutting:
+		if overflow {
+			a.reason = manifest.ReasonOverflow
+			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow at the cut: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
+		}
+		a.phase = phaseWriting
+		a.writingStart = rt.opts.Now()
+		a.writingCost0 = a.meter.CostUSD
+		e := a.event(KindHandoff)
+		e.Phase = PhaseWriting
+		e.Context = a.cutContext
+		rt.emit(e)
+		if err := a.p.SendUser(handoffwriter.HandoffPrompt(a.cutContext, rt.policy.Window)); err != nil {
+			return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
+		}
+		return outcome{}, false
+	default: // writing
+		if overflow || ev.IsError {
+			return a.handoffOutcome(handoffwriter.Handoff{}, "the writing turn failed: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
+		}
+		h := handoffwriter.Parse(a.writing.String())
+		why := ""
+		if !h.Complete() {
+			why = "the handoff is missing " + strings.Join(h.Missing(), ", ")
+			if a.writingTools > 0 {
+				why += fmt.Sprintf(" (the writing turn called %d tool(s))", a.writingTools)
+			}
+		}
+		return a.handoffOutcome(h, why), true
+	}
+}
+
+// handoffOutcome ends the attempt with a handoff; a non-empty why degrades
+// it (R23). The process is stopped by attempt's deferred Stop.
+func (a *attemptRun) handoffOutcome(h handoffwriter.Handoff, why string) outcome {
+	if a.reason == "" {
+		a.reason = manifest.ReasonThreshold
+	}
+	if a.cutContext == 0 {
+		a.cutContext = a.meter.Context
+	}
+	out := outcome{kind: outcomeHandoff, handoff: h, why: why, sessionID: a.meter.SessionID,
+		reason: a.reason, context: a.cutContext}
+	if !a.writingStart.IsZero() {
+		out.writingSeconds = a.rt.opts.Now().Sub(a.writingStart).Seconds()
+		out.writingCost = a.meter.CostUSD - a.writingCost0
+	}
+	return out
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
