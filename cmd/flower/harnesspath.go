@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// PinnedHarnessVersion is the harness version flower is tested against; the
+// Makefile installs it into the cache below.
+const PinnedHarnessVersion = "2.1.328"
+
+// cachedHarness is where scripts/install-harness.sh puts the pinned harness.
+func cachedHarness() string {
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(cache, "flower", "harness", PinnedHarnessVersion, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
+}
+
+// findHarness resolves the harness: the flag (or FLOWER_HARNESS), else claude
+// on PATH, else the cached pinned copy.
+func findHarness(flag string) (string, error) {
+	if flag != "" {
+		p, err := exec.LookPath(flag)
+		if err != nil {
+			return "", usagef("harness %s: %v", flag, err)
+		}
+		return p, nil
+	}
+	if p, err := exec.LookPath("claude"); err == nil {
+		return p, nil
+	}
+	if p := cachedHarness(); isExecutable(p) {
+		return p, nil
+	}
+	return "", fmt.Errorf("%w (looked for claude on PATH and %s)", errNoHarness, cachedHarness())
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}

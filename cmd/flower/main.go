@@ -1,0 +1,90 @@
+// Command flower runs Claude Code under generational handoff: when the main
+// thread's context nears the window, the session writes a handoff a person can
+// read and edit, and a fresh session takes over from it.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/supervisor"
+)
+
+// Exit codes, documented in the README.
+const (
+	exitOK          = 0
+	exitFailed      = 1 // the step failed, or flower could not run it
+	exitUsage       = 2 // bad flags or input
+	exitLimit       = 3 // max generations reached (R27)
+	exitInterrupted = 130
+)
+
+// usageError marks errors caused by how flower was called.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+func main() {
+	ctx, stop := signalContext()
+	defer stop()
+	err := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "flower:", err)
+	}
+	os.Exit(exitCode(err))
+}
+
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.Is(err, policy.ErrGenerationLimit):
+		return exitLimit
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case errors.Is(err, supervisor.ErrStepFailed):
+		return exitFailed
+	}
+	return exitFailed
+}
+
+// signalContext is cancelled by the first SIGINT or SIGTERM, which lets the
+// running turn end at a message boundary; a second one exits at once (the
+// harness dies with flower: it is started with a parent-death signal).
+func signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-ch
+		fmt.Fprintf(os.Stderr, "\nflower: %v: finishing the current turn (again to stop at once)\n", sig)
+		cancel(fmt.Errorf("%w by %v", context.Canceled, sig))
+		<-ch
+		fmt.Fprintln(os.Stderr, "flower: stopping now")
+		os.Exit(exitInterrupted)
+	}()
+	return ctx, func() { signal.Stop(ch); cancel(nil) }
+}
+
+// splitHarnessArgs splits argv at the first "--": what follows goes to the
+// harness untouched.
+func splitHarnessArgs(argv []string) (own, harness []string) {
+	for i, a := range argv {
+		if a == "--" {
+			return argv[:i], argv[i+1:]
+		}
+	}
+	return argv, nil
+}
+

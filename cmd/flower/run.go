@@ -1,0 +1,194 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/flowerhq/flower/console"
+	"github.com/flowerhq/flower/envinject"
+	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/supervisor"
+)
+
+var runCommand = &cli.Command{
+	Name:      "run",
+	Usage:     "run a task (the default command; use it when the task's first word is a command name)",
+	UsageText: "flower run [flags] TASK [-- HARNESS ARGS]",
+	Flags:     runFlags(),
+	Action:    runAction,
+}
+
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "task-file", Aliases: []string{"f"}, Usage: "read the task from `FILE` (- for stdin)"},
+		&cli.StringFlag{Name: "workspace", Aliases: []string{"C"}, Value: ".", Usage: "the harness's working `DIR`; the workbench is DIR/.flower"},
+		&cli.StringFlag{Name: "run-dir", Usage: "where manifest.json and the log go (default: WORKSPACE/.flower/runs/<start time>)"},
+		&cli.StringFlag{Name: "step", Value: "main", Usage: "the step's `NAME` (names the handoff file 交接-NAME.md)"},
+		&cli.IntFlag{Name: "window", Usage: "the model's context window in tokens (default: guessed from the model name: 200000 for haiku, else 1000000)"},
+		&cli.IntFlag{Name: "headroom", Value: policy.DefaultHeadroom, Usage: "hand off this many tokens before the window"},
+		&cli.IntFlag{Name: "max-generations", Value: policy.DefaultMaxGenerations, Usage: "stop after this many sessions (the runaway brake)"},
+		&cli.BoolFlag{Name: "no-handoff", Usage: "no generational handoff: the harness's own auto-compact works"},
+		&cli.StringFlag{Name: "compact", Usage: "the agent's compact `MODE`: auto keeps the harness's auto-compact on even with handoff"},
+		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the claude executable (default: claude on PATH, else the copy make installed)"},
+		&cli.StringFlag{Name: "model", Usage: "the model the harness runs (--model)"},
+		&cli.IntFlag{Name: "max-attempts", Value: supervisor.DefaultMaxAttempts, Usage: "failed attempts allowed before the step fails (handoffs do not count)"},
+		&cli.DurationFlag{Name: "turn-timeout", Usage: "bound one working turn (0: none)"},
+		&cli.StringFlag{Name: "lang", Value: "zh", Usage: "labels of the status lines: zh (as in the design) or en"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
+		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the effective auth configuration (secrets masked) and policy before running"},
+	}
+}
+
+func runAction(c *cli.Context) error {
+	io := streamsOf(c)
+	task, err := readTask(c, io.stdin)
+	if err != nil {
+		return err
+	}
+	lang, err := console.ParseLang(c.String("lang"))
+	if err != nil {
+		return usageError{err}
+	}
+	compact, err := envinject.ParseCompactMode(c.String("compact"))
+	if err != nil {
+		return usageError{err}
+	}
+	for _, name := range []string{"window", "headroom", "max-generations", "max-attempts"} {
+		if c.Int(name) < 0 {
+			return usagef("--%s must not be negative", name)
+		}
+	}
+	harnessPath, err := findHarness(c.String("harness"))
+	if err != nil {
+		return err
+	}
+	workspace, err := filepath.Abs(c.String("workspace"))
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
+		return usagef("workspace %s is not a directory", workspace)
+	}
+	runDir := c.String("run-dir")
+	if runDir == "" {
+		runDir = filepath.Join(workspace, ".flower", "runs", time.Now().UTC().Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return fmt.Errorf("run dir: %w", err)
+	}
+	logFile, err := os.OpenFile(filepath.Join(runDir, "flower.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("run dir %s is not writable: %w", runDir, err)
+	}
+	defer logFile.Close()
+	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	pol := policy.HandoffPolicy{Enabled: !c.Bool("no-handoff"), Window: c.Int("window"),
+		Headroom: c.Int("headroom"), MaxGenerations: c.Int("max-generations")}
+	status := console.NewStatus(io.stderr, lang)
+	out := console.NewOutput(io.stdout)
+	quiet := c.Bool("quiet")
+	rt, err := supervisor.New(supervisor.Options{
+		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol, Compact: compact,
+		HarnessPath: harnessPath, HarnessArgs: harnessArgsOf(c), Model: c.String("model"),
+		MaxAttempts: c.Int("max-attempts"), TurnTimeout: c.Duration("turn-timeout"), Logger: logger,
+		OnEvent: func(ev supervisor.Event) {
+			status.Handle(ev)
+			if !quiet {
+				out.Handle(ev)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	linkLatest(runDir)
+	if c.Bool("verbose") {
+		printVerbose(io.stderr, rt, harnessPath)
+	}
+	st, err := rt.RunStep(c.Context, c.String("step"), task)
+	if st != nil {
+		console.Summary(io.stderr, st, runDir)
+	}
+	return err
+}
+
+func printVerbose(w io.Writer, rt *supervisor.Runtime, harnessPath string) {
+	env := rt.ChildEnv()
+	fmt.Fprintf(w, "flower: harness %s\n", harnessPath)
+	for _, line := range strings.Split(strings.TrimRight(envinject.AuthFrom(env).String(), "\n"), "\n") {
+		fmt.Fprintf(w, "flower: %s\n", line)
+	}
+	p := rt.Policy()
+	if p.Enabled {
+		v, _ := envinject.Lookup(env, envinject.DisableAutoCompact)
+		fmt.Fprintf(w, "flower: handoff on · window %s · near at %s · handoff at %s · max %d generations · %s=%s\n",
+			policy.FormatRound(p.Window), policy.FormatRound(p.WarnAt()), policy.FormatRound(p.At()), p.MaxGenerations, envinject.DisableAutoCompact, v)
+	} else {
+		fmt.Fprintln(w, "flower: handoff off · the harness's own auto-compact works")
+	}
+	fmt.Fprintf(w, "flower: run dir %s\n", rt.RunDir())
+}
+
+// readTask takes the task from the argument, --task-file, or stdin when it
+// is not a terminal.
+func readTask(c *cli.Context, stdin io.Reader) (string, error) {
+	args := c.Args().Slice()
+	file := c.String("task-file")
+	var task string
+	switch {
+	case len(args) > 0 && file != "":
+		return "", usagef("give the task as an argument or with --task-file, not both")
+	case len(args) > 1:
+		return "", usagef("the task must be one argument (quote it); harness arguments go after --, got %q", args[1])
+	case len(args) == 1:
+		task = args[0]
+	case file == "-":
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return "", fmt.Errorf("read task from stdin: %w", err)
+		}
+		task = string(b)
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", usagef("read task file: %v", err)
+		}
+		task = string(b)
+	default:
+		if f, ok := stdin.(*os.File); !ok || term.IsTerminal(int(f.Fd())) {
+			return "", usagef("no task: give it as an argument, with -f FILE, or on stdin (see flower --help)")
+		}
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return "", fmt.Errorf("read task from stdin: %w", err)
+		}
+		task = string(b)
+	}
+	if strings.TrimSpace(task) == "" {
+		return "", usagef("the task is empty")
+	}
+	return task, nil
+}
+
+// linkLatest points <runs>/latest at the run dir, so show and continue find
+// it; failing to is not worth stopping a run for.
+func linkLatest(runDir string) {
+	latest := filepath.Join(filepath.Dir(runDir), "latest")
+	tmp := latest + ".tmp"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(filepath.Base(runDir), tmp); err == nil {
+		_ = os.Rename(tmp, latest)
+	}
+}
+
+var errNoHarness = errors.New("no harness found: pass --harness, set FLOWER_HARNESS, put claude on PATH, or run `make harness`")

@@ -1,0 +1,16 @@
+package main
+
+import "github.com/urfave/cli/v2"
+
+var showCommand = &cli.Command{
+	Name:      "show",
+	Usage:     "show what a run did, from its manifest",
+	UsageText: "flower show [RUN_DIR]",
+	Action:    func(c *cli.Context) error { return usagef("show: not implemented yet") },
+}
+
+var demoCommand = &cli.Command{
+	Name:   "demo",
+	Usage:  "watch a handoff happen on the real harness against a scripted local model",
+	Action: func(c *cli.Context) error { return usagef("demo: not implemented yet") },
+}
