@@ -1,0 +1,75 @@
+// Package apiserver owns a scripted Anthropic Messages API for tests and
+// demos: an HTTP server on 127.0.0.1 that answers the real Claude Code
+// harness (pointed at it with Env) from a Go Script, records every request,
+// and so drives exactly what the harness believes about turns, tool calls,
+// overflow and context size (the Usage of each reply).
+//
+// # Endpoints
+//
+// POST /v1/messages (the harness adds ?beta=true) answers Server-Sent Events
+// like the real API when the body says "stream": true, a plain JSON message
+// otherwise, or a JSON error body when the Reply has a Status other than
+// 200. POST /v1/messages/count_tokens answers a rough estimate. Anything
+// else is answered 404 and listed by Unexpected.
+//
+// # Writing a script
+//
+// A Script sees the parsed Request and returns a Reply. Sequence and Route
+// cover most tests; anything else is a plain function:
+//
+//	srv, err := apiserver.Start(func(r *apiserver.Request) apiserver.Reply {
+//		if r.Kind != apiserver.KindMain {
+//			return apiserver.Harmless(r)
+//		}
+//		// flower's handoff-writing turn (the tag is defined by package
+//		// handoffwriter).
+//		if strings.Contains(r.LastUserText, "<<flower:handoff-request>>") {
+//			return apiserver.Reply{Text: "## doing\n…", Usage: apiserver.Usage{CacheReadInputTokens: 152000}}
+//		}
+//		return apiserver.Reply{Text: "working", Usage: apiserver.Usage{CacheReadInputTokens: 152000}}
+//	})
+//
+// LastUserText is the last message with role "user", which is not always
+// the last message: the harness may append one with role "system". Its text
+// also carries the harness's own <system-reminder> blocks, so match with
+// strings.Contains, never equality. After an interrupt the harness merges
+// "[Request interrupted by user for tool use]" and the next user line into
+// one user message; after an interrupt during the API call the merged
+// message even keeps the interrupted user text ("answer slowly\n\n[Request
+// interrupted by user]\n\nand again"), so a script keyed on that text
+// fires again unless it also looks for the marker.
+//
+// # Request kinds, as observed on Claude Code 2.1.328
+//
+// KindSubagent: the first system block of every request is a billing line
+// ("x-anthropic-billing-header: cc_version=…; cc_entrypoint=sdk-cli;"); a
+// subagent's carries "cc_is_subagent=true". That mark is the rule. (A
+// subagent's system prompt is also shorter, ~3.3k characters against ~7.2k
+// for the main thread on the default model, but the main prompt with
+// ANTHROPIC_MODEL=claude-haiku-4-5 is ~28k, so length is no rule.)
+//
+// KindSide: a request that does not stream or offers no tools. In
+// "-p --input-format stream-json --output-format stream-json --verbose"
+// mode no such request was seen, with or without the variables Env sets,
+// across plain turns, tool calls, interrupts, subagents and overflow: every
+// request streamed, offered the tools and was a main or subagent turn (no
+// title, topic or quota calls). count_tokens is called only to answer a
+// get_context_usage control request, 25 to 35 times in a burst. The kind
+// exists so scripts stay harmless if a later harness adds side calls.
+//
+// A harness started with every tool disabled would have its main turns
+// classed as side calls by this rule.
+//
+// KindMain: everything else.
+//
+// # Env, as observed
+//
+// Without CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 the harness resolves
+// api.anthropic.com several times (strace showed DNS queries; with no
+// network they fail quietly) and sends HEAD /api/hello to the base URL.
+// With it, nothing goes anywhere but ANTHROPIC_BASE_URL, and the init line
+// lists fewer feature-gated tools (no DesignSync). DISABLE_TELEMETRY=1
+// alone cuts the lookups from five to one; the former implies it, and it is
+// set only to be explicit. DISABLE_AUTOUPDATER, DISABLE_ERROR_REPORTING and
+// DISABLE_NON_ESSENTIAL_MODEL_CALLS had no visible effect and are left out.
+package apiserver

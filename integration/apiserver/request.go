@@ -1,0 +1,190 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Kind says which part of the harness sent a request.
+type Kind string
+
+// Request kinds.
+const (
+	// KindMain is the main thread's turn.
+	KindMain Kind = "main"
+	// KindSubagent is a subagent (Task/Agent tool) turn.
+	KindSubagent Kind = "subagent"
+	// KindSide is a non-streamed or tool-less side call (titles, topic
+	// detection, …) that is part of no conversation flower cares about.
+	KindSide Kind = "side"
+)
+
+// ToolResult is one tool_result block of the last user message.
+type ToolResult struct {
+	ToolUseID string
+	Content   string
+	IsError   bool
+}
+
+// Request is one recorded /v1/messages call.
+type Request struct {
+	Seq    int
+	Time   time.Time
+	Path   string
+	Header http.Header // x-api-key and authorization are REDACTED
+	Body   []byte      // raw JSON
+
+	Model     string
+	System    string // system prompt flattened to text
+	Stream    bool
+	MaxTokens int
+	Tools     []string // names of the offered tools
+
+	// LastUserText is the text of the last message with role "user" (the
+	// array may end with role "system"), text blocks only, concatenated.
+	LastUserText string
+	// LastToolResults are the tool_result blocks of that message.
+	LastToolResults []ToolResult
+	// AllText is every text of every message (tool results included; the
+	// system prompt is in System).
+	AllText     string
+	NumMessages int
+
+	// Kind classifies the request; see the package doc for the rule.
+	Kind Kind
+	// IsSubagent is Kind == KindSubagent.
+	IsSubagent bool
+}
+
+// apiRequest is the part of a Messages API request body we read.
+type apiRequest struct {
+	Model     string          `json:"model"`
+	System    json.RawMessage `json:"system"`
+	Stream    bool            `json:"stream"`
+	MaxTokens int             `json:"max_tokens"`
+	Tools     []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+type contentBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+func parseRequest(body []byte) (Request, error) {
+	var a apiRequest
+	if err := json.Unmarshal(body, &a); err != nil {
+		return Request{}, fmt.Errorf("parse messages request: %w", err)
+	}
+	r := Request{
+		Body:        body,
+		Model:       a.Model,
+		System:      flatten(a.System),
+		Stream:      a.Stream,
+		MaxTokens:   a.MaxTokens,
+		NumMessages: len(a.Messages),
+	}
+	for _, t := range a.Tools {
+		r.Tools = append(r.Tools, t.Name)
+	}
+	var all []string
+	last := -1
+	for i, m := range a.Messages {
+		if t := flatten(m.Content); t != "" {
+			all = append(all, t)
+		}
+		if m.Role == "user" {
+			last = i
+		}
+	}
+	r.AllText = strings.Join(all, "\n")
+	if last >= 0 {
+		c := a.Messages[last].Content
+		r.LastUserText = flattenTop(c)
+		r.LastToolResults = toolResults(c)
+	}
+	return r, nil
+}
+
+// blocks decodes content that is either a string or an array of blocks.
+func blocks(raw json.RawMessage) []contentBlock {
+	if len(raw) == 0 {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []contentBlock{{Type: "text", Text: s}}
+	}
+	var bs []contentBlock
+	if json.Unmarshal(raw, &bs) != nil {
+		return nil
+	}
+	return bs
+}
+
+// flattenTop joins the top-level text blocks only.
+func flattenTop(raw json.RawMessage) string {
+	var parts []string
+	for _, b := range blocks(raw) {
+		if b.Type == "text" && b.Text != "" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// flatten joins every text, including the texts inside tool results.
+func flatten(raw json.RawMessage) string {
+	var parts []string
+	for _, b := range blocks(raw) {
+		switch b.Type {
+		case "text":
+			if b.Text != "" {
+				parts = append(parts, b.Text)
+			}
+		case "tool_result":
+			if t := flatten(b.Content); t != "" {
+				parts = append(parts, t)
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func toolResults(raw json.RawMessage) []ToolResult {
+	var out []ToolResult
+	for _, b := range blocks(raw) {
+		if b.Type == "tool_result" {
+			out = append(out, ToolResult{ToolUseID: b.ToolUseID, Content: flatten(b.Content), IsError: b.IsError})
+		}
+	}
+	return out
+}
+
+// subagentMark is what the harness puts in the billing line that opens a
+// subagent's system prompt.
+const subagentMark = "cc_is_subagent=true"
+
+// classify tells main turns from subagent turns and side calls; see the
+// package doc for the evidence.
+func classify(r *Request) Kind {
+	switch {
+	case strings.Contains(r.System, subagentMark):
+		return KindSubagent
+	case !r.Stream || len(r.Tools) == 0:
+		return KindSide
+	default:
+		return KindMain
+	}
+}

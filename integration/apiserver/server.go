@@ -1,0 +1,394 @@
+package apiserver
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Usage is what message_start reports. The harness (and flower) take
+// input + cache_creation + cache_read as the context size of that round.
+type Usage struct {
+	InputTokens              int
+	CacheCreationInputTokens int
+	CacheReadInputTokens     int
+	OutputTokens             int
+}
+
+// ToolUse is one tool_use block of a reply. An empty ID is replaced by a
+// fresh "toolu_…" id.
+type ToolUse struct {
+	ID    string
+	Name  string
+	Input any
+}
+
+// Reply is what a Script answers to one request.
+type Reply struct {
+	// Text is the text block; empty means no text block.
+	Text string
+	// ToolUses become tool_use blocks after the text; when any are present
+	// stop_reason is "tool_use", else "end_turn".
+	ToolUses []ToolUse
+	// Usage is reported in message_start (and output_tokens in message_delta).
+	Usage Usage
+	// Status 0 or 200 answers normally; anything else answers a JSON error
+	// body with ErrorType and ErrorMessage.
+	Status       int
+	ErrorType    string
+	ErrorMessage string
+	// Delay holds the answer back; it ends early when the client disconnects.
+	Delay time.Duration
+	// ChunkText splits the text into text_delta events of this many runes
+	// (0 = one delta).
+	ChunkText int
+}
+
+// Script decides the reply to each /v1/messages request. It may be called
+// from several goroutines at once.
+type Script func(r *Request) Reply
+
+// Server is a scripted Messages API listening on 127.0.0.1.
+type Server struct {
+	// URL is http://127.0.0.1:PORT, the value for ANTHROPIC_BASE_URL.
+	URL string
+
+	script Script
+	ln     net.Listener
+	srv    *http.Server
+
+	mu          sync.Mutex
+	requests    []Request
+	unexpected  []string
+	countTokens int
+}
+
+// APIKey is the fake key Env hands the harness; it is not a secret.
+const APIKey = "test-key-not-secret"
+
+// Start listens on 127.0.0.1 on a free port and serves script.
+func Start(script Script) (*Server, error) {
+	if script == nil {
+		return nil, errors.New("start api server: nil script")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	s := &Server{URL: "http://" + ln.Addr().String(), script: script, ln: ln}
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Close stops the server at once, dropping open connections.
+func (s *Server) Close() error {
+	if err := s.srv.Close(); err != nil {
+		return fmt.Errorf("close api server: %w", err)
+	}
+	return nil
+}
+
+// Env returns the variables that point the harness at this server and keep
+// it from contacting anything else (see the package doc for what each one
+// was seen to do). Append them after the parent's environment so they win.
+func (s *Server) Env() []string {
+	return []string{
+		"ANTHROPIC_BASE_URL=" + s.URL,
+		"ANTHROPIC_API_KEY=" + APIKey,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_TELEMETRY=1",
+	}
+}
+
+// Requests returns every /v1/messages request so far (count_tokens
+// excluded), in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// CountTokensCalls is how many /v1/messages/count_tokens requests arrived.
+func (s *Server) CountTokensCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.countTokens
+}
+
+// Unexpected lists "METHOD /path" of every request the server did not
+// recognise (answered 404).
+func (s *Server) Unexpected() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.unexpected...)
+}
+
+// ServeHTTP routes the Messages API endpoints.
+func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
+	switch {
+	case hr.Method == http.MethodPost && hr.URL.Path == "/v1/messages":
+		s.serveMessages(w, hr)
+	case hr.Method == http.MethodPost && hr.URL.Path == "/v1/messages/count_tokens":
+		s.serveCountTokens(w, hr)
+	default:
+		s.noteUnexpected(hr.Method + " " + hr.URL.RequestURI())
+		writeError(w, http.StatusNotFound, "not_found_error", "not found: "+hr.URL.Path)
+	}
+}
+
+func (s *Server) noteUnexpected(what string) {
+	s.mu.Lock()
+	s.unexpected = append(s.unexpected, what)
+	s.mu.Unlock()
+}
+
+func (s *Server) serveCountTokens(w http.ResponseWriter, hr *http.Request) {
+	s.mu.Lock()
+	s.countTokens++
+	s.mu.Unlock()
+	body, err := readBody(hr)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	// About four bytes of JSON per token is close enough for the harness,
+	// which only uses this for its /context breakdown.
+	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": len(body)/4 + 1})
+}
+
+func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request) {
+	body, err := readBody(hr)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	req, err := parseRequest(body)
+	if err != nil {
+		s.noteUnexpected(hr.Method + " " + hr.URL.RequestURI() + ": " + err.Error())
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	req.Time = time.Now()
+	req.Path = hr.URL.RequestURI()
+	req.Header = redact(hr.Header)
+
+	s.mu.Lock()
+	req.Seq = len(s.requests) + 1
+	req.Kind = classify(&req)
+	req.IsSubagent = req.Kind == KindSubagent
+	s.requests = append(s.requests, req)
+	s.mu.Unlock()
+
+	reply := s.script(&req)
+	if reply.Delay > 0 {
+		t := time.NewTimer(reply.Delay)
+		select {
+		case <-t.C:
+		case <-hr.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	if reply.Status != 0 && reply.Status != http.StatusOK {
+		writeError(w, reply.Status, reply.ErrorType, reply.ErrorMessage)
+		return
+	}
+	blocks := reply.blocks()
+	if !req.Stream {
+		writeJSON(w, http.StatusOK, message(req.Model, blocks, reply, true))
+		return
+	}
+	streamReply(w, req.Model, blocks, reply)
+}
+
+func readBody(hr *http.Request) ([]byte, error) {
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(hr.Body); err != nil {
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// redact copies h with credentials masked, so recorded requests can be
+// logged freely.
+func redact(h http.Header) http.Header {
+	out := h.Clone()
+	for _, k := range []string{"X-Api-Key", "Authorization"} {
+		if out.Get(k) != "" {
+			out.Set(k, "REDACTED")
+		}
+	}
+	return out
+}
+
+// block is one content block of a reply, in API shape.
+type block map[string]any
+
+func (r Reply) blocks() []block {
+	var out []block
+	if r.Text != "" {
+		out = append(out, block{"type": "text", "text": r.Text})
+	}
+	for _, tu := range r.ToolUses {
+		id := tu.ID
+		if id == "" {
+			id = newID("toolu_")
+		}
+		input := tu.Input
+		if input == nil {
+			input = map[string]any{}
+		}
+		out = append(out, block{"type": "tool_use", "id": id, "name": tu.Name, "input": input})
+	}
+	return out
+}
+
+func (r Reply) stopReason() string {
+	if len(r.ToolUses) > 0 {
+		return "tool_use"
+	}
+	return "end_turn"
+}
+
+func usageJSON(u Usage) map[string]int {
+	return map[string]int{
+		"input_tokens":                u.InputTokens,
+		"cache_creation_input_tokens": u.CacheCreationInputTokens,
+		"cache_read_input_tokens":     u.CacheReadInputTokens,
+		"output_tokens":               u.OutputTokens,
+	}
+}
+
+// message builds the API message object; full=false gives the empty shell
+// message_start carries.
+func message(model string, blocks []block, r Reply, full bool) map[string]any {
+	m := map[string]any{
+		"id":            newID("msg_"),
+		"type":          "message",
+		"role":          "assistant",
+		"model":         model,
+		"content":       []block{},
+		"stop_reason":   nil,
+		"stop_sequence": nil,
+		"usage":         usageJSON(r.Usage),
+	}
+	if full {
+		m["content"] = blocks
+		m["stop_reason"] = r.stopReason()
+	}
+	return m
+}
+
+func streamReply(w http.ResponseWriter, model string, blocks []block, r Reply) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	send := func(event string, data any) bool {
+		b, err := json.Marshal(data)
+		if err != nil {
+			return false
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+
+	if !send("message_start", map[string]any{"type": "message_start", "message": message(model, nil, r, false)}) {
+		return
+	}
+	for i, b := range blocks {
+		start := block{}
+		for k, v := range b {
+			start[k] = v
+		}
+		var deltas []map[string]any
+		switch b["type"] {
+		case "text":
+			start["text"] = ""
+			for _, piece := range chunk(b["text"].(string), r.ChunkText) {
+				deltas = append(deltas, map[string]any{"type": "text_delta", "text": piece})
+			}
+		case "tool_use":
+			start["input"] = map[string]any{}
+			js, err := json.Marshal(b["input"])
+			if err != nil {
+				js = []byte("{}")
+			}
+			deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": string(js)})
+		}
+		if !send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": start}) {
+			return
+		}
+		for _, d := range deltas {
+			if !send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d}) {
+				return
+			}
+		}
+		if !send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i}) {
+			return
+		}
+	}
+	if !send("message_delta", map[string]any{
+		"type":  "message_delta",
+		"delta": map[string]any{"stop_reason": r.stopReason(), "stop_sequence": nil},
+		"usage": map[string]int{"output_tokens": r.Usage.OutputTokens},
+	}) {
+		return
+	}
+	send("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// chunk splits s into pieces of n runes; n <= 0 keeps it whole.
+func chunk(s string, n int) []string {
+	if n <= 0 || utf8.RuneCountInString(s) <= n {
+		return []string{s}
+	}
+	var out []string
+	for len(s) > 0 {
+		i, count := 0, 0
+		for i < len(s) && count < n {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+			count++
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	if typ == "" {
+		typ = "api_error"
+	}
+	writeJSON(w, status, map[string]any{
+		"type":  "error",
+		"error": map[string]string{"type": typ, "message": msg},
+	})
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
