@@ -87,4 +87,3 @@ func splitHarnessArgs(argv []string) (own, harness []string) {
 	}
 	return argv, nil
 }
-
