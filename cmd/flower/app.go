@@ -42,7 +42,7 @@ Examples:
    flower demo                      # see a handoff happen, no API key needed`,
 		Flags:                runFlags(),
 		Action:               runAction,
-		Commands:             []*cli.Command{runCommand, demoCommand, showCommand},
+		Commands:             []*cli.Command{runCommand, continueCommand, rerunCommand, showCommand, logsCommand, demoCommand},
 		Reader:               stdin,
 		Writer:               stdout,
 		ErrWriter:            stderr,

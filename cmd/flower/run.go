@@ -13,8 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/envinject"
+	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/supervisor"
 )
@@ -44,83 +44,112 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "turn-timeout", Usage: "bound one working turn (0: none)"},
 		&cli.StringFlag{Name: "lang", Value: "zh", Usage: "labels of the status lines: zh (as in the design) or en"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
+		&cli.StringFlag{Name: "output", Value: "text", Usage: "stdout `FORMAT`: text, or stream-json (the harness's lines plus flower's events, one JSON object per line)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the effective auth configuration (secrets masked) and policy before running"},
 	}
 }
 
 func runAction(c *cli.Context) error {
-	io := streamsOf(c)
-	task, err := readTask(c, io.stdin)
+	task, err := readTask(c, streamsOf(c).stdin)
 	if err != nil {
 		return err
 	}
-	lang, err := console.ParseLang(c.String("lang"))
+	job, err := setupJob(c, "")
 	if err != nil {
-		return usageError{err}
+		return err
 	}
+	defer job.close()
+	st, err := job.rt.RunStep(c.Context, c.String("step"), task)
+	job.finish(st)
+	return err
+}
+
+// job is what run, continue, rerun and the interactive mode share: a
+// Runtime wired to the renderer and the run's log.
+type job struct {
+	rt          *supervisor.Runtime
+	runDir      string
+	harnessPath string
+	render      *renderer
+	logFile     *os.File
+}
+
+func (j *job) close() {
+	j.render.close()
+	j.logFile.Close()
+}
+
+func (j *job) finish(st *manifest.StepResult) {
+	if st != nil {
+		j.render.summary(st, j.runDir)
+	}
+}
+
+// setupJob reads the run flags and builds the Runtime. An empty runDir means
+// the flag's, or a new one under <workspace>/.flower/runs.
+func setupJob(c *cli.Context, runDir string) (*job, error) {
+	s := streamsOf(c)
 	compact, err := envinject.ParseCompactMode(c.String("compact"))
 	if err != nil {
-		return usageError{err}
+		return nil, usageError{err}
 	}
 	for _, name := range []string{"window", "headroom", "max-generations", "max-attempts"} {
 		if c.Int(name) < 0 {
-			return usagef("--%s must not be negative", name)
+			return nil, usagef("--%s must not be negative", name)
 		}
 	}
 	harnessPath, err := findHarness(c.String("harness"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	workspace, err := filepath.Abs(c.String("workspace"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
-		return usagef("workspace %s is not a directory", workspace)
+		return nil, usagef("workspace %s is not a directory", workspace)
 	}
-	runDir := c.String("run-dir")
+	if runDir == "" {
+		runDir = c.String("run-dir")
+	}
 	if runDir == "" {
 		runDir = filepath.Join(workspace, ".flower", "runs", time.Now().UTC().Format("20060102-150405"))
 	}
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return fmt.Errorf("run dir: %w", err)
+		return nil, fmt.Errorf("run dir: %w", err)
 	}
-	logFile, err := os.OpenFile(filepath.Join(runDir, "flower.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(filepath.Join(runDir, logFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("run dir %s is not writable: %w", runDir, err)
+		return nil, fmt.Errorf("run dir %s is not writable: %w", runDir, err)
 	}
-	defer logFile.Close()
 	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
-
+	render, err := newRenderer(c, s)
+	if err != nil {
+		logFile.Close()
+		return nil, err
+	}
 	pol := policy.HandoffPolicy{Enabled: !c.Bool("no-handoff"), Window: c.Int("window"),
 		Headroom: c.Int("headroom"), MaxGenerations: c.Int("max-generations")}
-	status := console.NewStatus(io.stderr, lang)
-	out := console.NewOutput(io.stdout)
-	quiet := c.Bool("quiet")
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol, Compact: compact,
 		HarnessPath: harnessPath, HarnessArgs: harnessArgsOf(c), Model: c.String("model"),
 		MaxAttempts: c.Int("max-attempts"), TurnTimeout: c.Duration("turn-timeout"), Logger: logger,
-		OnEvent: func(ev supervisor.Event) {
-			status.Handle(ev)
-			if !quiet {
-				out.Handle(ev)
-			}
-		},
+		OnEvent: render.event,
 	})
 	if err != nil {
-		return err
+		render.close()
+		logFile.Close()
+		return nil, err
 	}
 	linkLatest(runDir)
 	if c.Bool("verbose") {
-		printVerbose(io.stderr, rt, harnessPath)
+		printVerbose(s.stderr, rt, harnessPath)
 	}
-	st, err := rt.RunStep(c.Context, c.String("step"), task)
-	if st != nil {
-		console.Summary(io.stderr, st, runDir)
-	}
-	return err
+	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile}, nil
 }
+
+// logFileName is the structured log in each run dir.
+const logFileName = "flower.log"
 
 func printVerbose(w io.Writer, rt *supervisor.Runtime, harnessPath string) {
 	env := rt.ChildEnv()

@@ -8,9 +8,3 @@ var showCommand = &cli.Command{
 	UsageText: "flower show [RUN_DIR]",
 	Action:    func(c *cli.Context) error { return usagef("show: not implemented yet") },
 }
-
-var demoCommand = &cli.Command{
-	Name:   "demo",
-	Usage:  "watch a handoff happen on the real harness against a scripted local model",
-	Action: func(c *cli.Context) error { return usagef("demo: not implemented yet") },
-}

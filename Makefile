@@ -1,0 +1,45 @@
+# flower's two entry points for a newcomer: `make demo` and `make test`.
+# Both install what they need themselves (the pinned harness is cached
+# outside the repo, under ~/.cache/flower/harness/<version>).
+
+GO      ?= go
+BIN     := bin/flower
+HARNESS_VERSION := 2.1.328
+export FLOWER_HARNESS_VERSION := $(HARNESS_VERSION)
+
+.PHONY: all build harness test unit demo fuzz bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/flower
+
+# Installs the pinned Claude Code harness (npm, cached) and prints its path.
+harness:
+	@scripts/install-harness.sh
+
+# Unit tests, then the integration tests that drive the real harness
+# against the scripted Messages API on 127.0.0.1.
+test: build
+	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" && export FLOWER_HARNESS && \
+	  echo "harness: $$FLOWER_HARNESS ($$("$$FLOWER_HARNESS" --version))" && \
+	  $(GO) vet ./... && \
+	  $(GO) test -race -count=1 -timeout 15m ./...
+
+# A real supervised job on the real harness and an embedded scripted model:
+# no API key, no network.
+demo: build
+	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" $(BIN) demo
+
+# Longer fuzzing than CI does; FUZZTIME=10m make fuzz for more.
+FUZZTIME ?= 2m
+fuzz:
+	$(GO) test ./handoffwriter -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./workbench -run '^$$' -fuzz FuzzSafeStepName -fuzztime $(FUZZTIME)
+	$(GO) test ./transcript -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZTIME)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin
