@@ -1,10 +1,254 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/flowerhq/flower/console"
+	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/policy"
+)
 
 var showCommand = &cli.Command{
 	Name:      "show",
 	Usage:     "show what a run did, from its manifest",
-	UsageText: "flower show [RUN_DIR]",
-	Action:    func(c *cli.Context) error { return usagef("show: not implemented yet") },
+	UsageText: "flower show [--json] [-C WORKSPACE] [RUN_DIR]",
+	Description: `Prints a run's manifest.json as a person reads it: per step its status,
+failed attempts, total cost and turns, context and window, latest session,
+retired sessions and errors (交接降级(…) marks a degraded handoff), then
+one row per generation: its session, context at the handoff, cost, turns,
+whether the handoff was degraded and why, and the handoff file.
+RUN_DIR defaults to WORKSPACE/.flower/runs/latest, the last run started.
+
+Examples:
+   flower show                                  # the latest run here
+   flower show -C ~/src/app                     # the latest run of another workspace
+   flower show .flower/runs/20261130-112853     # a given run
+   flower show --json | jq '.steps[].cost_usd'  # the manifest as written`,
+	Flags: []cli.Flag{
+		workspaceFlag(),
+		&cli.BoolFlag{Name: "json", Usage: "print manifest.json as it is on disk"},
+	},
+	Action: showAction,
+}
+
+// workspaceFlag is the -C flag of the commands that read a past run.
+func workspaceFlag() cli.Flag {
+	return &cli.StringFlag{Name: "workspace", Aliases: []string{"C"}, Value: ".",
+		Usage: "the workspace `DIR` whose latest run to use when RUN_DIR is not given"}
+}
+
+func showAction(c *cli.Context) error {
+	dir, err := runDirOf(c)
+	if err != nil {
+		return err
+	}
+	m, err := loadManifest(dir)
+	if err != nil {
+		return err
+	}
+	out := streamsOf(c).stdout
+	if c.Bool("json") {
+		// As on disk, once Load has vouched for it; a rewrite in between
+		// is atomic, so this is still a whole manifest.
+		data, err := os.ReadFile(manifest.Path(dir))
+		if err != nil {
+			return fmt.Errorf("read manifest: %w", err)
+		}
+		if !bytes.HasSuffix(data, []byte("\n")) {
+			data = append(data, '\n')
+		}
+		_, err = out.Write(data)
+		return err
+	}
+	return writeShow(out, m, dir)
+}
+
+// runDirOf is the command's RUN_DIR argument, or the workspace's latest
+// run: the runs/latest link, else the newest run dir by name (they are
+// named by start time).
+func runDirOf(c *cli.Context) (string, error) {
+	switch c.NArg() {
+	case 0:
+	case 1:
+		dir := c.Args().First()
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return "", usagef("run dir %s does not exist", dir)
+		}
+		if !fi.IsDir() {
+			return "", usagef("run dir %s is not a directory", dir)
+		}
+		return dir, nil
+	default:
+		return "", usagef("want at most one RUN_DIR, got %d arguments", c.NArg())
+	}
+	runs := filepath.Join(c.String("workspace"), ".flower", "runs")
+	if dir, err := filepath.EvalSymlinks(filepath.Join(runs, "latest")); err == nil {
+		return dir, nil
+	}
+	entries, err := os.ReadDir(runs)
+	for i := len(entries) - 1; err == nil && i >= 0; i-- {
+		if e := entries[i]; e.IsDir() {
+			return filepath.Join(runs, e.Name()), nil
+		}
+	}
+	return "", usagef("no runs in %s: give RUN_DIR, or the workspace with -C", runs)
+}
+
+// loadManifest reads the run's manifest, turning a missing one into a
+// sentence; a corrupt one already names its file.
+func loadManifest(dir string) (*manifest.Manifest, error) {
+	m, err := manifest.Load(manifest.Path(dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no %s in %s: not a run dir, or its run has not started", manifest.FileName, dir)
+	}
+	return m, err
+}
+
+// writeShow writes the manifest of the run in dir for a person.
+func writeShow(w io.Writer, m *manifest.Manifest, dir string) error {
+	var b strings.Builder
+	kv := func(indent, label, format string, a ...any) {
+		fmt.Fprintf(&b, "%s%-10s %s\n", indent, label, fmt.Sprintf(format, a...))
+	}
+	kv("", "run", "%s", dir)
+	if m.Workspace != "" {
+		kv("", "workspace", "%s", m.Workspace)
+	}
+	kv("", "started", "%s", clock(m.CreatedAt))
+	kv("", "updated", "%s", clock(m.UpdatedAt))
+	if len(m.Steps) == 0 {
+		b.WriteString("\nno steps yet\n")
+	}
+	for _, s := range m.Steps {
+		fmt.Fprintf(&b, "\nstep %s: %s\n", s.Name, s.Status)
+		const in = "  "
+		if s.Task != "" {
+			kv(in, "task", "%s", console.Abbrev(s.Task, 100))
+		}
+		kv(in, "attempts", "%d failed (handoffs are not attempts)", s.Attempts)
+		kv(in, "cost", "%s over %d turns", dollars(s.CostUSD), s.NumTurns)
+		kv(in, "context", "%s", contextOf(s))
+		if s.Model != "" {
+			kv(in, "model", "%s", s.Model)
+		}
+		kv(in, "session", "%s", orDash(s.SessionID))
+		kv(in, "retired", "%s", retired(s.Retired))
+		if s.HandoffPath != "" {
+			kv(in, "handoff", "%s", underWorkspace(m, s.HandoffPath))
+		}
+		kv(in, "started", "%s", clock(s.StartedAt))
+		if s.EndedAt != nil {
+			kv(in, "ended", "%s (took %s)", clock(*s.EndedAt), s.EndedAt.Sub(s.StartedAt).Round(time.Second))
+		}
+		if len(s.Errors) == 0 {
+			kv(in, "errors", "none")
+		}
+		for i, e := range s.Errors {
+			label := ""
+			if i == 0 {
+				label = "errors"
+			}
+			kv(in, label, "%s", e)
+		}
+		b.WriteString("\n")
+		if len(s.Generations) == 0 {
+			b.WriteString(in + "no generations yet\n")
+			continue
+		}
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, in+"GEN\tSESSION\tCONTEXT AT HANDOFF\tCOST\tTURNS\tDEGRADED\tHANDOFF FILE")
+		for _, g := range s.Generations {
+			ctx, degraded, file := "—", "—", "—"
+			if h := g.Handoff; h != nil {
+				ctx = policy.FormatUsed(h.Context) + " (" + h.Reason + ")"
+				degraded = "no"
+				if h.Degraded {
+					degraded = "yes: " + h.Why
+				}
+				if h.Path != "" {
+					file = underWorkspace(m, h.Path)
+				}
+			}
+			fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%d\t%s\t%s\n", in, g.N, orDash(shortID(g.SessionID)), ctx,
+				dollars(g.CostUSD), g.NumTurns, degraded, file)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func contextOf(s *manifest.StepResult) string {
+	if s.Window == 0 {
+		return policy.FormatUsed(s.Context) + " (window unknown)"
+	}
+	out := policy.FormatUsed(s.Context) + " of " + policy.FormatRound(s.Window)
+	if s.WindowSource != "" {
+		out += " (window from " + s.WindowSource + ")"
+	}
+	return out
+}
+
+func retired(ids []string) string {
+	switch len(ids) {
+	case 0:
+		return "none"
+	case 1:
+		return "1 session"
+	}
+	return fmt.Sprintf("%d sessions", len(ids))
+}
+
+func dollars(usd float64) string { return fmt.Sprintf("$%.4f", usd) }
+
+// clock shows a time in the zone it was recorded in: the clock of the
+// machine that ran the step, which is usually the reader's.
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.Format("2006-01-02 15:04:05 MST")
+}
+
+// shortID is a session id's first 8 characters, enough to tell sessions
+// apart in a table (the step line has the full latest one).
+func shortID(id string) string {
+	if r := []rune(id); len(r) > 8 {
+		return string(r[:8])
+	}
+	return id
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// underWorkspace shortens a path inside the run's workspace to a relative
+// one; the rest are shown as recorded.
+func underWorkspace(m *manifest.Manifest, path string) string {
+	if m.Workspace == "" || !filepath.IsAbs(path) {
+		return path
+	}
+	rel, err := filepath.Rel(m.Workspace, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return path
+	}
+	return rel
 }

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// sampleLog writes records to dir's log the way a run does, through slog's
+// JSON handler, with times from showT0 on, and returns the file's bytes.
+func sampleLog(t *testing.T, dir string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tick := 0
+	h := slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				tick++
+				return slog.Time(slog.TimeKey, showT0.Add(time.Duration(tick)*17*time.Second))
+			}
+			return a
+		}})
+	log := slog.New(h)
+	step := log.With("step", "干活")
+	g1 := step.With("gen", 1, "session", "0b1c2d3e-aaaa-4bbb-8ccc-000000000001", "phase", "working")
+	log.Warn("compact policy", "notice", "auto-compact is off while flower hands off")
+	g1.Info("harness started", "pid", 4242, "resume", "")
+	g1.Info("session probed", "max_tokens", 200000, "floor", 21400, "auto_compact", false)
+	g1.Info("handoff due: interrupting at the message boundary", "context", 155000, "at", 150000)
+	g1.Error("write handoff", "err", `open /ws/.flower/notes/交接-干活.md: permission denied`)
+	step.With("gen", 2, "phase", "writing").Info("handoff written", "reason", "threshold",
+		"degraded", true, "why", "the handoff is missing next\nand scene", slog.Group("usage", "in", 10, "out", 2))
+	data := buf.Bytes()
+	// What a crash or another writer can leave in a log.
+	data = append(data, "not json at all\n[1,2,3]\n"...)
+	if err := os.WriteFile(filepath.Join(dir, logFileName), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestLogsGolden(t *testing.T) {
+	dir := t.TempDir()
+	sampleLog(t, dir)
+	out, _, err := runInProcess(context.Background(), "logs", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "logs.golden", []byte(out))
+}
+
+func TestLogsJSONIsTheFileAsWritten(t *testing.T) {
+	dir := t.TempDir()
+	want := sampleLog(t, dir)
+	out, _, err := runInProcess(context.Background(), "logs", "--json", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("logs --json =\n%s\nwant the file:\n%s", out, want)
+	}
+}
+
+func TestLogPrinterLine(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []string
+		want string
+	}{
+		{"lead fields before the message, the rest in record order",
+			[]string{`{"time":"2026-11-30T11:48:30.123+09:00","level":"INFO","msg":"handoff written","step":"main","gen":2,"session":"abc","reason":"threshold","context":155000,"phase":"writing"}`},
+			"11:48:30 INFO  main gen 2 writing  handoff written  session=abc reason=threshold context=155000\n"},
+		{"values quoted only when needed",
+			[]string{`{"level":"WARN","msg":"m","a":"","b":"two words","c":"k=v","d":"交接-干活.md","e":"say \"hi\"","f":null,"g":[1,"x"]}`},
+			`WARN   m  a="" b="two words" c="k=v" d=交接-干活.md e="say \"hi\"" f=null g=[1,"x"]` + "\n"},
+		{"a message with a newline stays on one line",
+			[]string{`{"msg":"first\nsecond","x":"tab\there"}`},
+			`"first\nsecond"  x="tab\there"` + "\n"},
+		{"groups spread into dotted keys",
+			[]string{`{"msg":"m","usage":{"in":1,"cache":{"read":2}},"empty":{}}`},
+			"m  usage.in=1 usage.cache.read=2 empty={}\n"},
+		{"a key written twice shows both values",
+			[]string{`{"msg":"m","gen":1,"gen":2}`},
+			"gen 1  m  gen=2\n"},
+		{"an unparsable time is kept as a field",
+			[]string{`{"time":"yesterday","level":"ERROR","msg":"m"}`},
+			"ERROR  m  time=yesterday\n"},
+		{"not JSON, and JSON that is not a record, as they are",
+			[]string{`plain text`, `[1,2]`, `"s"`, `{"msg":`, ``},
+			"plain text\n[1,2]\n\"s\"\n{\"msg\":\n\n"},
+		{"a new day is marked",
+			[]string{`{"time":"2026-11-30T23:59:59Z","msg":"a"}`, `{"time":"2026-11-30T23:59:59.5Z","msg":"b"}`, `{"time":"2026-12-01T00:00:01Z","msg":"c"}`},
+			"23:59:59  a\n23:59:59  b\n-- 2026-12-01 --\n00:00:01  c\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			p := &logPrinter{w: &out}
+			for _, l := range tt.in {
+				if err := p.line([]byte(l)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if out.String() != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", out.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestLogsWithoutLog(t *testing.T) {
+	dir := t.TempDir()
+	_, _, err := runInProcess(context.Background(), "logs", dir)
+	if err == nil {
+		t.Fatal("logs succeeded on a run dir without a log")
+	}
+	if msg := err.Error(); !strings.Contains(msg, logFileName) || strings.Contains(msg, "\n") {
+		t.Errorf("error %q: want one line naming %s", msg, logFileName)
+	}
+	if got := exitCode(err); got != exitFailed {
+		t.Errorf("exit code %d, want %d", got, exitFailed)
+	}
+}
+
+// syncBuffer is a bytes.Buffer the command writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitOutput fails the test unless out ends with want within d.
+func waitOutput(t *testing.T, out *syncBuffer, want string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !strings.HasSuffix(out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v the output ends %q, want it to end with %q", d, tail(out.String(), 300), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+func TestLogsFollow(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, logFileName)
+	writeFileT(t, path, `{"level":"INFO","msg":"before","gen":1}`+"\n")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"flower", "logs", "-f", dir}, strings.NewReader(""), &out, &out) }()
+	waitOutput(t, &out, "INFO  gen 1  before\n", 5*time.Second)
+
+	appendLine := func(s string) {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The issue's bound for a new line to show.
+	const within = time.Second
+
+	appendLine(`{"level":"INFO","msg":"appended","gen":1}` + "\n")
+	waitOutput(t, &out, "INFO  gen 1  appended\n", within)
+
+	appendLine(`{"level":"WARN","msg":"half`)
+	time.Sleep(100 * time.Millisecond)
+	appendLine(` a line","gen":2}` + "\n")
+	waitOutput(t, &out, "INFO  gen 1  appended\nWARN  gen 2  half a line\n", within)
+
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendLine(`{"level":"INFO","msg":"after truncation"}` + "\n")
+	waitOutput(t, &out, "INFO   after truncation\n", within)
+
+	tmp := path + ".tmp"
+	writeFileT(t, tmp, `{"level":"INFO","msg":"a new file"}`+"\n")
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, &out, "INFO   after truncation\nINFO   a new file\n", within)
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("logs -f ended with %v, want nil after the interrupt", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("logs -f did not stop after the interrupt")
+	}
+	if n := strings.Count(out.String(), "before"); n != 1 {
+		t.Errorf("the first line was printed %d times, want once:\n%s", n, out.String())
+	}
+}

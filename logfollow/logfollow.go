@@ -1,0 +1,211 @@
+// Package logfollow follows a growing text file line by line, as `tail -F`
+// does: it reads what is there, then each line appended, and survives the
+// file being truncated (it starts again from the top) or replaced by a new
+// file of the same name (it finishes the old one, then reads the new one).
+// It watches the file's directory with fsnotify, so it sees a replacement,
+// and also looks at the file on a slow timer, for file systems whose
+// notifications never arrive.
+package logfollow
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// DefaultPoll is how often Follow looks at the file when no notification
+// arrived; it bounds the delay where notifications do not work.
+const DefaultPoll = 500 * time.Millisecond
+
+// Options tune Follow. The zero value is ready to use.
+type Options struct {
+	// Poll is the fallback interval between looks at the file
+	// (DefaultPoll when zero).
+	Poll time.Duration
+}
+
+// Follow calls line with each complete line of the file at path, without
+// its newline (a trailing "\r" is kept): first the lines already there,
+// then each one appended, until ctx is done (Follow then returns nil) or
+// line returns an error (Follow returns it). The slice passed to line is
+// only valid during the call.
+//
+// A last line without its newline is held until the newline comes; when
+// the file is truncated or replaced first, the held text is passed on as
+// a line, since nothing will complete it. A missing file is waited for.
+// A truncation is noticed when the file is found shorter than what was
+// read; one that is refilled beyond that point between two looks is not.
+func Follow(ctx context.Context, path string, opts Options, line func([]byte) error) error {
+	if opts.Poll <= 0 {
+		opts.Poll = DefaultPoll
+	}
+	path = filepath.Clean(path)
+	f := &follower{path: path, line: line, buf: make([]byte, 64<<10)}
+	defer f.close()
+
+	// Without a watcher the timer alone keeps following: slower, not wrong.
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if w, err := fsnotify.NewWatcher(); err == nil {
+		defer w.Close()
+		// The directory, not the file: a file's watch dies with the file
+		// when it is replaced, while its directory sees the new one.
+		if w.Add(filepath.Dir(path)) == nil {
+			events, errs = w.Events, w.Errors
+		}
+	}
+	tick := time.NewTicker(opts.Poll)
+	defer tick.Stop()
+
+	for {
+		if err := f.check(); err != nil {
+			return err
+		}
+		for due := false; !due; {
+			select {
+			case <-ctx.Done():
+				return nil
+			case ev, ok := <-events:
+				// Other files come and go in the directory (the manifest
+				// is rewritten through temp files); only ours matters.
+				due = !ok || filepath.Clean(ev.Name) == path
+				if !ok {
+					events = nil
+				}
+			case _, ok := <-errs:
+				// An overflow lost events; a look makes up for them.
+				due = true
+				if !ok {
+					errs = nil
+				}
+			case <-tick.C:
+				due = true
+			}
+		}
+	}
+}
+
+// follower is Follow's state; only Follow's goroutine touches it.
+type follower struct {
+	path    string
+	line    func([]byte) error
+	file    *os.File    // the file being read, nil before it exists
+	info    os.FileInfo // file's identity, from when it was opened
+	off     int64       // bytes of file read so far
+	partial []byte      // a last line still waiting for its newline
+	buf     []byte
+}
+
+// check reads whatever is new: the rest of the open file, then, if another
+// file now has the name, that one from the top.
+func (f *follower) check() error {
+	named, err := os.Stat(f.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("follow %s: %w", f.path, err)
+	}
+	if f.file != nil {
+		if err := f.drain(); err != nil {
+			return err
+		}
+		// Removed and not yet recreated: keep the old file, a writer may
+		// still be appending to it.
+		if named == nil || os.SameFile(named, f.info) {
+			return nil
+		}
+		if err := f.flush(); err != nil {
+			return err
+		}
+		f.close()
+	}
+	if named == nil {
+		return nil
+	}
+	file, err := os.Open(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // gone again between the stat and the open
+	}
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", f.path, err)
+	}
+	info, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return fmt.Errorf("follow %s: %w", f.path, err)
+	}
+	f.file, f.info, f.off = file, info, 0
+	return f.drain()
+}
+
+// drain reads the open file from where it left off to its end, starting
+// again from the top if the file has become shorter than that.
+func (f *follower) drain() error {
+	info, err := f.file.Stat()
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", f.path, err)
+	}
+	if info.Size() < f.off {
+		if err := f.flush(); err != nil {
+			return err
+		}
+		f.off = 0
+	}
+	for {
+		n, err := f.file.ReadAt(f.buf, f.off)
+		f.off += int64(n)
+		if perr := f.split(f.buf[:n]); perr != nil {
+			return perr
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("follow %s: %w", f.path, err)
+		}
+	}
+}
+
+// split passes on each complete line in b and keeps the rest.
+func (f *follower) split(b []byte) error {
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			f.partial = append(f.partial, b...)
+			return nil
+		}
+		l := b[:i]
+		if len(f.partial) > 0 {
+			f.partial = append(f.partial, l...)
+			l = f.partial
+		}
+		if err := f.line(l); err != nil {
+			return err
+		}
+		f.partial = f.partial[:0]
+		b = b[i+1:]
+	}
+}
+
+// flush passes on a held partial line that nothing will complete.
+func (f *follower) flush() error {
+	if len(f.partial) == 0 {
+		return nil
+	}
+	l := f.partial
+	f.partial = nil
+	return f.line(l)
+}
+
+func (f *follower) close() {
+	if f.file != nil {
+		f.file.Close()
+		f.file, f.info = nil, nil
+	}
+}
