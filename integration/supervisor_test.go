@@ -349,7 +349,7 @@ func TestMalformedHandoffDegrades(t *testing.T) {
 	bad := func(int) apiserver.Reply {
 		return apiserver.Reply{Usage: usage(156_000), Text: "## 现在在做 (doing)\nSomething.\n\n## 已定的事 (decided)\nNothing."}
 	}
-	j := &job{plans: [][]apiserver.Reply{{bash(155_000, "echo a")}, {done(20_000)}}, handoff: bad}
+	j := &job{plans: [][]apiserver.Reply{{bash(100_000, "echo start"), bash(155_000, "echo a")}, {done(20_000)}}, handoff: bad}
 	f, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0), Workbench: true}, "Task OVERFLOW-TASK")
 	assertDegradedThenDone(t, f, st, err, j, "threshold")
 	if why := st.Generations[0].Handoff.Why; !strings.Contains(why, "next") {
@@ -440,7 +440,7 @@ func TestSubagentUsageDoesNotHandOff(t *testing.T) {
 // refuses a bare `sleep 30`, so the tool waits with timeout+tail.)
 func TestCutInterruptsRunningTool(t *testing.T) {
 	t.Parallel()
-	j := &job{plans: [][]apiserver.Reply{{bash(155_000, "timeout 30 tail -f /dev/null")}, {done(20_000)}}, handoff: goodHandoff}
+	j := &job{plans: [][]apiserver.Reply{{bash(100_000, "echo start"), bash(155_000, "timeout 30 tail -f /dev/null")}, {done(20_000)}}, handoff: goodHandoff}
 	f, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0), Workbench: true}, "Sleepy task")
 	if err != nil {
 		t.Fatalf("RunStep: %v", err)
@@ -448,7 +448,7 @@ func TestCutInterruptsRunningTool(t *testing.T) {
 	if len(j.writingSeq) != 1 || len(st.Generations) != 2 || st.Generations[0].Handoff.Degraded {
 		t.Fatalf("writing turns %v, generations %d", j.writingSeq, len(st.Generations))
 	}
-	cut := requestBySeq(f.srv, j.firstSeq[0])
+	cut := requestBySeq(f.srv, j.firstSeq[0]+1)
 	writing := requestBySeq(f.srv, j.writingSeq[0])
 	d := writing.Time.Sub(cut.Time)
 	t.Logf("from the 30 s tool call to the writing turn: %v", d)
@@ -464,7 +464,9 @@ func TestCutInterruptsRunningTool(t *testing.T) {
 // the run stops after max_generations with the R27 message.
 func TestGenerationLimit(t *testing.T) {
 	t.Parallel()
-	j := &job{plans: [][]apiserver.Reply{{bash(20_000, "echo again")}}, handoff: goodHandoff}
+	// Each session starts below the threshold (10K) and crosses it in its
+	// second round, so the futile guard stays quiet and only the limit stops it.
+	j := &job{plans: [][]apiserver.Reply{{bash(5_000, "echo start"), bash(20_000, "echo again")}}, handoff: goodHandoff}
 	pol := policy.HandoffPolicy{Enabled: true, Window: 30_000, MaxGenerations: 3}
 	_, st, err := runFlower(t, j, supervisor.Options{Handoff: pol, Workbench: true}, "Runaway task")
 	var gle *policy.GenerationLimitError
@@ -521,7 +523,7 @@ func TestAutoCompactAsHarnessReports(t *testing.T) {
 // successor's prompt carries the edit, and the receipt's hashes differ.
 func TestEditedHandoffReachesSuccessor(t *testing.T) {
 	t.Parallel()
-	j := &job{plans: [][]apiserver.Reply{{bash(155_000, "echo a")}, {done(20_000)}}, handoff: goodHandoff}
+	j := &job{plans: [][]apiserver.Reply{{bash(100_000, "echo start"), bash(155_000, "echo a")}, {done(20_000)}}, handoff: goodHandoff}
 	edit := func(path string) {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -552,7 +554,7 @@ func TestEditedHandoffReachesSuccessor(t *testing.T) {
 // No workbench (R29): no file, the handoff still reaches the successor.
 func TestNoWorkbenchStillHandsOff(t *testing.T) {
 	t.Parallel()
-	j := &job{plans: [][]apiserver.Reply{{bash(155_000, "echo a")}, {done(20_000)}}, handoff: goodHandoff}
+	j := &job{plans: [][]apiserver.Reply{{bash(100_000, "echo start"), bash(155_000, "echo a")}, {done(20_000)}}, handoff: goodHandoff}
 	f, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0)}, "No bench")
 	if err != nil {
 		t.Fatal(err)

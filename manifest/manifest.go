@@ -44,6 +44,10 @@ const (
 const (
 	ReasonThreshold = "threshold"
 	ReasonOverflow  = "overflow"
+	// ReasonCompaction: the harness compacted the context although
+	// handoff had switched auto-compact off; the compacted context is not
+	// trusted, so the session hands off at the next boundary.
+	ReasonCompaction = "compaction"
 )
 
 // ErrUnsupportedVersion is wrapped by Load when the file was written by a
@@ -107,9 +111,17 @@ type Generation struct {
 	Handoff *HandoffRecord `json:"handoff,omitempty"`
 }
 
+// Outcomes of a handoff's writing turn.
+const (
+	OutcomeWritten        = "written"
+	OutcomeWrittenOnRetry = "written on the second ask"
+	OutcomeDegraded       = "degraded"
+	OutcomeNoWritingTurn  = "no writing turn"
+)
+
 // HandoffRecord describes one handoff from a generation to its successor.
 type HandoffRecord struct {
-	Reason         string   `json:"reason"` // ReasonThreshold or ReasonOverflow
+	Reason         string   `json:"reason"` // ReasonThreshold, ReasonOverflow or ReasonCompaction
 	Context        int      `json:"context"`
 	At             int      `json:"at"`
 	Window         int      `json:"window"`
@@ -123,6 +135,12 @@ type HandoffRecord struct {
 	// file between freezing and the successor's launch (R30).
 	SHA256Written  string `json:"sha256_written,omitempty"`
 	SHA256Launched string `json:"sha256_launched,omitempty"`
+	// WindowSource says where Window came from (flag, harness, model name).
+	WindowSource string `json:"window_source,omitempty"`
+	// Outcome of the writing turn: OutcomeWritten, OutcomeWrittenOnRetry,
+	// OutcomeDegraded, or OutcomeNoWritingTurn (overflow: the session could
+	// not run another turn).
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // CorruptError is returned by Load for a file that exists but does not hold

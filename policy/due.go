@@ -58,6 +58,9 @@ var ErrGenerationLimit = errors.New("handoff generation limit reached")
 // Max times. In practice that means the threshold sits below what the role
 // needs just to start, so every fresh session crosses it at once.
 type GenerationLimitError struct {
+	// Futile: stopped early because a fresh session's start-up floor is
+	// already at or above the threshold (Floor says how far).
+	Futile bool
 	// Max is the policy's MaxGenerations.
 	Max int
 	// Window is the policy's window.
@@ -71,15 +74,20 @@ type GenerationLimitError struct {
 
 // Error says what was hit and what to turn: the window, or handoff itself.
 func (e *GenerationLimitError) Error() string {
+	const advice = "the threshold is very likely below this role's start-up floor " +
+		"(the coordinator role measured ~34k of system prompt + index before doing anything): " +
+		"raise the window (--window) or use --no-handoff"
+	if e.Futile {
+		return fmt.Sprintf("%s: a fresh session starts at %s, already at or above the handoff threshold %s (window %s), "+
+			"so every successor would hand off at once; stopped instead of burning the remaining generations; %s",
+			ErrGenerationLimit, FormatUsed(e.Floor), FormatRound(e.At), FormatRound(e.Window), advice)
+	}
 	floor := ""
 	if e.Floor > 0 {
 		floor = fmt.Sprintf(", start-up floor measured at %s", FormatUsed(e.Floor))
 	}
-	return fmt.Sprintf("%s: %d handoffs in one step (window %s, handoff at %s%s); "+
-		"the threshold is very likely below this role's start-up floor "+
-		"(the coordinator role measured ~34k of system prompt + index before doing anything): "+
-		"raise the window (--window) or use --no-handoff",
-		ErrGenerationLimit, e.Max, FormatRound(e.Window), FormatRound(e.At), floor)
+	return fmt.Sprintf("%s: %d handoffs in one step (window %s, handoff at %s%s); %s",
+		ErrGenerationLimit, e.Max, FormatRound(e.Window), FormatRound(e.At), floor, advice)
 }
 
 // Is makes errors.Is(err, ErrGenerationLimit) true.

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -22,6 +23,7 @@ const (
 	outcomeHandoff                        // cut (or overflowed): hand off to a successor
 	outcomeFailed                         // the harness failed: retry, counted in attempts
 	outcomeInterrupted                    // the caller cancelled
+	outcomeFutile                         // a fresh session starts at or above the threshold
 )
 
 type outcome struct {
@@ -30,8 +32,10 @@ type outcome struct {
 	sessionID string
 
 	// handoffs
-	reason         string // manifest.ReasonThreshold or ReasonOverflow
+	reason         string // manifest.ReasonThreshold, ReasonOverflow or ReasonCompaction
 	context        int
+	floor          int    // futile: the measured start-up floor
+	writeOutcome   string // manifest.Outcome*
 	handoff        handoffwriter.Handoff
 	writingSeconds float64
 	writingCost    float64
@@ -66,6 +70,9 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, prompt,
 	a := &attemptRun{stepRun: s, gen: gen, p: p, log: log}
 	a.meter.SessionID = resume
 	a.probe(ctx)
+	if floor := gen.StartFloor; rt.policy.Enabled && floor >= rt.policy.At() {
+		return a.futile(floor, "before its first turn")
+	}
 	if err := p.SendUser(prompt); err != nil {
 		return a.died(fmt.Sprintf("send prompt: %v", err))
 	}
@@ -89,6 +96,22 @@ type attemptRun struct {
 	writingCost0 float64
 	writing      strings.Builder
 	writingTools int
+	// The writing turn called a tool: it was interrupted (once) and asked
+	// again for the document only.
+	writingInterrupted bool
+	writingRetried     bool
+	sawRound           bool // a main-thread round was seen (futile guard)
+	compacted          bool // the backstop fired in this attempt
+}
+
+// futile ends the attempt because the fresh session already sits at or
+// above the threshold: every successor would hand off at once, burning the
+// remaining generations for nothing.
+func (a *attemptRun) futile(floor int, when string) outcome {
+	a.log.Error("futile handoff: the session starts above the threshold", "floor", floor, "at", a.rt.policy.At(), "when", when)
+	// Stop the turn where it is; closing stdin alone would let it run on.
+	_ = a.p.Interrupt()
+	return outcome{kind: outcomeFutile, floor: floor, why: when, sessionID: a.meter.SessionID, context: floor}
 }
 
 // probeTimeout bounds the get_context_usage request at session start.
@@ -107,15 +130,20 @@ func (a *attemptRun) probe(ctx context.Context) {
 	}
 	if w := int(resp.Get("maxTokens").Int()); w > 0 {
 		a.gen.HarnessWindow = w
+		a.rt.adoptWindow(a.st, w, "get_context_usage")
 	}
 	a.gen.StartFloor = int(resp.Get("totalTokens").Int())
 	if v := resp.Get("isAutoCompactEnabled"); v.Exists() {
 		on := v.Bool()
 		a.gen.AutoCompactEnabled = &on
-		if on && a.rt.policy.Enabled && a.rt.opts.Compact != envinject.CompactAuto {
-			msg := "the harness reports auto-compact on although handoff switched it off"
+		if on && a.backstopArmed() {
+			// Something (a settings.json "env" block, say) beat the
+			// injected DISABLE_AUTO_COMPACT=1. Say so loudly; should it
+			// compact, the backstop in handle hands off.
+			msg := "the harness reports auto-compact ON although handoff switched it off (is DISABLE_AUTO_COMPACT overridden, e.g. by an env block in settings.json?)"
 			a.st.AddError(msg)
 			a.log.Error(msg)
+			a.rt.emit(Event{Kind: KindNotice, Step: a.st.Name, Generation: a.gen.N, Text: msg, IsError: true})
 		}
 	}
 	a.rt.save(a.st)
@@ -215,10 +243,20 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 	rt, st := a.rt, a.st
 	prevSession := a.meter.SessionID
 	a.meter.Observe(ev)
+	if a.phase != phaseWriting {
+		// The harness's own line, for programs following the run; the
+		// writing turn is not streamed (R16): its result is the done event.
+		e := a.event(KindRaw)
+		e.Raw = ev.Raw
+		rt.emit(e)
+	}
 	if a.meter.SessionID != prevSession || (a.meter.SessionID != "" && a.gen.SessionID == "") {
 		st.SetSessionID(a.meter.SessionID)
 		rt.save(st)
 		rt.emit(a.event(KindSession))
+	}
+	if ev.Kind != transcript.KindAssistant && bytes.Contains(ev.Raw, []byte("Autocompact is thrashing")) {
+		a.compaction(`"Autocompact is thrashing"`)
 	}
 	switch ev.Kind {
 	case transcript.KindAssistant:
@@ -231,7 +269,16 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 				a.writing.WriteString(ev.Text)
 				a.writing.WriteString("\n")
 			}
-			a.writingTools += len(ev.ToolUses)
+			if len(ev.ToolUses) > 0 {
+				a.writingTools += len(ev.ToolUses)
+				if !a.writingInterrupted {
+					// The writing turn is for text only: stop the tool and
+					// ask again once (see result).
+					a.writingInterrupted = true
+					a.log.Warn("the writing turn called a tool; interrupting", "tool", ev.ToolUses[0].Name)
+					_ = a.p.Interrupt()
+				}
+			}
 			return
 		}
 		if ev.Text != "" {
@@ -244,11 +291,12 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 			e.Tool, e.Input = tu.Name, tu.Input
 			rt.emit(e)
 		}
-		a.check()
+		if out, end := a.check(); end {
+			return out, true
+		}
 	case transcript.KindSystem:
 		if ev.Subtype == "compact_boundary" {
-			st.AddError("the harness compacted the context although handoff had switched auto-compact off")
-			rt.save(st)
+			a.compaction("a compact_boundary line")
 		}
 	case transcript.KindResult:
 		return a.result(ev)
@@ -256,10 +304,52 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 	return
 }
 
-// check applies the thresholds after a main-thread round (R8, R10).
-func (a *attemptRun) check() {
-	if a.phase != phaseWorking {
+// backstopArmed: auto-compact must not run (handoff on, and the agent did
+// not ask for compact mode auto).
+func (a *attemptRun) backstopArmed() bool {
+	return a.rt.policy.Enabled && a.rt.opts.Compact != envinject.CompactAuto
+}
+
+// compaction is the backstop: the harness compacted although handoff had
+// switched auto-compact off. The compacted context is not trusted: record
+// it loudly and hand off at the next message boundary.
+func (a *attemptRun) compaction(sign string) {
+	if a.compacted || !a.backstopArmed() {
 		return
+	}
+	a.compacted = true
+	msg := "auto-compact ran although handoff switched it off (" + sign + "); handing off at the next boundary instead of trusting the compacted context"
+	a.st.AddError(msg)
+	a.rt.save(a.st)
+	a.log.Error(msg)
+	a.rt.emit(Event{Kind: KindNotice, Step: a.st.Name, Generation: a.gen.N, Text: msg, IsError: true})
+	if a.phase == phaseWorking {
+		a.cut(manifest.ReasonCompaction)
+	}
+}
+
+// cut interrupts the running turn; its result starts the writing turn.
+func (a *attemptRun) cut(reason string) {
+	a.phase = phaseCutting
+	a.reason = reason
+	a.cutContext = a.meter.Context
+	a.log.Info("handoff due: interrupting at the message boundary", "reason", reason, "context", a.meter.Context, "at", a.rt.policy.At())
+	if err := a.p.Interrupt(); err != nil {
+		a.log.Warn("interrupt failed", "err", err)
+	}
+}
+
+// check applies the thresholds after a main-thread round (R8, R10) and the
+// futile guard to the session's first round.
+func (a *attemptRun) check() (outcome, bool) {
+	if a.phase != phaseWorking {
+		return outcome{}, false
+	}
+	if !a.sawRound {
+		a.sawRound = true
+		if a.rt.policy.Enabled && a.meter.Context >= a.rt.policy.At() {
+			return a.futile(a.meter.Context, "in its first round"), true
+		}
 	}
 	s := a.state()
 	if policy.NearDue(s) {
@@ -269,14 +359,9 @@ func (a *attemptRun) check() {
 		a.rt.emit(e)
 	}
 	if policy.HandoffDue(s) {
-		a.phase = phaseCutting
-		a.reason = manifest.ReasonThreshold
-		a.cutContext = a.meter.Context
-		a.log.Info("handoff due: interrupting at the message boundary", "context", a.meter.Context, "at", a.rt.policy.At())
-		if err := a.p.Interrupt(); err != nil {
-			a.log.Warn("interrupt failed", "err", err)
-		}
+		a.cut(manifest.ReasonThreshold)
 	}
+	return outcome{}, false
 }
 
 func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
@@ -284,6 +369,9 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 	st.AddUsage(a.meter.CostUSD-a.lastCost, ev.NumTurns)
 	a.lastCost = a.meter.CostUSD
 	st.SetContext(a.meter.Context)
+	if ev.ContextWindow > 0 {
+		rt.adoptWindow(st, ev.ContextWindow, "the result's modelUsage")
+	}
 	rt.save(st)
 	overflow := ev.TerminalReason == "prompt_too_long" || ev.TerminalReason == "blocking_limit" ||
 		(ev.IsError && handoffwriter.IsOverflow(ev.Result))
@@ -319,16 +407,31 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 		}
 		return outcome{}, false
 	default: // writing
-		if overflow || ev.IsError {
-			return a.handoffOutcome(handoffwriter.Handoff{}, "the writing turn failed: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
+		if overflow {
+			return a.handoffOutcome(handoffwriter.Handoff{}, "the writing turn overflowed: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
 		}
 		h := handoffwriter.Parse(a.writing.String())
-		why := ""
-		if !h.Complete() {
-			why = "the handoff is missing " + strings.Join(h.Missing(), ", ")
-			if a.writingTools > 0 {
-				why += fmt.Sprintf(" (the writing turn called %d tool(s))", a.writingTools)
+		if h.Complete() {
+			return a.handoffOutcome(h, ""), true
+		}
+		if a.writingInterrupted && !a.writingRetried {
+			// It called a tool instead of writing: ask once more.
+			a.writingRetried, a.writingInterrupted = true, false
+			a.writing.Reset()
+			a.log.Warn("asking again for the handoff document only")
+			if err := a.p.SendUser(retryPrompt + handoffwriter.HandoffPrompt(a.cutContext, rt.policy.Window)); err != nil {
+				return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt again: "+err.Error()), true
 			}
+			return outcome{}, false
+		}
+		var why string
+		switch {
+		case a.writingRetried && a.writingTools > 1:
+			why = fmt.Sprintf("the writing turn called tools instead of writing, also when asked again for the document only (%d tool calls)", a.writingTools)
+		case ev.IsError:
+			why = "the writing turn failed: " + firstNonEmpty(ev.Result, ev.Subtype, ev.TerminalReason)
+		default:
+			why = "the handoff is missing " + strings.Join(h.Missing(), ", ")
 		}
 		return a.handoffOutcome(h, why), true
 	}
@@ -345,12 +448,27 @@ func (a *attemptRun) handoffOutcome(h handoffwriter.Handoff, why string) outcome
 	}
 	out := outcome{kind: outcomeHandoff, handoff: h, why: why, sessionID: a.meter.SessionID,
 		reason: a.reason, context: a.cutContext}
+	switch {
+	case a.writingStart.IsZero():
+		out.writeOutcome = manifest.OutcomeNoWritingTurn
+	case why != "":
+		out.writeOutcome = manifest.OutcomeDegraded
+	case a.writingRetried:
+		out.writeOutcome = manifest.OutcomeWrittenOnRetry
+	default:
+		out.writeOutcome = manifest.OutcomeWritten
+	}
 	if !a.writingStart.IsZero() {
 		out.writingSeconds = a.rt.opts.Now().Sub(a.writingStart).Seconds()
 		out.writingCost = a.meter.CostUSD - a.writingCost0
 	}
 	return out
 }
+
+// retryPrompt precedes the handoff prompt when the writing turn called a
+// tool instead of writing.
+const retryPrompt = "You called a tool. Do not call any tool now, not even to look something up: " +
+	"reply with the handoff document only, from what you already know.\n\n"
 
 func firstNonEmpty(ss ...string) string {
 	for _, s := range ss {

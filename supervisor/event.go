@@ -16,6 +16,7 @@ const (
 	KindTurn       EventKind = "turn"       // a turn's result
 	KindNotice     EventKind = "notice"     // something a person should know (R6, warnings)
 	KindRetry      EventKind = "retry"      // a failed attempt that will be retried
+	KindRaw        EventKind = "raw"        // one harness stdout record as read, in Raw (never from the writing turn)
 )
 
 // The phases of a handoff event (R37).
@@ -52,4 +53,8 @@ type Event struct {
 	Input   string  `json:"input,omitempty"`    // tool input, raw JSON
 	CostUSD float64 `json:"cost_usd,omitempty"` // step cost so far
 	IsError bool    `json:"is_error,omitempty"`
+
+	// Raw is the harness's line for KindRaw (--output stream-json passes it
+	// on verbatim); it is not part of the event's own JSON.
+	Raw []byte `json:"-"`
 }

@@ -94,6 +94,7 @@ type Runtime struct {
 	opts         Options
 	policy       policy.HandoffPolicy
 	windowSource string
+	windowWarned bool // the flag-versus-harness warning was given
 	env          []string
 	wb           *workbench.Workbench
 	m            *manifest.Manifest
@@ -304,6 +305,15 @@ func (s *stepRun) run(ctx context.Context, task string) (*manifest.StepResult, e
 				prompt = "The harness process running this session stopped unexpectedly (" + out.why + "). Continue the task from where you were."
 			}
 
+		case outcomeFutile:
+			// Issue 6: a fresh session at or above the threshold would
+			// hand off forever; stop now with the measured floor (R27).
+			err := &policy.GenerationLimitError{Futile: true, Max: rt.policy.MaxGenerations, Window: rt.policy.Window, At: rt.policy.At(), Floor: out.floor}
+			st.AddError(err.Error())
+			st.Finish(manifest.StatusGenerationLimit, rt.opts.Now())
+			rt.save(st)
+			return st, err
+
 		case outcomeHandoff:
 			next, err := s.handOff(gen, out)
 			if err != nil {
@@ -325,6 +335,7 @@ func (s *stepRun) handOff(gen *manifest.Generation, out outcome) (string, error)
 	rec := &manifest.HandoffRecord{
 		Reason: out.reason, Context: out.context, At: rt.policy.At(), Window: rt.policy.Window,
 		WritingSeconds: out.writingSeconds, WritingCostUSD: out.writingCost,
+		WindowSource: rt.windowSource, Outcome: out.writeOutcome,
 	}
 	if !h.Complete() || out.why != "" {
 		if out.why == "" {
