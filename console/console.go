@@ -1,7 +1,9 @@
-// Package console owns what a person watching a run sees: the status lines
-// of a handoff (SPEC R40, with the seed's Chinese labels or English ones),
-// the assistant's text and tool calls, and a closing summary. It renders
-// supervisor events; it decides nothing.
+// Package console owns what a person or a program watching a run sees: the
+// status lines of a handoff (SPEC R40, with the seed's Chinese labels or
+// English ones) and a gauge of the running step on stderr (Live), the
+// assistant's text and tool calls (Output) or a JSON stream for programs
+// (Stream) on stdout, and a closing summary. It renders supervisor events;
+// it decides nothing.
 package console
 
 import (
@@ -40,6 +42,14 @@ type labels struct {
 	takeover string // context
 	sections map[string]string
 	width    int
+
+	// The gauge (gauge.go).
+	gen      string // generation
+	ctx      string // context used, window
+	toGo     string // distance to the handoff
+	starting string
+	inWrite  string // the writing turn runs
+	handing  string // the handoff is done, the successor not yet started
 }
 
 var zh = labels{
@@ -50,6 +60,13 @@ var zh = labels{
 	takeover: "<- 新会话接手,上下文从 %s 重新开始",
 	sections: map[string]string{"doing": "现在在做", "decided": "已定的事", "deadends": "走不通的", "next": "下一步"},
 	width:    8, // display columns: the seed pads 下一步 to line up with the four-character labels
+
+	gen:      "第 %d 代",
+	ctx:      "上下文 %s/%s",
+	toGo:     "距换代 %s",
+	starting: "启动中",
+	inWrite:  "写交接中",
+	handing:  "换代中",
 }
 
 var en = labels{
@@ -60,22 +77,42 @@ var en = labels{
 	takeover: "<- new session takes over; context restarts from %s",
 	sections: map[string]string{"doing": "doing", "decided": "decided", "deadends": "dead ends", "next": "next"},
 	width:    10,
+
+	gen:      "gen %d",
+	ctx:      "context %s/%s",
+	toGo:     "%s to handoff",
+	starting: "starting",
+	inWrite:  "writing the handoff",
+	handing:  "handing over",
+}
+
+// labelsOf picks the labels of a language; zh is the default.
+func labelsOf(lang Lang) labels {
+	if lang == LangEn {
+		return en
+	}
+	return zh
 }
 
 // Status renders handoff events as the R40 lines.
 type Status struct {
-	mu  sync.Mutex
-	w   io.Writer
-	lab labels
+	mu   sync.Mutex
+	w    io.Writer
+	lab  labels
+	home string
 }
 
 // NewStatus writes status lines to w (stderr, usually).
 func NewStatus(w io.Writer, lang Lang) *Status {
-	lab := zh
-	if lang == LangEn {
-		lab = en
-	}
-	return &Status{w: w, lab: lab}
+	return &Status{w: w, lab: labelsOf(lang)}
+}
+
+// ShortenHome makes paths under home show as ~/…, as the seed's example
+// does; "" turns it off.
+func (s *Status) ShortenHome(home string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.home = strings.TrimRight(home, "/")
 }
 
 // Handle renders one event; events other than handoffs and notices are
@@ -83,62 +120,82 @@ func NewStatus(w io.Writer, lang Lang) *Status {
 func (s *Status) Handle(ev supervisor.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch ev.Kind {
-	case supervisor.KindNotice:
-		fmt.Fprintf(s.w, "flower: %s\n", ev.Text)
-	case supervisor.KindRetry:
-		fmt.Fprintf(s.w, "flower: attempt failed, retrying: %s\n", ev.Text)
-	case supervisor.KindHandoff:
-		s.handoff(ev)
-	}
+	io.WriteString(s.w, s.lines(ev))
 }
 
-func (s *Status) handoff(ev supervisor.Event) {
+// lines is what Handle writes for ev: whole lines, or "".
+func (s *Status) lines(ev supervisor.Event) string {
+	var b strings.Builder
+	switch ev.Kind {
+	case supervisor.KindNotice:
+		fmt.Fprintf(&b, "flower: %s\n", ev.Text)
+	case supervisor.KindRetry:
+		fmt.Fprintf(&b, "flower: attempt failed, retrying: %s\n", ev.Text)
+	case supervisor.KindHandoff:
+		s.handoff(&b, ev)
+	}
+	return b.String()
+}
+
+func (s *Status) handoff(w io.Writer, ev supervisor.Event) {
 	win := policy.FormatRound(ev.Window)
 	switch ev.Phase {
 	case supervisor.PhaseNear:
-		fmt.Fprintf(s.w, s.lab.near+"\n", policy.FormatUsed(ev.Context), win, policy.FormatRound(max(ev.At-ev.Context, 0)))
+		fmt.Fprintf(w, s.lab.near+"\n", policy.FormatUsed(ev.Context), win, policy.FormatRound(max(ev.At-ev.Context, 0)))
 	case supervisor.PhaseWriting:
-		fmt.Fprintf(s.w, s.lab.writing+"\n", policy.FormatUsed(ev.Context), win)
+		fmt.Fprintf(w, s.lab.writing+"\n", policy.FormatUsed(ev.Context), win)
 	case supervisor.PhaseDone:
 		if ev.Reason == "overflow" {
 			// No writing turn ran, so no writing line was shown.
-			fmt.Fprintf(s.w, s.lab.writing+"\n", policy.FormatUsed(ev.Context), win)
+			fmt.Fprintf(w, s.lab.writing+"\n", policy.FormatUsed(ev.Context), win)
 		}
 		if ev.Handoff != nil {
 			for _, key := range []string{"doing", "decided", "deadends", "next"} {
-				fmt.Fprintf(s.w, "  - %s%s\n", pad(s.lab.sections[key], s.lab.width), firstLine(ev.Handoff.Get(key)))
+				fmt.Fprintf(w, "  - %s%s\n", pad(s.lab.sections[key], s.lab.width), firstLine(ev.Handoff.Get(key)))
 			}
 		}
 		if ev.Path != "" {
-			fmt.Fprintf(s.w, s.lab.written+"\n", ev.Path)
+			fmt.Fprintf(w, s.lab.written+"\n", s.short(ev.Path))
 		} else {
-			fmt.Fprintln(s.w, s.lab.noFile)
+			fmt.Fprintln(w, s.lab.noFile)
 		}
-		fmt.Fprintf(s.w, s.lab.takeover+"\n", policy.FormatUsed(ev.Context))
+		fmt.Fprintf(w, s.lab.takeover+"\n", policy.FormatUsed(ev.Context))
 	}
+}
+
+// short writes a path under the home directory as ~/….
+func (s *Status) short(path string) string {
+	if s.home != "" {
+		if rest, ok := strings.CutPrefix(path, s.home+"/"); ok {
+			return "~/" + rest
+		}
+	}
+	return path
 }
 
 // pad pads a label to width display columns (CJK characters take two) and
 // adds two spaces, as the seed's example lines up its labels.
 func pad(label string, width int) string {
-	cols := 0
-	for _, r := range label {
-		if r >= 0x1100 {
-			cols += 2
-		} else {
-			cols++
-		}
-	}
-	return label + strings.Repeat(" ", max(width-cols, 0)+2)
+	return label + strings.Repeat(" ", max(width-columns(label), 0)+2)
 }
 
-// firstLine is the section's first non-empty line, or (空) when empty.
+// firstLine is the section's first non-empty line without its list marker,
+// or (空) when empty. Only a marker followed by a space is one: the seed's
+// "-D_ANSI_SOURCE …" keeps its dash.
 func firstLine(s string) string {
 	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(l), "-*•")); l != "" {
-			return l
+		l = strings.TrimSpace(l)
+		for _, marker := range []string{"- ", "* ", "+ ", "• "} {
+			if rest, ok := strings.CutPrefix(l, marker); ok {
+				l = strings.TrimSpace(rest)
+				break
+			}
 		}
+		switch l {
+		case "", "-", "*", "+", "•":
+			continue
+		}
+		return l
 	}
 	return "(空)"
 }

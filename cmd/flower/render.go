@@ -1,20 +1,31 @@
 package main
 
 import (
+	"bytes"
+	"io"
+	"os"
+
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/supervisor"
 )
 
+// The --output formats.
+const (
+	outputText       = "text"
+	outputStreamJSON = "stream-json"
+)
+
 // renderer is what a person (or a program) sees of a run: the status lines
-// on stderr, the job's text on stdout.
+// and the gauge on stderr; on stdout the job's text, or with --output
+// stream-json the harness's lines and flower's events, or with --quiet
+// nothing.
 type renderer struct {
-	status *console.Status
-	out    *console.Output
-	quiet  bool
-	s      streams
+	live *console.Live
+	out  func(supervisor.Event) // nil with --quiet
 }
 
 func newRenderer(c *cli.Context, s streams) (*renderer, error) {
@@ -22,21 +33,52 @@ func newRenderer(c *cli.Context, s streams) (*renderer, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	if f := c.String("output"); f != "text" {
-		return nil, usagef("--output %s is not supported yet", f)
+	format := c.String("output")
+	switch {
+	case format != outputText && format != outputStreamJSON:
+		return nil, usagef("--output %s: want %s or %s", format, outputText, outputStreamJSON)
+	case format == outputStreamJSON && c.Bool("quiet"):
+		return nil, usagef("--quiet and --output %s contradict each other: pick one", outputStreamJSON)
 	}
-	return &renderer{status: console.NewStatus(s.stderr, lang), out: console.NewOutput(s.stdout), quiet: c.Bool("quiet"), s: s}, nil
+	home, _ := os.UserHomeDir()
+	opts := console.LiveOptions{Lang: lang, NoHandoff: c.Bool("no-handoff"), Home: home}
+	if f, ok := s.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb" {
+		opts.Terminal = true
+		opts.Width = func() int {
+			w, _, err := term.GetSize(int(f.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		}
+	}
+	r := &renderer{live: console.NewLive(s.stderr, opts)}
+	// Guarded: stdout and stderr often share the terminal the gauge is on.
+	stdout := r.live.Guard(s.stdout)
+	switch {
+	case c.Bool("quiet"):
+	case format == outputStreamJSON:
+		r.out = console.NewStream(stdout).Handle
+	default:
+		r.out = console.NewOutput(stdout).Handle
+	}
+	return r, nil
 }
 
 func (r *renderer) event(ev supervisor.Event) {
-	r.status.Handle(ev)
-	if !r.quiet {
-		r.out.Handle(ev)
+	r.live.Handle(ev)
+	if r.out != nil {
+		r.out(ev)
 	}
 }
 
+// summary prints a step's closing lines on stderr, in one write so the
+// gauge comes back only after them.
 func (r *renderer) summary(st *manifest.StepResult, runDir string) {
-	console.Summary(r.s.stderr, st, runDir)
+	var b bytes.Buffer
+	console.Summary(&b, st, runDir)
+	io.Copy(r.live, &b)
 }
 
-func (r *renderer) close() {}
+// close takes the gauge down, leaving the terminal's line clean.
+func (r *renderer) close() { r.live.Close() }

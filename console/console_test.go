@@ -1,0 +1,191 @@
+package console
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/supervisor"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata (never seed_r40.txt)")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// The seed's example handoff (the section texts of its R40 block).
+var seedHandoff = handoffwriter.Handoff{
+	Doing:    "在给 Makefile 加 macOS 垫片头,让 sigemptyset 宏不再展开成语法错误。",
+	Decided:  "不改业务源码 —— 用户明确说过边界,所以走 Makefile 生成 shim 这条路。",
+	Deadends: "-D_ANSI_SOURCE 会把别的宏一起关掉;改 include 顺序无效。",
+	Next:     "在干净 clone 上跑一次 make 验证 shim 成立。",
+	Scene:    "make: *** [shim.h] Error 1",
+}
+
+const seedPath = "~/proj/.flower/notes/交接-干活.md"
+
+// seedEvents are the three handoff events behind the seed's example.
+func seedEvents() []supervisor.Event {
+	h := seedHandoff
+	base := supervisor.Event{Kind: supervisor.KindHandoff, Step: "干活", Generation: 1, Window: 200_000, At: 150_000, WarnAt: 130_000}
+	near, writing, done := base, base, base
+	near.Phase, near.Context = supervisor.PhaseNear, 130_000
+	writing.Phase, writing.Context = supervisor.PhaseWriting, 152_000
+	done.Phase, done.Context, done.Path, done.Handoff, done.Reason = supervisor.PhaseDone, 152_000, seedPath, &h, "threshold"
+	done.Sections = h.Filled()
+	return []supervisor.Event{near, writing, done}
+}
+
+func render(lang Lang, evs []supervisor.Event) []byte {
+	var b bytes.Buffer
+	s := NewStatus(&b, lang)
+	for _, ev := range evs {
+		s.Handle(ev)
+	}
+	return b.Bytes()
+}
+
+// TestStatusMatchesSeed holds the R40 lines to the seed's example, byte for
+// byte. testdata/seed_r40.txt is cut from the seed; -update never touches it.
+func TestStatusMatchesSeed(t *testing.T) {
+	want, err := os.ReadFile(filepath.Join("testdata", "seed_r40.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := render(LangZh, seedEvents())
+	if !bytes.Equal(got, want) {
+		t.Errorf("status lines differ from the seed\n--- got\n%s--- want\n%s", got, want)
+	}
+	if n := bytes.Count(got, []byte("\n")); n != 8 {
+		t.Errorf("%d lines, the seed shows 8", n)
+	}
+}
+
+func TestStatusGolden(t *testing.T) {
+	degraded := handoffwriter.Degraded("干活", "port the parser", "the writing turn failed")
+	overflow := supervisor.Event{Kind: supervisor.KindHandoff, Phase: supervisor.PhaseDone, Step: "干活", Generation: 3,
+		Context: 201_345, Window: 200_000, At: 150_000, Reason: "overflow", Degraded: true, Handoff: &degraded}
+	tests := []struct {
+		name string
+		evs  []supervisor.Event
+	}{
+		{"handoff", seedEvents()},
+		// Overflow: no writing turn ran, so the done event shows the writing
+		// line itself; no workbench, so no path; empty sections show (空).
+		{"overflow", []supervisor.Event{overflow}},
+		{"notices", []supervisor.Event{
+			{Kind: supervisor.KindNotice, Text: "workbench unavailable (read-only); handoffs will reach the successor through its prompt only"},
+			{Kind: supervisor.KindRetry, Generation: 1, Text: "the harness exited before the turn ended"},
+			{Kind: supervisor.KindText, Text: "not a status line"},
+			{Kind: supervisor.KindTurn, Context: 5000},
+		}},
+	}
+	for _, tt := range tests {
+		for _, lang := range []Lang{LangZh, LangEn} {
+			t.Run(tt.name+"/"+string(lang), func(t *testing.T) {
+				golden(t, "status_"+tt.name+"_"+string(lang)+".golden", render(lang, tt.evs))
+			})
+		}
+	}
+}
+
+// TestStatusEnglish checks the en labels line up and say what zh says.
+func TestStatusEnglish(t *testing.T) {
+	got := string(render(LangEn, seedEvents()))
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(lines) != 8 {
+		t.Fatalf("%d lines, want 8:\n%s", len(lines), got)
+	}
+	for _, zh := range []string{"上下文", "还有约", "写交接", "交接写在", "新会话", "现在在做", "已定的事", "走不通的", "下一步"} {
+		if strings.Contains(got, zh) {
+			t.Errorf("en status lines carry the Chinese label %q:\n%s", zh, got)
+		}
+	}
+	// The section texts start in one column.
+	col := -1
+	for i, l := range lines[2:6] {
+		text := []string{seedHandoff.Doing, seedHandoff.Decided, seedHandoff.Deadends, seedHandoff.Next}[i]
+		at := strings.Index(l, text)
+		if at < 0 {
+			t.Fatalf("line %q lacks its section text", l)
+		}
+		if c := columns(l[:at]); col >= 0 && c != col {
+			t.Errorf("section texts start at columns %d and %d:\n%s", col, c, got)
+		} else {
+			col = c
+		}
+	}
+	for _, want := range []string{"130.0K/200K", "about 20K to handoff", "152.0K/200K", seedPath} {
+		if !strings.Contains(got, want) {
+			t.Errorf("en lines lack %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestShortenHome(t *testing.T) {
+	tests := []struct{ home, path, want string }{
+		{"/home/a", "/home/a/proj/.flower/notes/交接-x.md", "~/proj/.flower/notes/交接-x.md"},
+		{"/home/a/", "/home/a/p.md", "~/p.md"},
+		{"/home/a", "/home/ab/p.md", "/home/ab/p.md"}, // a sibling, not under home
+		{"", "/home/a/p.md", "/home/a/p.md"},
+	}
+	for _, tt := range tests {
+		var b bytes.Buffer
+		s := NewStatus(&b, LangEn)
+		s.ShortenHome(tt.home)
+		s.Handle(supervisor.Event{Kind: supervisor.KindHandoff, Phase: supervisor.PhaseDone, Path: tt.path})
+		if !strings.Contains(b.String(), " "+tt.want+"\n") {
+			t.Errorf("home %q, path %q: want %q in\n%s", tt.home, tt.path, tt.want, b.String())
+		}
+	}
+}
+
+func TestFirstLine(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"-D_ANSI_SOURCE turns off other macros", "-D_ANSI_SOURCE turns off other macros"},
+		{"- first\n- second", "first"},
+		{"\n  * starred\n", "starred"},
+		{"• bullet", "bullet"},
+		{"-\n\nreal text", "real text"},
+		{"", "(空)"},
+		{"  \n - \n", "(空)"},
+	}
+	for _, tt := range tests {
+		if got := firstLine(tt.in); got != tt.want {
+			t.Errorf("firstLine(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestParseLang(t *testing.T) {
+	for _, tt := range []struct {
+		in    string
+		want  Lang
+		valid bool
+	}{{"zh", LangZh, true}, {"en", LangEn, true}, {"", "", false}, {"EN", "", false}, {"ja", "", false}} {
+		got, err := ParseLang(tt.in)
+		if got != tt.want || (err == nil) != tt.valid {
+			t.Errorf("ParseLang(%q) = %q, %v", tt.in, got, err)
+		}
+	}
+}

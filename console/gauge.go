@@ -1,0 +1,136 @@
+package console
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/supervisor"
+)
+
+// gaugePhase is where the current generation is, as far as the gauge shows.
+type gaugePhase int
+
+const (
+	gaugeStarting gaugePhase = iota // the process runs, no context reported yet
+	gaugeWorking
+	gaugeWriting  // the writing turn runs
+	gaugeHandedOn // the handoff is done; the successor has not started
+)
+
+// gauge is the one-line summary of a running step: generation, context
+// used of the window, distance to the handoff, cost so far. It is folded
+// from events; it decides nothing.
+type gauge struct {
+	gen     int
+	context int
+	window  int
+	at      int
+	cost    float64
+	phase   gaugePhase
+}
+
+// update folds ev into the gauge and reports whether anything changed.
+func (g *gauge) update(ev supervisor.Event) bool {
+	before := *g
+	if ev.Generation > 0 {
+		g.gen = ev.Generation
+	}
+	if ev.Window > 0 {
+		g.window, g.at = ev.Window, ev.At
+	}
+	if ev.CostUSD > 0 {
+		g.cost = ev.CostUSD
+	}
+	switch ev.Kind {
+	case supervisor.KindGeneration:
+		// A new process: what the last one measured no longer holds.
+		g.phase, g.context = gaugeStarting, 0
+	case supervisor.KindHandoff:
+		g.context = ev.Context
+		switch ev.Phase {
+		case supervisor.PhaseWriting:
+			g.phase = gaugeWriting
+		case supervisor.PhaseDone:
+			g.phase = gaugeHandedOn
+		}
+	case supervisor.KindText, supervisor.KindTool, supervisor.KindTurn, supervisor.KindSession, supervisor.KindRaw:
+		if ev.Context > 0 && g.phase <= gaugeWorking {
+			g.context, g.phase = ev.Context, gaugeWorking
+		}
+	}
+	return *g != before
+}
+
+// ready reports whether there is anything to show: a generation has started.
+func (g *gauge) ready() bool { return g.gen > 0 }
+
+// text renders the gauge, e.g. "gen 2 · context 142.3K/200K · 7.7K to
+// handoff · $0.42". Without handoff there is no distance to show.
+func (g *gauge) text(lab labels, handoff bool) string {
+	parts := []string{fmt.Sprintf(lab.gen, g.gen)}
+	switch {
+	case g.phase == gaugeStarting:
+		parts = append(parts, lab.starting)
+	default:
+		parts = append(parts, fmt.Sprintf(lab.ctx, policy.FormatUsed(g.context), policy.FormatRound(g.window)))
+		switch {
+		case !handoff:
+		case g.phase == gaugeWriting || (g.phase == gaugeWorking && g.context >= g.at):
+			parts = append(parts, lab.inWrite)
+		case g.phase == gaugeHandedOn:
+			parts = append(parts, lab.handing)
+		default:
+			parts = append(parts, fmt.Sprintf(lab.toGo, policy.FormatUsed(g.at-g.context)))
+		}
+	}
+	parts = append(parts, fmt.Sprintf("$%.2f", g.cost))
+	return strings.Join(parts, " · ")
+}
+
+// columns is how many terminal columns s takes (East Asian wide characters
+// take two).
+func columns(s string) int {
+	n := 0
+	for _, r := range s {
+		n += runeColumns(r)
+	}
+	return n
+}
+
+// runeColumns approximates East Asian Width: the wide and fullwidth blocks
+// take two columns, the rest (including "·", "—" and "…") one.
+func runeColumns(r rune) int {
+	switch {
+	case r >= 0x1100 && r <= 0x115F, // Hangul Jamo
+		r >= 0x2E80 && r <= 0x303E, // CJK radicals, punctuation
+		r >= 0x3041 && r <= 0xA4CF, // kana … CJK ideographs, Yi
+		r >= 0xAC00 && r <= 0xD7A3, // Hangul syllables
+		r >= 0xF900 && r <= 0xFAFF, // CJK compatibility ideographs
+		r >= 0xFE30 && r <= 0xFE4F, // CJK compatibility forms
+		r >= 0xFF00 && r <= 0xFF60, // fullwidth forms
+		r >= 0xFFE0 && r <= 0xFFE6,
+		r >= 0x1F300 && r <= 0x1F64F, // pictographs, emoticons
+		r >= 0x1F900 && r <= 0x1F9FF,
+		r >= 0x20000 && r <= 0x3FFFD: // CJK extensions
+		return 2
+	}
+	return 1
+}
+
+// clip cuts s to at most n columns, marking the cut with "…".
+func clip(s string, n int) string {
+	if n <= 0 || columns(s) <= n {
+		return s
+	}
+	var b strings.Builder
+	used := 0
+	for _, r := range s {
+		if used+runeColumns(r) > n-1 {
+			break
+		}
+		b.WriteRune(r)
+		used += runeColumns(r)
+	}
+	return b.String() + "…"
+}
