@@ -1,9 +1,191 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/flowerhq/flower/demo"
+	"github.com/flowerhq/flower/integration/apiserver"
+	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/supervisor"
+)
 
 var demoCommand = &cli.Command{
-	Name:   "demo",
-	Usage:  "watch a handoff happen on the real harness against a scripted local model",
-	Action: func(c *cli.Context) error { return usagef("demo: not implemented yet") },
+	Name:      "demo",
+	Usage:     "watch a handoff happen on the real harness against a scripted local model",
+	UsageText: "flower demo [--clean] [--pace 0] [--lang en] [-q] [-v]",
+	Description: `Runs a real supervised job on the real harness. The model is scripted and
+served on 127.0.0.1: no API key, no network, nothing billed. It writes a small
+tool in a fresh workspace over three sessions; each of the first two fills its
+context past the handoff threshold of a 200K window, writes its handoff, and a
+new session takes over from the file. The workspace is kept for inspection
+unless --clean is given.`,
+	Flags:  demoFlags(),
+	Action: demoAction,
+}
+
+func demoFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "pace", Value: demo.DefaultPace, Usage: "the scripted model's pause before each reply, so a person can follow (0: full speed)"},
+		&cli.BoolFlag{Name: "clean", Usage: "remove the demo's directory at the end (default: keep it for inspection)"},
+		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the claude executable (default: the copy make installed, else claude on PATH)"},
+		&cli.StringFlag{Name: "lang", Value: "zh", Usage: "labels of the status lines: zh (as in the design) or en"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
+		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the harness's auth configuration (all fake) and the policy before running"},
+
+		// What setupJob reads, fixed to what the scripted model was written
+		// for; workspace is set once the demo's directory exists.
+		&cli.StringFlag{Name: "workspace", Hidden: true},
+		&cli.IntFlag{Name: "window", Value: demo.Window, Hidden: true},
+		&cli.IntFlag{Name: "headroom", Value: policy.DefaultHeadroom, Hidden: true},
+		&cli.IntFlag{Name: "max-generations", Value: policy.DefaultMaxGenerations, Hidden: true},
+		&cli.IntFlag{Name: "max-attempts", Value: supervisor.DefaultMaxAttempts, Hidden: true},
+		&cli.DurationFlag{Name: "turn-timeout", Value: time.Minute, Hidden: true},
+		&cli.StringFlag{Name: "output", Value: "text", Hidden: true},
+	}
+}
+
+// demoTimeout bounds the whole demo; at the default pace it takes about 15
+// seconds.
+const demoTimeout = 3 * time.Minute
+
+// harnessEnvKey carries a command's own base environment for the harness
+// to setupJob (the demo's: no credential, a HOME of its own); without it the
+// harness gets flower's environment.
+type harnessEnvKey struct{}
+
+func harnessEnvOf(c *cli.Context) []string {
+	v, _ := c.Context.Value(harnessEnvKey{}).([]string)
+	return v
+}
+
+func demoAction(c *cli.Context) (err error) {
+	s := streamsOf(c)
+	if c.NArg() > 0 {
+		return usagef("demo takes no arguments, got %q", c.Args().First())
+	}
+	if c.Duration("pace") < 0 {
+		return usagef("--pace must not be negative")
+	}
+	// The script was observed on the pinned harness; prefer it to whatever
+	// claude is on PATH.
+	if c.String("harness") == "" && isExecutable(cachedHarness()) {
+		if err := c.Set("harness", cachedHarness()); err != nil {
+			return err
+		}
+	}
+	root, err := os.MkdirTemp("", "flower-demo-")
+	if err != nil {
+		return fmt.Errorf("demo directory: %w", err)
+	}
+	workspace, home := filepath.Join(root, "workspace"), filepath.Join(root, "home")
+	// Kept for inspection once the job ran, unless --clean; a demo that
+	// never started leaves nothing behind.
+	keep, started := !c.Bool("clean"), false
+	defer func() {
+		if !started {
+			_ = os.RemoveAll(root)
+			return
+		}
+		if keep {
+			fmt.Fprintf(s.stderr, "workspace: %s (kept; remove it with rm -rf %s)\n", workspace, root)
+			return
+		}
+		if rerr := os.RemoveAll(root); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("remove the demo directory: %w", rerr))
+			return
+		}
+		fmt.Fprintf(s.stderr, "flower demo: removed %s (--clean)\n", root)
+	}()
+	for _, d := range []string{workspace, home} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return fmt.Errorf("demo directory: %w", err)
+		}
+	}
+
+	model := demo.NewModel(workspace, c.Duration("pace"))
+	srv, err := apiserver.Start(model.Script)
+	if err != nil {
+		return fmt.Errorf("start the scripted model: %w", err)
+	}
+	defer srv.Close()
+
+	if err := c.Set("workspace", workspace); err != nil {
+		return err
+	}
+	c.Context = context.WithValue(c.Context, harnessArgsKey{}, demo.HarnessArgs)
+	c.Context = context.WithValue(c.Context, harnessEnvKey{}, demo.HarnessEnv(os.Environ(), home, srv.Env()))
+	job, err := setupJob(c, "")
+	if err != nil {
+		return err
+	}
+	// Closed before the demo's own closing lines, which would otherwise
+	// land on the gauge's line.
+	closeJob := sync.OnceFunc(job.close)
+	defer closeJob()
+
+	p := job.rt.Policy()
+	fmt.Fprintf(s.stderr, "flower demo: the real harness (%s), a scripted model on %s: no API key, no network\n", job.harnessPath, srv.URL)
+	fmt.Fprintf(s.stderr, "flower demo: window %s · near notice at %s · handoff at %s · workspace %s\n",
+		policy.FormatRound(p.Window), policy.FormatRound(p.WarnAt()), policy.FormatRound(p.At()), workspace)
+	fmt.Fprintf(s.stderr, "flower demo: task: %s\n\n", demo.Task)
+
+	ctx, cancel := context.WithTimeout(c.Context, demoTimeout)
+	defer cancel()
+	start, started := time.Now(), true
+	st, err := job.rt.RunStep(ctx, demo.Step, demo.Task)
+	job.finish(st)
+	closeJob()
+	if err != nil {
+		return err
+	}
+	if err := checkDemo(st, workspace); err != nil {
+		return fmt.Errorf("demo: %w (the log is in %s)", err, job.runDir)
+	}
+	fmt.Fprintf(s.stderr, "flower demo: %d sessions, %d handoffs in %.1fs; the cost is the harness's reckoning of the scripted usage, nothing was billed\n",
+		len(st.Generations), len(st.Generations)-1, time.Since(start).Seconds())
+	if keep {
+		fmt.Fprintf(s.stderr, "flower demo: the files it wrote: %s\n", strings.Join(demo.Files, " "))
+		fmt.Fprintf(s.stderr, "flower demo: earlier handoffs are kept in %s\n", filepath.Join(workspace, ".flower", "notes", "archive"))
+		fmt.Fprintf(s.stderr, "flower demo: the harness's HOME (its session logs) is %s\n", home)
+	}
+	return nil
+}
+
+// checkDemo makes `make demo` fail when the story did not play out: a demo
+// that quietly shows less than it promises would hide a regression.
+func checkDemo(st *manifest.StepResult, workspace string) error {
+	var problems []string
+	handoffs := 0
+	for _, g := range st.Generations {
+		if g.Handoff == nil {
+			continue
+		}
+		handoffs++
+		if g.Handoff.Degraded {
+			problems = append(problems, fmt.Sprintf("generation %d's handoff is degraded: %s", g.N, g.Handoff.Why))
+		}
+	}
+	if len(st.Generations) != demo.Generations || handoffs != demo.Generations-1 {
+		problems = append(problems, fmt.Sprintf("%d generations and %d handoffs, want %d and %d",
+			len(st.Generations), handoffs, demo.Generations, demo.Generations-1))
+	}
+	for _, f := range demo.Files {
+		if _, err := os.Stat(filepath.Join(workspace, f)); err != nil {
+			problems = append(problems, fmt.Sprintf("the agent's file %s is missing", f))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
 }

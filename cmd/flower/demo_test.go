@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowerhq/flower/demo"
+	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/manifest"
+)
+
+// demoScreenLines are the R40 lines the demo must show, each at least twice
+// (once per handoff). scripts/demo-tmux.sh checks the same patterns.
+var demoScreenLines = []string{
+	`(?m)^# 上下文 .*K/200K · 还有约 .*K 到换代$`,
+	`(?m)^# 上下文 .*K/200K —— 写交接准备换代$`,
+	`(?m)^  - 现在在做  \S`,
+	`(?m)^  - 已定的事  \S`,
+	`(?m)^  - 走不通的  \S`,
+	`(?m)^  - 下一步    \S`,
+	`(?m)^<- 交接写在 .*交接-demo\.md$`,
+	`(?m)^<- 新会话接手,上下文从 .*K 重新开始$`,
+}
+
+// demoHarness is the real harness the demo runs: $FLOWER_HARNESS, else the
+// copy `make test` installs. The demo cannot be shown without it.
+func demoHarness(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("FLOWER_HARNESS"); p != "" {
+		return p
+	}
+	if p := cachedHarness(); isExecutable(p) {
+		return p
+	}
+	t.Fatalf("no harness at %s: run `make test` (it installs the pinned harness) or set FLOWER_HARNESS", cachedHarness())
+	return ""
+}
+
+// runDemo runs `flower demo ARGS` in-process. HOME is an empty directory
+// that must stay empty, and the environment carries credentials and a
+// Bedrock switch the demo must not pass on (with Bedrock on, the harness
+// would not talk to the scripted model at all).
+func runDemo(t *testing.T, args ...string) (stdout, stderr string, home string, err error) {
+	t.Helper()
+	t.Setenv("FLOWER_HARNESS", demoHarness(t))
+	home = t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "canary-token-must-not-travel")
+	t.Setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err = run(ctx, append([]string{"flower", "demo"}, args...), strings.NewReader(""), &out, &errOut)
+	return out.String(), errOut.String(), home, err
+}
+
+func TestDemo(t *testing.T) {
+	start := time.Now()
+	stdout, stderr, home, err := runDemo(t, "--pace", "0")
+	t.Logf("demo took %v", time.Since(start))
+	if err != nil {
+		t.Fatalf("demo: %v\nstderr:\n%s", err, stderr)
+	}
+	for _, pat := range demoScreenLines {
+		if n := len(regexp.MustCompile(pat).FindAllString(stderr, -1)); n < 2 {
+			t.Errorf("stderr matches %s %d times, want at least 2", pat, n)
+		}
+	}
+	m := regexp.MustCompile(`(?m)^workspace: (\S+) \(kept; remove it with rm -rf (\S+)\)$`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no workspace line in stderr:\n%s", stderr)
+	}
+	ws, root := m[1], m[2]
+	if !strings.HasPrefix(ws, root+string(filepath.Separator)) {
+		t.Errorf("the rm -rf hint %s does not hold the workspace %s", root, ws)
+	}
+	for _, f := range demo.Files {
+		if _, err := os.Stat(filepath.Join(ws, f)); err != nil {
+			t.Errorf("the agent's file: %v", err)
+		}
+	}
+	// The last generation ran the agent's own tests, and they passed.
+	if out, err := exec.Command("sh", filepath.Join(ws, "test.sh")).CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
+		t.Errorf("sh test.sh in the workspace: %v\n%s", err, out)
+	}
+	if !strings.Contains(stdout, "[Write]") || !strings.Contains(stdout, "PASS") {
+		t.Errorf("stdout lacks the tool calls or the closing text:\n%s", stdout)
+	}
+
+	man, err := manifest.Load(filepath.Join(ws, ".flower", "runs", "latest", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := man.Step(demo.Step)
+	if st == nil {
+		t.Fatalf("no step %q in the manifest", demo.Step)
+	}
+	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 3 {
+		t.Fatalf("step %s with %d generations, want succeeded with 3; errors: %q", st.Status, len(st.Generations), st.Errors)
+	}
+	for _, g := range st.Generations[:2] {
+		h := g.Handoff
+		if h == nil || h.Degraded || h.Context < 150_000 || h.Path == "" {
+			t.Errorf("generation %d: handoff %+v, want a complete one past 150K with a file", g.N, h)
+		}
+	}
+	if st.Generations[2].Handoff != nil {
+		t.Errorf("the last generation handed off")
+	}
+	b, err := os.ReadFile(st.HandoffPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := handoffwriter.Parse(string(b)); !h.Complete() || h.IsDegraded() {
+		t.Errorf("the handoff on disk is not a complete one:\n%s", b)
+	}
+
+	// The person's HOME is untouched and the canary credential went nowhere.
+	if ents, err := os.ReadDir(home); err != nil || len(ents) != 0 {
+		t.Errorf("HOME %s holds %d entries after the demo (%v), want none", home, len(ents), err)
+	}
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("canary-token")) {
+				t.Errorf("%s holds the parent's credential", p)
+			}
+		}
+		return nil
+	})
+}
+
+func TestDemoClean(t *testing.T) {
+	stdout, stderr, _, err := runDemo(t, "--pace", "0", "--clean", "--quiet", "--lang", "en")
+	if err != nil {
+		t.Fatalf("demo: %v\nstderr:\n%s", err, stderr)
+	}
+	if stdout != "" {
+		t.Errorf("--quiet printed on stdout:\n%s", stdout)
+	}
+	if n := strings.Count(stderr, "<- handoff written to "); n != 2 {
+		t.Errorf("%d English handoff lines, want 2:\n%s", n, stderr)
+	}
+	m := regexp.MustCompile(`(?m)^flower demo: removed (\S+) \(--clean\)$`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no removal line:\n%s", stderr)
+	}
+	if _, err := os.Stat(m[1]); !os.IsNotExist(err) {
+		t.Errorf("%s still exists after --clean (%v)", m[1], err)
+	}
+	if strings.Contains(stderr, "kept; remove it") {
+		t.Errorf("--clean still says the workspace was kept")
+	}
+}
+
+// A demo that cannot start says why and leaves no directory behind.
+func TestDemoUsageErrors(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	for _, args := range [][]string{{"extra"}, {"--pace", "-1s"}, {"--harness", filepath.Join(tmp, "no-such-claude")}} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), append([]string{"flower", "demo"}, args...), strings.NewReader(""), &out, &errOut)
+		if exitCode(err) != exitUsage {
+			t.Errorf("demo %q: exit %d (%v), want %d", args, exitCode(err), err, exitUsage)
+		}
+		if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+			t.Errorf("demo %q left %s behind", args, ents[0].Name())
+		}
+	}
+}
+
+// TestDemoUnderTmux is `make demo` as a person sees it: bin/flower demo, at
+// its default pace, in a real terminal. scripts/demo-tmux.sh captures the
+// screen and checks it holds the R40 lines twice each and the exit status 0.
+// tmux is required: without it the demo's screen goes unchecked, so the test
+// fails rather than skips.
+func TestDemoUnderTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is required to check the demo's screen (apt-get install tmux)")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "flower")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(filepath.Join("..", "..", "scripts", "demo-tmux.sh"))
+	cmd.Env = append(os.Environ(), "FLOWER_BIN="+bin, "FLOWER_HARNESS="+demoHarness(t), "TMPDIR="+dir, "DEMO_TMUX_TIMEOUT=150")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	t.Logf("demo-tmux.sh took %v:\n%s", time.Since(start), out)
+	if err != nil {
+		t.Fatalf("demo-tmux.sh: %v", err)
+	}
+	if !strings.Contains(string(out), "ok   flower demo exited 0") {
+		t.Errorf("the script passed without checking the exit status")
+	}
+}

@@ -1,0 +1,336 @@
+// Package demo owns the scripted model behind `flower demo`: a short,
+// believable job (a tiny word-frequency tool written in POSIX sh) that the
+// real harness carries out against a local scripted Messages API. Its tool
+// calls really create the files in the workspace, and the usage it reports
+// climbs past the near notice and the handoff threshold of a 200K window in
+// each of the first two generations, so a person watching sees two handoffs
+// end to end. It also owns the harness environment of the demo, which must
+// never carry a real credential.
+package demo
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/integration/apiserver"
+)
+
+// Window is the context window the demo's usage is scripted against: the
+// near notice comes at 130K and the handoff at 150K (policy defaults).
+const Window = 200_000
+
+// ModelName is the model the harness is told to run: one whose window the
+// harness also takes to be 200K, so it agrees with Window.
+const ModelName = "claude-haiku-4-5"
+
+// Step names the demo's step, and so its handoff file (交接-demo.md).
+const Step = "demo"
+
+// Task is what the person asks the demo's agent to do.
+const Task = "Write wordfreq: a small POSIX sh tool that prints the words of a text, most frequent first, " +
+	"ties in a fixed order, with an option -n N for the top N only, and a test script. Work in the current directory."
+
+// HarnessArgs are the harness flags the demo needs: the tools its model
+// calls, allowed without a prompt.
+var HarnessArgs = []string{"--allowedTools", "Bash", "Write", "Read"}
+
+// Files lists, relative to the workspace, the files the job leaves behind.
+var Files = []string{"README.md", "wordfreq.sh", "sample.txt", "test.sh", "expected.txt"}
+
+// Generations is how many sessions the story takes: two handoffs.
+const Generations = 3
+
+// Model is the scripted model. Its Script method answers the harness's
+// requests; it is safe for concurrent use.
+type Model struct {
+	workspace string
+	pace      time.Duration
+	plans     [][]move
+	handoffs  []handoffwriter.Handoff
+
+	mu  sync.Mutex
+	gen int // 0-based generation the model believes it is in
+	i   int // working requests answered in this generation
+}
+
+// move answers one working request; the request is there so that a reply
+// can quote what a tool really printed.
+type move func(r *apiserver.Request) apiserver.Reply
+
+// DefaultPace is the model's pause before each working reply: slow enough
+// for a person to follow, so the demo takes about fifteen seconds.
+const DefaultPace = 600 * time.Millisecond
+
+// NewModel scripts the story for a workspace (tool calls need its absolute
+// path). The model waits pace before each working reply and four times as
+// long before the handoff, as a real model takes a while to write one; zero
+// answers at once.
+func NewModel(workspace string, pace time.Duration) *Model {
+	m := &Model{workspace: workspace, pace: pace}
+	m.plans = [][]move{m.generation1(), m.generation2(), m.generation3()}
+	m.handoffs = m.handoffDocs()
+	return m
+}
+
+// Script answers one request of the harness. Subagent and side requests get
+// a harmless reply; the handoff-writing turn gets the generation's handoff;
+// working requests follow the generation's plan, the last move repeating if
+// the harness asks again.
+func (m *Model) Script(r *apiserver.Request) apiserver.Reply {
+	if r.Kind != apiserver.KindMain {
+		return apiserver.Harmless(r)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if strings.Contains(r.LastUserText, handoffwriter.PromptTag) {
+		h := m.handoffs[min(m.gen, len(m.handoffs)-1)]
+		m.gen = min(m.gen+1, len(m.plans)-1)
+		m.i = 0
+		return apiserver.Reply{Text: h.Markdown(), Usage: usage(m.cutAt() + 1_400), ChunkText: 80, Delay: 4 * m.pace}
+	}
+	// A successor whose predecessor wrote no handoff (the writing turn
+	// failed) starts without the writing turn having moved the story on.
+	if m.i > 0 && r.NumMessages <= 2 && strings.Contains(r.LastUserText, "You are taking over") {
+		m.gen = min(m.gen+1, len(m.plans)-1)
+		m.i = 0
+	}
+	plan := m.plans[m.gen]
+	reply := plan[min(m.i, len(plan)-1)](r)
+	reply.Delay = m.pace
+	m.i++
+	return reply
+}
+
+// Generation is the 1-based generation the model is in.
+func (m *Model) Generation() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gen + 1
+}
+
+// cutAt is the context the cutting reply of a generation reports.
+func (m *Model) cutAt() int { return cutContext[min(m.gen, len(cutContext)-1)] }
+
+// cutContext is the context at which each working generation is cut; both
+// are past the 150K threshold of the 200K window.
+var cutContext = []int{152_000, 156_000}
+
+func (m *Model) path(name string) string { return filepath.Join(m.workspace, name) }
+
+// usage reports ctx tokens of context, mostly cache reads as a long session
+// on the real API would.
+func usage(ctx int) apiserver.Usage {
+	return apiserver.Usage{InputTokens: 240, CacheCreationInputTokens: 1_800, CacheReadInputTokens: ctx - 2_040, OutputTokens: 420}
+}
+
+func say(ctx int, text string, tools ...apiserver.ToolUse) move {
+	return func(*apiserver.Request) apiserver.Reply {
+		return apiserver.Reply{Text: text, ToolUses: tools, Usage: usage(ctx), ChunkText: 40}
+	}
+}
+
+func (m *Model) write(name, content string) apiserver.ToolUse {
+	return apiserver.ToolUse{Name: "Write", Input: map[string]any{"file_path": m.path(name), "content": content}}
+}
+
+func (m *Model) read(name string) apiserver.ToolUse {
+	return apiserver.ToolUse{Name: "Read", Input: map[string]any{"file_path": m.path(name)}}
+}
+
+func bash(command, description string) apiserver.ToolUse {
+	return apiserver.ToolUse{Name: "Bash", Input: map[string]any{"command": command, "description": description}}
+}
+
+// reminder is a note the harness appends to tool results for the model;
+// it is no part of what the tool printed.
+var reminder = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
+
+// toolOutput is what the tool answered to the previous move, trimmed.
+func toolOutput(r *apiserver.Request) string {
+	var out []string
+	for _, tr := range r.LastToolResults {
+		if s := strings.TrimSpace(reminder.ReplaceAllString(tr.Content, "")); s != "" {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return "(no output)"
+	}
+	return strings.Join(out, "\n")
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n    ")
+}
+
+// Generation 1: the README, the first script and a sample; it runs out of
+// context while checking the script.
+func (m *Model) generation1() []move {
+	return []move{
+		say(24_000, "Plan: a README saying what wordfreq promises, then the script, then a sample text to try it on.",
+			m.write("README.md", readme)),
+		say(61_000, "First version of the script. Ties are ordered by word under LC_ALL=C: a bare `sort | uniq -c | sort -rn`\n"+
+			"put equal counts in a different order with GNU and BSD sort, so that one is out.",
+			m.write("wordfreq.sh", wordfreqV1)),
+		say(97_000, "A sample with known counts (the 4, dog 3, fox 3, ...) to check it against.",
+			m.write("sample.txt", sample)),
+		say(138_500, "The README promises -n N; the script does not have it yet. Looking at the script again before the tests.",
+			m.read("README.md")),
+		say(cutContext[0], "Re-reading wordfreq.sh to plan the test cases.",
+			m.read("wordfreq.sh")),
+	}
+}
+
+// Generation 2: takes over, writes the tests, sees the -n case fail, and is
+// cut while deciding how to add -n.
+func (m *Model) generation2() []move {
+	return []move{
+		say(27_000, "Taking over from the handoff: the script and the sample exist; next is the test script.",
+			m.write("test.sh", testScript)),
+		say(70_000, "expected.txt: the full count of sample.txt, worked out by hand.",
+			m.write("expected.txt", expected)),
+		say(118_000, "Running the tests; the -n case should fail, as -n does not exist yet.",
+			bash("sh test.sh", "Run the wordfreq tests")),
+		func(r *apiserver.Request) apiserver.Reply {
+			return say(141_000, "test.sh says:\n"+indent(toolOutput(r))+"\nAs expected. -n goes in next; reading the script to see where.",
+				m.read("test.sh"))(r)
+		},
+		say(cutContext[1], "Reading wordfreq.sh before changing it.",
+			m.read("wordfreq.sh")),
+	}
+}
+
+// Generation 3: adds -n, runs the tests and finishes.
+func (m *Model) generation3() []move {
+	return []move{
+		say(29_000, "Taking over: next is -n N in wordfreq.sh. Reading it first.",
+			m.read("wordfreq.sh")),
+		say(44_000, "Adding -n N: taken off the arguments before the file names, applied in the final awk.",
+			m.write("wordfreq.sh", wordfreqV2)),
+		say(52_000, "Running the tests.",
+			bash("sh test.sh", "Run the wordfreq tests")),
+		func(r *apiserver.Request) apiserver.Reply {
+			return apiserver.Reply{Usage: usage(58_000), ChunkText: 40, Text: "Done. wordfreq.sh prints every word of its input, most frequent first, ties by word;\n" +
+				"-n N keeps the top N. test.sh says:\n" + indent(toolOutput(r))}
+		},
+	}
+}
+
+// handoffDocs are what each working generation writes when it is cut.
+func (m *Model) handoffDocs() []handoffwriter.Handoff {
+	tieDeadEnd := "- `sort | uniq -c | sort -rn` on its own: equal counts came out in a different order with GNU and BSD sort. " +
+		"Replaced by `sort -k1,1nr -k2,2` under LC_ALL=C; do not go back to it."
+	decided := "- Plain POSIX sh with tr, sort, uniq and awk, no bash-isms: the task asks for a tool that runs anywhere.\n" +
+		"- Ties are ordered by word under LC_ALL=C, so the output is the same on every machine (expected.txt relies on it)."
+	return []handoffwriter.Handoff{
+		{
+			Doing: fmt.Sprintf("Building wordfreq in %s: README.md, wordfreq.sh (no -n yet) and sample.txt are written; "+
+				"I was about to write the tests when the context ran out.", m.workspace),
+			Decided:  decided,
+			Deadends: tieDeadEnd,
+			Next: "Write test.sh: compare `sh wordfreq.sh sample.txt` with expected.txt (the 4, dog 3, fox 3, a 2, ...), " +
+				"and `sh wordfreq.sh -n 3 sample.txt` with its first 3 lines; then run `sh test.sh`.",
+			Scene: fmt.Sprintf("- %s: what the tool promises\n- %s: the script\n- %s: the test input",
+				m.path("README.md"), m.path("wordfreq.sh"), m.path("sample.txt")),
+		},
+		{
+			Doing: "test.sh and expected.txt are written; `sh test.sh` passes \"all words\" and fails \"top 3 (-n 3)\", " +
+				"because wordfreq.sh has no -n option yet (cat takes -n as its own flag).",
+			Decided: decided + "\n- Without -n every word is printed; -n N keeps the first N lines.",
+			Deadends: tieDeadEnd + "\n- Making expected.txt with `sh wordfreq.sh sample.txt > expected.txt`: a test that compares " +
+				"the script with its own output catches nothing. The counts in expected.txt were worked out by hand.",
+			Next: "Add -n N to wordfreq.sh: take it off the arguments before `cat \"$@\"`, pass it to the final awk " +
+				"(`awk -v top=N 'top == 0 || NR <= top'`); then `sh test.sh` must print PASS.",
+			Scene: fmt.Sprintf("- %s: the script to change\n- %s, %s, %s: the tests\n- %s",
+				m.path("wordfreq.sh"), m.path("test.sh"), m.path("expected.txt"), m.path("sample.txt"), m.path("README.md")),
+		},
+	}
+}
+
+const readme = `# wordfreq
+
+Prints the words of a text, most frequent first. Ties are ordered by word,
+so the output is the same on every machine.
+
+    sh wordfreq.sh [-n N] [FILE...]
+
+Reads standard input when no FILE is given. -n N prints the top N only.
+Run the tests with ` + "`sh test.sh`" + `.
+`
+
+const wordfreqV1 = `#!/bin/sh
+# wordfreq: print the words of a text, most frequent first.
+# Usage: sh wordfreq.sh [FILE...]   (reads stdin without FILE)
+set -eu
+export LC_ALL=C # the same order on every machine
+cat "$@" |
+  tr '[:upper:]' '[:lower:]' |
+  tr -cs '[:alpha:]' '\n' |
+  grep -v '^$' |
+  sort | uniq -c |
+  sort -k1,1nr -k2,2 |
+  awk '{ printf "%7d %s\n", $1, $2 }'
+`
+
+const wordfreqV2 = `#!/bin/sh
+# wordfreq: print the words of a text, most frequent first.
+# Usage: sh wordfreq.sh [-n N] [FILE...]   (reads stdin without FILE)
+set -eu
+export LC_ALL=C # the same order on every machine
+top=0 # 0: every word
+if [ "${1:-}" = "-n" ]; then
+  top=$2
+  shift 2
+fi
+cat "$@" |
+  tr '[:upper:]' '[:lower:]' |
+  tr -cs '[:alpha:]' '\n' |
+  grep -v '^$' |
+  sort | uniq -c |
+  sort -k1,1nr -k2,2 |
+  awk -v top="$top" 'top == 0 || NR <= top { printf "%7d %s\n", $1, $2 }'
+`
+
+const sample = `The quick brown fox jumps over the lazy dog.
+The dog sleeps; the fox runs.
+A fox is quick, a dog is lazy.
+`
+
+const testScript = `#!/bin/sh
+# Checks wordfreq.sh on sample.txt against expected.txt.
+cd "$(dirname "$0")"
+fail=0
+check() { # NAME WANT COMMAND...
+  name=$1 want=$2
+  shift 2
+  got=$("$@" 2>&1)
+  if [ "$got" = "$want" ]; then
+    echo "ok   $name"
+  else
+    echo "FAIL $name: got $(echo "$got" | head -n 1 | tr -s ' ')..."
+    fail=1
+  fi
+}
+check "all words" "$(cat expected.txt)" sh wordfreq.sh sample.txt
+check "top 3 (-n 3)" "$(head -n 3 expected.txt)" sh wordfreq.sh -n 3 sample.txt
+if [ "$fail" = 0 ]; then echo PASS; else echo FAIL; exit 1; fi
+`
+
+const expected = `      4 the
+      3 dog
+      3 fox
+      2 a
+      2 is
+      2 lazy
+      2 quick
+      1 brown
+      1 jumps
+      1 over
+      1 runs
+      1 sleeps
+`
