@@ -98,6 +98,11 @@ func setupJob(c *cli.Context, runDir string) (*job, error) {
 			return nil, usagef("--%s must not be negative", name)
 		}
 	}
+	// Every check of the flags comes before anything is made on disk.
+	render, err := newRenderer(c, s)
+	if err != nil {
+		return nil, err
+	}
 	harnessPath, err := findHarness(c.String("harness"))
 	if err != nil {
 		return nil, err
@@ -123,16 +128,11 @@ func setupJob(c *cli.Context, runDir string) (*job, error) {
 		return nil, fmt.Errorf("run dir %s is not writable: %w", runDir, err)
 	}
 	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	render, err := newRenderer(c, s)
-	if err != nil {
-		logFile.Close()
-		return nil, err
-	}
 	pol := policy.HandoffPolicy{Enabled: !c.Bool("no-handoff"), Window: c.Int("window"),
 		Headroom: c.Int("headroom"), MaxGenerations: c.Int("max-generations")}
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol, Compact: compact,
-		HarnessPath: harnessPath, HarnessArgs: harnessArgsOf(c), Model: c.String("model"),
+		HarnessPath: harnessPath, HarnessArgs: harnessArgsOf(c), Env: harnessEnvOf(c), Model: c.String("model"),
 		MaxAttempts: c.Int("max-attempts"), TurnTimeout: c.Duration("turn-timeout"), Logger: logger,
 		OnEvent: render.event,
 	})
