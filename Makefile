@@ -7,7 +7,7 @@ BIN     := bin/flower
 HARNESS_VERSION := 2.1.328
 export FLOWER_HARNESS_VERSION := $(HARNESS_VERSION)
 
-.PHONY: all build harness test unit demo fuzz bench clean
+.PHONY: all build harness tools test unit demo fuzz bench clean
 
 all: build
 
@@ -18,9 +18,15 @@ build:
 harness:
 	@scripts/install-harness.sh
 
+# tmux: the demo's screen is checked under a real terminal.
+tools:
+	@command -v tmux >/dev/null || { echo "installing tmux"; \
+	  (apt-get update -qq && apt-get install -y -qq tmux) >/dev/null || \
+	  { echo "tmux is required (apt-get install tmux)" >&2; exit 1; }; }
+
 # Unit tests, then the integration tests that drive the real harness
 # against the scripted Messages API on 127.0.0.1.
-test: build
+test: build tools
 	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" && export FLOWER_HARNESS && \
 	  echo "harness: $$FLOWER_HARNESS ($$("$$FLOWER_HARNESS" --version))" && \
 	  $(GO) vet ./... && \
