@@ -40,3 +40,7 @@ func disagree(a, b int) bool {
 	}
 	return d*10 > max(a, b)
 }
+
+// WindowSource says where the window in force came from: manifest.WindowFromFlag,
+// WindowFromHarness (once a session has reported it), or WindowFromModel.
+func (rt *Runtime) WindowSource() string { return rt.windowSource }

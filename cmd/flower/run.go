@@ -160,8 +160,12 @@ func printVerbose(w io.Writer, rt *supervisor.Runtime, harnessPath string) {
 	p := rt.Policy()
 	if p.Enabled {
 		v, _ := envinject.Lookup(env, envinject.DisableAutoCompact)
-		fmt.Fprintf(w, "flower: handoff on · window %s · near at %s · handoff at %s · max %d generations · %s=%s\n",
-			policy.FormatRound(p.Window), policy.FormatRound(p.WarnAt()), policy.FormatRound(p.At()), p.MaxGenerations, envinject.DisableAutoCompact, v)
+		src := "from --window"
+		if rt.WindowSource() != manifest.WindowFromFlag {
+			src = "guessed from the model name until the harness reports its own"
+		}
+		fmt.Fprintf(w, "flower: handoff on · window %s (%s) · near at %s · handoff at %s · max %d generations · %s=%s\n",
+			policy.FormatRound(p.Window), src, policy.FormatRound(p.WarnAt()), policy.FormatRound(p.At()), p.MaxGenerations, envinject.DisableAutoCompact, v)
 	} else {
 		fmt.Fprintln(w, "flower: handoff off · the harness's own auto-compact works")
 	}
