@@ -3,6 +3,14 @@
 // requests to its stdin, turning its stdout into transcript events, and
 // stopping it — gracefully first, forcefully after a bounded wait. A new
 // generation is a new Process; a Process is never reused.
+//
+// Nothing of a harness outlives its Process or the program that started it:
+// when the harness exits, whatever is left of it is killed — its process
+// group, and the tools it started in sessions of their own, found by a tag
+// in their environment (EnvTag); KillAll does the same at once for every
+// live harness (a second Ctrl-C); and if the program dies without cleaning
+// up, even by SIGKILL, the harness gets SIGKILL from the kernel (Pdeathsig)
+// and a small reaper process inside its group kills the rest.
 package harness
 
 import (
@@ -77,12 +85,19 @@ type Process struct {
 	err    error         // Wait's result, valid after exited
 
 	stderr *tail
+	tag    string // EnvTag's value: finds the harness's processes outside its group
 
-	mu       sync.Mutex
-	pending  map[string]chan transcript.Event
-	nextID   int
-	skipped  int
-	stopOnce sync.Once
+	// reaper kills the group if this program dies (see startReaper);
+	// reaperIn is our end of its stdin, open for as long as we live.
+	reaper   *exec.Cmd
+	reaperIn *os.File
+
+	mu        sync.Mutex
+	pending   map[string]chan transcript.Event
+	nextID    int
+	skipped   int
+	stopOnce  sync.Once
+	drainOnce sync.Once
 }
 
 // Start starts the harness. The context bounds the process's life: when it
@@ -112,6 +127,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
 	p := &Process{
+		tag:     newTag(),
 		log:     log,
 		grace:   grace,
 		stdin:   inW,
@@ -124,7 +140,11 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	cmd := exec.CommandContext(ctx, cfg.Path, cfg.Argv()...)
 	cmd.Dir = cfg.Dir
-	cmd.Env = cfg.Env
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(env[:len(env):len(env)], EnvTag+"="+p.tag)
 	cmd.Stdin = inR
 	cmd.Stdout = outW
 	cmd.Stderr = p.stderr
@@ -136,7 +156,9 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	cmd.Cancel = func() error { return p.signalGroup(syscall.SIGINT) }
 	cmd.WaitDelay = grace
 	p.cmd = cmd
-	if err := cmd.Start(); err != nil {
+	var startErr error
+	spawn(func() { startErr = cmd.Start() })
+	if err := startErr; err != nil {
 		inR.Close()
 		inW.Close()
 		outR.Close()
@@ -147,6 +169,8 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	inR.Close()
 	outW.Close()
 	log.Debug("harness started", "pid", cmd.Process.Pid, "args", cfg.Argv())
+	p.startReaper()
+	register(p)
 
 	q := newQueue()
 	readerDone := make(chan struct{})
@@ -156,16 +180,28 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		p.err = cmd.Wait()
 		close(p.exited)
 		log.Debug("harness exited", "pid", cmd.Process.Pid, "err", p.err)
-		// A grandchild (a tool's process) may still hold stdout open; once
-		// the harness is gone nothing of ours is left in its group.
+		// Once the harness is gone nothing of it may stay: its group (a
+		// tool's process, which may also hold stdout open, and the
+		// reaper) and the tools it started in sessions of their own go
+		// now. The group cannot have been reused: the reaper keeps it
+		// alive until this signal.
+		_ = p.signalGroup(syscall.SIGKILL)
+		if n := killTagged(p.tag); n > 0 {
+			log.Info("killed processes the harness left behind", "pid", cmd.Process.Pid, "count", n)
+		}
 		select {
 		case <-readerDone:
 		case <-time.After(grace):
-			_ = p.signalGroup(syscall.SIGKILL)
+			// Something outside the group (it called setsid) holds
+			// stdout: stop waiting for it.
+			log.Warn("harness stdout still open after its group was killed", "pid", cmd.Process.Pid)
+			p.stdout.Close()
 			<-readerDone
 		}
+		p.stopReaper()
 		p.stdin.Close()
 		p.failPending()
+		unregister(p)
 		close(p.done)
 	}()
 	return p, nil
@@ -230,7 +266,7 @@ func (p *Process) Control(ctx context.Context, subtype string) (gjson.Result, er
 	select {
 	case ev, ok := <-ch:
 		if !ok {
-			return gjson.Result{}, fmt.Errorf("control %s: %w", subtype, ErrExited)
+			return gjson.Result{}, fmt.Errorf("control %s: %w", subtype, p.exitedError())
 		}
 		if ev.ControlError != "" {
 			return gjson.Result{}, fmt.Errorf("control %s: %s", subtype, ev.ControlError)
@@ -251,7 +287,8 @@ func (p *Process) CloseInput() error {
 
 // Stop ends the harness: stdin is closed, then after the grace period the
 // process group gets SIGINT, then SIGKILL. It returns when the harness has
-// exited and is safe to call more than once and concurrently.
+// exited and is safe to call more than once and concurrently. Events not
+// read by then are discarded.
 func (p *Process) Stop() {
 	p.stopOnce.Do(func() {
 		_ = p.CloseInput()
@@ -266,6 +303,14 @@ func (p *Process) Stop() {
 		}
 	})
 	<-p.done
+	// Nobody reads Events after Stop: let the queue run dry instead of
+	// keeping its goroutine (and what it holds) forever.
+	p.drainOnce.Do(func() {
+		go func() {
+			for range p.events {
+			}
+		}()
+	})
 }
 
 // Kill sends SIGKILL to the whole process group at once.
@@ -314,7 +359,7 @@ func (p *Process) writeJSON(v any) error {
 	b = append(b, '\n')
 	select {
 	case <-p.exited:
-		return ErrExited
+		return p.exitedError()
 	default:
 	}
 	p.writeMu.Lock()
@@ -322,7 +367,7 @@ func (p *Process) writeJSON(v any) error {
 	_ = p.stdin.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if _, err := p.stdin.Write(b); err != nil {
 		if errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) {
-			return ErrExited
+			return p.exitedError()
 		}
 		return fmt.Errorf("write harness stdin: %w", err)
 	}

@@ -1,9 +1,14 @@
 package harness
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,9 +18,41 @@ import (
 	"github.com/flowerhq/flower/transcript"
 )
 
+// The main goroutine keeps the main thread, which Go never ends: every
+// other goroutine runs on threads that can end (TestHarnessOutlivesStartersThread).
+func init() { runtime.LockOSThread() }
+
 func TestMain(m *testing.M) {
 	harnesstest.Main()
+	if os.Getenv(envParent) != "" {
+		os.Exit(parentMain())
+	}
 	os.Exit(m.Run())
+}
+
+// envParent makes the re-executed test binary a program that starts a fake
+// harness (with a grandchild), prints the harness's pid, and waits to be
+// killed: the stand-in for flower in TestHarnessDiesWithParent.
+const envParent = "FLOWER_TEST_HARNESS_PARENT"
+
+func parentMain() int {
+	p, err := Start(context.Background(), Config{Path: os.Args[0],
+		Env: harnesstest.Env(harnesstest.ModeStream, harnesstest.EnvGrandchild+"="+os.Getenv(envParent), envParent+"=")})
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	if err := p.SendUser("hello"); err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	for ev := range p.Events() {
+		if ev.Kind == transcript.KindResult {
+			break
+		}
+	}
+	fmt.Println(p.PID())
+	select {}
 }
 
 func startFake(t *testing.T, mode string, extra ...string) *Process {
@@ -189,7 +226,7 @@ func TestGrandchildDoesNotHoldUsUp(t *testing.T) {
 		t.Fatal("a grandchild holding stdout kept the process from finishing")
 	}
 	t.Logf("done %v after stdin close", time.Since(start))
-	if harnesstest.GroupAlive(pgid) {
+	if !groupGoneWithin(pgid, time.Second) {
 		t.Errorf("grandchild in group %d survived", pgid)
 	}
 }
@@ -225,4 +262,177 @@ func TestArgv(t *testing.T) {
 	if got != want {
 		t.Errorf("Argv = %q\nwant    %q", got, want)
 	}
+}
+
+// The program that started the harness dies by SIGKILL, with no chance to
+// clean up: the harness and the tool it left running (a grandchild that
+// ignores SIGINT, in the harness's group or, as the real harness runs its
+// Bash commands, in a session of its own) must be gone within a few
+// seconds. Pdeathsig reaches only the harness; the reaper takes the rest.
+func TestHarnessDiesWithParent(t *testing.T) {
+	for _, grandchild := range []string{"1", "session"} {
+		t.Run("grandchild="+grandchild, func(t *testing.T) {
+			parent := exec.Command(os.Args[0], "-test.run=^$")
+			parent.Env = append(os.Environ(), envParent+"="+grandchild)
+			parent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			out, err := parent.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := parent.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer parent.Process.Kill()
+			line, err := bufio.NewReader(out).ReadString('\n')
+			if _, perr := strconv.Atoi(strings.TrimSpace(line)); err != nil || perr != nil {
+				t.Fatalf("parent said %q (%v)", line, err)
+			}
+			left := harnesstest.Descendants(parent.Process.Pid)
+			if len(left) < 3 { // harness, reaper, grandchild
+				t.Fatalf("the parent has %d descendants before the kill, want the harness, its reaper and its grandchild", len(left))
+			}
+			_ = parent.Process.Kill()
+			_ = parent.Wait()
+			killed := time.Now()
+			for len(harnesstest.Alive(left)) > 0 {
+				if time.Since(killed) > 5*time.Second {
+					t.Fatalf("%v outlived their parent by 5s", harnesstest.Alive(left))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			t.Logf("%d descendants gone %v after the parent's SIGKILL", len(left), time.Since(killed))
+		})
+	}
+}
+
+// KillAll reaches every live group at once, whatever the harness ignores.
+func TestKillAll(t *testing.T) {
+	ps := []*Process{startFake(t, harnesstest.ModeIgnoreSIGINT), startFake(t, harnesstest.ModeHangTurn, harnesstest.EnvGrandchild+"=session")}
+	_ = ps[1].SendUser("x")
+	for _, p := range ps {
+		next(t, p) // init: running
+	}
+	left := harnesstest.Descendants(ps[1].PID())
+	if len(left) != 1 {
+		t.Fatalf("the hanging fake has descendants %v, want its grandchild", left)
+	}
+	if n := KillAll(); n != 2 {
+		t.Errorf("KillAll signalled %d groups, want 2", n)
+	}
+	for _, p := range ps {
+		select {
+		case <-p.Done():
+		case <-time.After(2 * time.Second):
+			t.Fatalf("harness %d still running 2s after KillAll", p.PID())
+		}
+		if !groupGoneWithin(p.PID(), time.Second) {
+			t.Errorf("group %d alive after KillAll: %v", p.PID(), harnesstest.GroupMembers(p.PID()))
+		}
+	}
+	if !goneWithin(left, time.Second) {
+		t.Errorf("the grandchild in its own session survived KillAll")
+	}
+	if n := KillAll(); n != 0 {
+		t.Errorf("KillAll found %d live groups after all were done", n)
+	}
+}
+
+// A tool left running goes when the harness exits on its own: in its group
+// or in a session of its own.
+func TestToolsKilledWhenHarnessExits(t *testing.T) {
+	for _, grandchild := range []string{"1", "session"} {
+		t.Run("grandchild="+grandchild, func(t *testing.T) {
+			p := startFake(t, harnesstest.ModeCrashMidLine, harnesstest.EnvGrandchild+"="+grandchild)
+			pgid := p.PID()
+			var left []int
+			for deadline := time.Now().Add(5 * time.Second); len(left) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				left = harnesstest.Descendants(pgid) // the grandchild, once started
+			}
+			_ = p.SendUser("x")
+			select {
+			case <-p.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("the crashing harness was not done")
+			}
+			// SIGKILL is sent before Done; dying takes the kernel a moment.
+			if len(left) == 0 || !goneWithin(left, time.Second) || !groupGoneWithin(pgid, time.Second) {
+				t.Errorf("left behind: %v of %v, group %v", harnesstest.Alive(left), left, harnesstest.GroupMembers(pgid))
+			}
+		})
+	}
+}
+
+func goneWithin(pids []int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for len(harnesstest.Alive(pids)) > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+func groupGoneWithin(pgid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for harnesstest.GroupAlive(pgid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// After the harness exits, writes say why: the exit status and its last
+// stderr line. A refused --resume is recognised by that text.
+func TestExitedErrorSaysWhy(t *testing.T) {
+	p := startFake(t, harnesstest.ModeExitEarly)
+	<-p.Done()
+	err := p.SendUser("x")
+	if !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "exit status 1") || !strings.Contains(err.Error(), "refusing to start") {
+		t.Errorf("SendUser after exit: %v", err)
+	}
+	if ResumeRefused(err.Error()) {
+		t.Errorf("an exit before start is not a refused resume: %v", err)
+	}
+
+	dir := t.TempDir()
+	p, err = Start(context.Background(), Config{Path: os.Args[0], Resume: "gone-session", Grace: 300 * time.Millisecond,
+		Env: harnesstest.Env(harnesstest.ModeStream, harnesstest.EnvSessions+"="+dir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	_, err = p.Control(context.Background(), "get_context_usage")
+	if !errors.Is(err, ErrExited) || !ResumeRefused(err.Error()) {
+		t.Errorf("control on a refused resume: %v", err)
+	}
+}
+
+// Pdeathsig fires when the thread that forked the harness exits. A harness
+// started from a goroutine locked to its thread, which then returns (Go
+// ends that thread), must live on: Start forks from a thread that never
+// exits.
+func TestHarnessOutlivesStartersThread(t *testing.T) {
+	started := make(chan *Process, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		p, err := Start(context.Background(), Config{Path: os.Args[0], Env: harnesstest.Env(harnesstest.ModeStream), Grace: 300 * time.Millisecond})
+		if err != nil {
+			started <- nil
+			return
+		}
+		started <- p
+	}()
+	p := <-started
+	if p == nil {
+		t.Fatal("Start failed")
+	}
+	t.Cleanup(p.Stop)
+	time.Sleep(300 * time.Millisecond) // the starter's thread is gone by now
+	if err := p.SendUser("still there?"); err != nil {
+		t.Fatalf("the harness died with its starter's thread: %v (exit %v)", err, p.Err())
+	}
+	untilResult(t, p)
 }

@@ -3,6 +3,11 @@
 // line, a process that ignores SIGINT, a turn that never ends. A test binary
 // becomes the fake by calling Main from TestMain; the test then starts its
 // own executable (os.Args[0]) with the environment from Env.
+//
+// Like the real harness, the fake keeps the session id it is asked to
+// resume (--resume ID), refuses an unknown one when it keeps a session
+// directory (EnvSessions), and answers flower's handoff-writing prompt with
+// a complete handoff.
 package harnesstest
 
 import (
@@ -12,18 +17,49 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/flowerhq/flower/handoffwriter"
 )
 
-// EnvMode selects the fake's behaviour; EnvContext sets the main-thread
-// context it reports per turn ("150000" or a comma list, one per turn, the
-// last repeating).
+// The fake's environment. EnvMode selects its behaviour; EnvContext sets
+// the main-thread context it reports per turn ("150000" or a comma list,
+// one per turn, the last repeating).
 const (
 	EnvMode    = "FLOWER_FAKE_HARNESS"
 	EnvContext = "FLOWER_FAKE_CONTEXT"
+	// EnvLog names a file the fake appends one JSON line to per start
+	// ({"pid","event":"start","args"}) and per user turn ({"pid",
+	// "event":"user","session","text"}), for tests to see what it was given.
+	EnvLog = "FLOWER_FAKE_LOG"
+	// EnvSessions names a directory where the fake records the sessions it
+	// created; with it set, --resume of an id not recorded there is refused
+	// the way the real harness refuses it.
+	EnvSessions = "FLOWER_FAKE_SESSIONS"
+	// EnvFaultyStarts limits the mode's fault to the starts it lists
+	// ("1" or "1,2,3": the first three), counted in the file EnvState;
+	// other starts behave as ModeStream. Unset, every start is faulty.
+	EnvFaultyStarts = "FLOWER_FAKE_FAULTY_STARTS"
+	EnvState        = "FLOWER_FAKE_STATE"
+	// EnvSuccessorContext is the context a session reports when its first
+	// prompt is a handoff (a successor starts small): 1000 when unset.
+	EnvSuccessorContext = "FLOWER_FAKE_SUCCESSOR_CONTEXT"
+	// EnvFloor=1 makes a session look like a real one at its start:
+	// get_context_usage before the first turn reports a start-up floor of
+	// 1000, and the first turn's first round sits there, before the round
+	// at the configured context (flower's futile-handoff guard looks at a
+	// fresh session's first round).
+	EnvFloor = "FLOWER_FAKE_FLOOR"
+	// EnvGrandchild=1 makes the fake start a child that ignores SIGINT and
+	// SIGTERM, holds stdout, and lives until killed; =session puts it in a
+	// session of its own, as the real harness does with its Bash commands.
+	// Its pid is logged (event "grandchild").
+	EnvGrandchild = "FLOWER_FAKE_GRANDCHILD"
 )
 
 // The modes.
@@ -36,14 +72,76 @@ const (
 	ModeHangTurn     = "hang-turn"      // starts a turn and never finishes it, ignoring interrupts
 	ModeGrandchild   = "grandchild"     // like stream, but leaves a child holding stdout open on exit
 	ModeHugeLine     = "huge-line"      // like stream, with a 50 MB line before each result
+	ModeCrashWriting = "crash-writing"  // like stream, but the handoff-writing turn crashes mid-line (exit 3)
+	ModeHangWriting  = "hang-writing"   // like stream, but the handoff-writing turn never ends, ignoring interrupts
+	ModeHangAfter    = "hang-after"     // each turn sends its assistant message, then hangs ignoring interrupts
 )
+
+// HandoffMark appears in the doing section of every handoff the fake
+// writes, followed by the session id.
+const HandoffMark = "FAKE-HANDOFF-OF"
 
 // GroupAlive reports whether any process of the group is still running.
 // Zombies do not count: whether someone reaps them is up to the machine's
 // init, not to the code under test.
 func GroupAlive(pgid int) bool {
+	return len(GroupMembers(pgid)) > 0
+}
+
+// GroupMembers returns the pids of the group's running (not zombie)
+// processes.
+func GroupMembers(pgid int) []int {
+	var pids []int
+	for _, p := range procs() {
+		if p.pgrp == pgid && p.state != "Z" {
+			pids = append(pids, p.pid)
+		}
+	}
+	return pids
+}
+
+// Alive returns those of pids that are still running (not zombies).
+func Alive(pids []int) []int {
+	var out []int
+	for _, p := range procs() {
+		if p.state != "Z" && slices.Contains(pids, p.pid) {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
+
+// Descendants returns the pids of pid's running descendants.
+func Descendants(pid int) []int {
+	all := procs()
+	var out []int
+	parents := []int{pid}
+	for len(parents) > 0 {
+		var next []int
+		for _, p := range all {
+			if p.state != "Z" && slices.Contains(parents, p.ppid) {
+				out = append(out, p.pid)
+				next = append(next, p.pid)
+			}
+		}
+		parents = next
+	}
+	return out
+}
+
+type proc struct {
+	pid, ppid, pgrp int
+	state           string
+}
+
+func procs() []proc {
+	var out []proc
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
 			continue
@@ -55,17 +153,47 @@ func GroupAlive(pgid int) bool {
 			continue
 		}
 		f := strings.Fields(s[i+1:])
-		if len(f) >= 3 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
-			return true
+		if len(f) < 3 {
+			continue
 		}
+		ppid, _ := strconv.Atoi(f[1])
+		pgrp, _ := strconv.Atoi(f[2])
+		out = append(out, proc{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0]})
 	}
-	return false
+	return out
 }
 
 // Env returns the environment that makes a re-executed test binary run the
 // fake in the given mode.
 func Env(mode string, extra ...string) []string {
 	return append(append(os.Environ(), EnvMode+"="+mode), extra...)
+}
+
+// LogEntry is one line of the fake's log (EnvLog).
+type LogEntry struct {
+	PID     int      `json:"pid"`
+	Event   string   `json:"event"` // start | user | grandchild
+	Child   int      `json:"child,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	Session string   `json:"session,omitempty"`
+	Text    string   `json:"text,omitempty"`
+}
+
+// ReadLog returns the entries of the fake's log file (none if it is
+// missing).
+func ReadLog(path string) []LogEntry {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []LogEntry
+	for _, line := range strings.Split(string(b), "\n") {
+		var e LogEntry
+		if json.Unmarshal([]byte(line), &e) == nil {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Main runs the fake if this process was started as one, and then exits.
@@ -79,19 +207,53 @@ func Main() {
 }
 
 type fake struct {
-	mode    string
-	out     *bufio.Writer
-	session string
-	turn    int
-	ctx     []int
-	cost    float64
+	mode      string
+	out       *bufio.Writer
+	session   string
+	turn      int
+	ctx       []int
+	cost      float64
+	successor bool // the first prompt was a handoff
 }
 
 func run(mode string) int {
+	resume := argAfter("--resume")
+	logf(LogEntry{Event: "start", Args: os.Args[1:]})
+	if faultFree() {
+		mode = ModeStream
+	}
 	f := &fake{mode: mode, out: bufio.NewWriterSize(os.Stdout, 1<<16), session: "fake-" + strconv.Itoa(os.Getpid())}
 	for _, s := range strings.Split(os.Getenv(EnvContext), ",") {
 		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
 			f.ctx = append(f.ctx, n)
+		}
+	}
+	if dir := os.Getenv(EnvSessions); dir != "" {
+		if resume != "" {
+			if _, err := os.Stat(filepath.Join(dir, resume)); err != nil {
+				// As the real harness refuses it.
+				fmt.Fprintln(os.Stderr, "No conversation found with session ID: "+resume)
+				f.emit(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true,
+					"num_turns": 0, "session_id": resume, "total_cost_usd": 0})
+				return 1
+			}
+		} else {
+			_ = os.WriteFile(filepath.Join(dir, f.session), nil, 0o644)
+		}
+	}
+	if resume != "" {
+		f.session = resume
+	}
+	if gc := os.Getenv(EnvGrandchild); mode == ModeGrandchild || gc != "" {
+		// The child inherits stdout and outlives us unless it is killed;
+		// it ignores the signals a polite stop sends.
+		cmd := exec.Command("sh", "-c", "trap '' INT TERM; exec sleep 300")
+		cmd.Stdout = os.Stdout
+		if gc == "session" {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		}
+		if cmd.Start() == nil {
+			logf(LogEntry{Event: "grandchild", Child: cmd.Process.Pid})
 		}
 	}
 	switch mode {
@@ -104,11 +266,6 @@ func run(mode string) int {
 		for {
 			time.Sleep(time.Hour)
 		}
-	case ModeGrandchild:
-		// The child inherits stdout and outlives us unless its group is killed.
-		cmd := exec.Command("sleep", "300")
-		cmd.Stdout = os.Stdout
-		_ = cmd.Start()
 	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
@@ -124,6 +281,49 @@ func run(mode string) int {
 	}
 }
 
+func argAfter(flag string) string {
+	for i, a := range os.Args {
+		if a == flag && i+1 < len(os.Args) {
+			return os.Args[i+1]
+		}
+	}
+	return ""
+}
+
+func logf(e LogEntry) {
+	path := os.Getenv(EnvLog)
+	if path == "" {
+		return
+	}
+	e.PID = os.Getpid()
+	b, _ := json.Marshal(e)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	f.Write(append(b, '\n'))
+}
+
+// faultFree counts this start and reports whether it is not among the
+// faulty ones (EnvFaultyStarts).
+func faultFree() bool {
+	list, state := os.Getenv(EnvFaultyStarts), os.Getenv(EnvState)
+	if list == "" || state == "" {
+		return false
+	}
+	b, _ := os.ReadFile(state)
+	starts, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	starts++
+	_ = os.WriteFile(state, []byte(strconv.Itoa(starts)), 0o644)
+	for _, s := range strings.Split(list, ",") {
+		if strings.TrimSpace(s) == strconv.Itoa(starts) {
+			return false
+		}
+	}
+	return true
+}
+
 func (f *fake) emit(v any) {
 	b, _ := json.Marshal(v)
 	f.out.Write(b)
@@ -136,6 +336,12 @@ func (f *fake) emit(v any) {
 }
 
 func (f *fake) context() int {
+	if f.successor {
+		if n, err := strconv.Atoi(os.Getenv(EnvSuccessorContext)); err == nil {
+			return n
+		}
+		return 1000
+	}
 	if len(f.ctx) == 0 {
 		return 1000
 	}
@@ -165,35 +371,74 @@ func (f *fake) handle(line []byte) (code int, stop bool) {
 	case "control_request":
 		resp := map[string]any{}
 		if msg.Request.Subtype == "get_context_usage" {
-			resp = map[string]any{"totalTokens": f.context(), "maxTokens": 200000, "isAutoCompactEnabled": os.Getenv("DISABLE_AUTO_COMPACT") != "1"}
+			used := f.context()
+			if f.turn == 0 && os.Getenv(EnvFloor) == "1" {
+				used = 1000 // a fresh session's start-up floor
+			}
+			resp = map[string]any{"totalTokens": used, "maxTokens": 200000, "isAutoCompactEnabled": os.Getenv("DISABLE_AUTO_COMPACT") != "1"}
 		}
 		f.emit(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": msg.RequestID, "response": resp}})
 	case "user":
 		f.turn++
+		text := msg.Message.Content
+		logf(LogEntry{Event: "user", Session: f.session, Text: text})
+		writing := strings.Contains(text, handoffwriter.PromptTag)
+		if f.turn == 1 && strings.Contains(text, "You are taking over") {
+			f.successor = true
+		}
 		f.emit(map[string]any{"type": "system", "subtype": "init", "session_id": f.session, "model": "fake"})
-		switch f.mode {
-		case ModeCrashMidLine:
+		switch {
+		case f.mode == ModeCrashMidLine, f.mode == ModeCrashWriting && writing:
 			f.out.WriteString(`{"type":"assistant","message":{"id":"msg_`)
 			f.out.Flush()
 			return 3, true
-		case ModeHangTurn:
-			signal.Ignore(syscall.SIGINT)
-			time.Sleep(time.Hour)
-		case ModeHugeLine:
+		case f.mode == ModeHangTurn, f.mode == ModeHangWriting && writing:
+			hang()
+		case f.mode == ModeHugeLine:
 			f.out.WriteString(`{"type":"user","message":{"role":"user","content":"` + strings.Repeat("x", 50<<20) + `"},"parent_tool_use_id":null}` + "\n")
 		}
 		ctx := f.context()
-		f.emit(map[string]any{
-			"type": "assistant", "session_id": f.session, "parent_tool_use_id": nil,
-			"message": map[string]any{
-				"id": "msg_" + strconv.Itoa(f.turn), "model": "fake",
-				"content": []any{map[string]any{"type": "text", "text": "echo: " + msg.Message.Content}},
-				"usage":   map[string]any{"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": ctx, "output_tokens": 5},
-			},
-		})
+		reply := "echo: " + text
+		if writing {
+			reply = f.handoff()
+		}
+		if f.turn == 1 && os.Getenv(EnvFloor) == "1" {
+			f.assistant("reading the task", 1000, "_0")
+		}
+		f.assistant(reply, ctx, "")
+		if f.mode == ModeHangAfter {
+			hang()
+		}
 		f.cost += 0.01
-		f.emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": "echo: " + msg.Message.Content,
+		f.emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": reply,
 			"session_id": f.session, "total_cost_usd": f.cost, "num_turns": 1, "terminal_reason": "completed"})
 	}
 	return 0, false
+}
+
+func (f *fake) assistant(text string, ctx int, idSuffix string) {
+	f.emit(map[string]any{
+		"type": "assistant", "session_id": f.session, "parent_tool_use_id": nil,
+		"message": map[string]any{
+			"id": "msg_" + strconv.Itoa(f.turn) + idSuffix, "model": "fake",
+			"content": []any{map[string]any{"type": "text", "text": text}},
+			"usage":   map[string]any{"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": ctx, "output_tokens": 5},
+		},
+	})
+}
+
+// hang never returns: the turn never ends, whatever interrupt or SIGINT
+// comes (control requests on stdin are no longer read).
+func hang() {
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
+	time.Sleep(time.Hour)
+}
+
+// handoff is the fake's answer to the writing prompt: a complete document.
+func (f *fake) handoff() string {
+	return handoffwriter.Handoff{
+		Doing: HandoffMark + " " + f.session + ": echoing turns.",
+		Next:  "Echo the next turn.",
+		Scene: "nothing on disk",
+	}.Markdown()
 }

@@ -1,0 +1,237 @@
+package harness
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// EnvTag is set in the harness's environment to a value unique to its
+// Process. Every process the harness starts inherits it, also those that
+// leave its process group: the real harness runs each Bash command in a
+// session of its own (measured on 2.1.328: setsid, so neither SIGINT to the
+// harness's group nor Pdeathsig reaches it). Finding the tag in
+// /proc/PID/environ is how those are found and killed when the harness
+// ends; a process that clears its environment escapes.
+const EnvTag = "FLOWER_HARNESS_TAG"
+
+func newTag() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// killTagged SIGKILLs every process (but this one) whose environment holds
+// the tag, a few passes over, for a process that forks while it is walked.
+// It returns how many it signalled.
+func killTagged(tag string) int {
+	mark := []byte(EnvTag + "=" + tag)
+	self := os.Getpid()
+	total := 0
+	for pass := 0; pass < 4; pass++ {
+		n := 0
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == self {
+				continue
+			}
+			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if err != nil || !bytes.Contains(env, mark) {
+				continue
+			}
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				n++
+			}
+		}
+		total += n
+		if n == 0 {
+			break
+		}
+	}
+	return total
+}
+
+// spawn runs f (a cmd.Start) on one OS thread that never exits. The
+// harness's Pdeathsig fires when the thread that forked it exits, not when
+// the process does (Go issue 27505), and Go ends a thread when a goroutine
+// locked to it returns: forked from an ordinary goroutine's thread, the
+// harness could be killed while flower lives on.
+func spawn(f func()) {
+	spawnOnce.Do(func() {
+		go func() {
+			runtime.LockOSThread() // for good: this thread is never given back
+			for fn := range spawnCh {
+				fn()
+			}
+		}()
+	})
+	done := make(chan struct{})
+	spawnCh <- func() { f(); close(done) }
+	<-done
+}
+
+var (
+	spawnOnce sync.Once
+	spawnCh   = make(chan func())
+)
+
+// live holds every Process whose harness may still have a process group,
+// so that KillAll can reach them all from a signal handler.
+var live = struct {
+	sync.Mutex
+	m map[*Process]struct{}
+}{m: map[*Process]struct{}{}}
+
+func register(p *Process) {
+	live.Lock()
+	defer live.Unlock()
+	live.m[p] = struct{}{}
+}
+
+func unregister(p *Process) {
+	live.Lock()
+	defer live.Unlock()
+	delete(live.m, p)
+}
+
+// KillAll sends SIGKILL at once to every harness this program started that
+// is still running — its process group and every process carrying its tag —
+// and returns how many harnesses it reached. It is what a second Ctrl-C
+// does: each Process then ends as if its harness had crashed (Events closes,
+// Done follows).
+func KillAll() int {
+	live.Lock()
+	defer live.Unlock()
+	n := 0
+	for p := range live.m {
+		if p.signalGroup(syscall.SIGKILL) == nil {
+			n++
+		}
+		killTagged(p.tag)
+	}
+	return n
+}
+
+// reaperScript ($1: the tag) waits for EOF on stdin, which comes when the
+// last holder of the pipe's write end — this program — is gone, however it
+// died; then it kills every process carrying the harness's tag (a few
+// passes, for forks), and last its own process group, the harness's. It
+// ignores SIGINT and SIGTERM, which Stop and a cancelled context send to
+// the group, so that it guards the group until the very end.
+const reaperScript = `trap '' INT TERM
+read x
+for pass in 1 2 3 4; do
+	found=
+	for f in $(grep -l -F "` + EnvTag + `=$1" /proc/[0-9]*/environ 2>/dev/null); do
+		p=${f#/proc/}
+		kill -9 "${p%/environ}" 2>/dev/null && found=1
+	done
+	[ -z "$found" ] && break
+done
+kill -9 0`
+
+// startReaper starts a shell in the harness's process group that kills the
+// group, and every process carrying the harness's tag, when this program
+// dies. Pdeathsig alone reaches only the harness itself: the tools it runs
+// (a Bash command and its children) would live on as orphans. The reaper
+// also keeps the group's id from being reused until the group is killed.
+// Without a shell the harness runs without a reaper.
+func (p *Process) startReaper() {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		p.log.Warn("no reaper for the harness's process group", "err", err)
+		return
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		p.log.Warn("no reaper for the harness's process group", "err", err)
+		return
+	}
+	cmd := exec.Command(sh, "-c", reaperScript, "flower-reaper", p.tag)
+	cmd.Stdin = r
+	// Not the harness's environment: the reaper must not carry the tag.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH") + ":/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: p.cmd.Process.Pid}
+	err = cmd.Start()
+	r.Close()
+	if err != nil {
+		w.Close()
+		p.log.Warn("no reaper for the harness's process group", "err", err)
+		return
+	}
+	p.reaper, p.reaperIn = cmd, w
+}
+
+// stopReaper collects the reaper after the group was killed.
+func (p *Process) stopReaper() {
+	if p.reaper == nil {
+		return
+	}
+	p.reaperIn.Close() // in case the group kill missed it: it then kills an empty group
+	_ = p.reaper.Wait()
+}
+
+// exitedError is ErrExited with how the harness exited and the last line it
+// wrote to stderr, once it has exited: that is the reason a person needs
+// ("No conversation found with session ID: …").
+func (p *Process) exitedError() error {
+	select {
+	case <-p.exited:
+	case <-time.After(time.Second):
+		// A broken pipe comes a moment before Wait returns.
+		return ErrExited
+	}
+	var b strings.Builder
+	if p.err != nil {
+		b.WriteString(" (" + p.err.Error() + ")")
+	}
+	if l := lastLine(p.Stderr()); l != "" {
+		b.WriteString(": " + l)
+	}
+	if b.Len() == 0 {
+		return ErrExited
+	}
+	return &exitedError{detail: b.String()}
+}
+
+type exitedError struct{ detail string }
+
+func (e *exitedError) Error() string { return ErrExited.Error() + e.detail }
+func (e *exitedError) Unwrap() error { return ErrExited }
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return strings.TrimSpace(s)
+}
+
+// resumeRefusals are how the harness says that --resume named no session it
+// has (measured on 2.1.328: stderr, then a result line with subtype
+// error_during_execution and exit status 1, before any init line).
+var resumeRefusals = []string{
+	"No conversation found with session ID",
+	"--resume requires a valid session ID",
+}
+
+// ResumeRefused reports whether text (an error message carrying the
+// harness's stderr) says the harness refused to resume a session: the
+// session is unknown to it, so resuming again cannot help.
+func ResumeRefused(text string) bool {
+	for _, r := range resumeRefusals {
+		if strings.Contains(text, r) {
+			return true
+		}
+	}
+	return false
+}
