@@ -71,7 +71,12 @@ type Event struct {
 	Usage           Usage
 	Text            string // text blocks joined with "\n"
 	ToolUses        []ToolUse
-	APIError        bool // a synthetic message carrying an API error ("Prompt is too long")
+	APIError        bool   // a synthetic message carrying an API error ("Prompt is too long")
+	StopReason      string // message.stop_reason: "end_turn", "tool_use", …
+
+	// Sidechain marks a subagent's assistant or user line in a transcript
+	// file, where the mark is "isSidechain" rather than parent_tool_use_id.
+	Sidechain bool
 
 	// user
 	Interrupted bool // the harness noted "[Request interrupted by user…]"
@@ -95,7 +100,7 @@ type Event struct {
 
 // MainThread reports whether an assistant or user record belongs to the main
 // thread rather than to a subagent.
-func (e *Event) MainThread() bool { return e.ParentToolUseID == "" }
+func (e *Event) MainThread() bool { return e.ParentToolUseID == "" && !e.Sidechain }
 
 // Synthetic reports whether an assistant record was made up by the harness
 // (e.g. an API error turned into a message) rather than returned by the API;
@@ -116,7 +121,12 @@ func Decode(line []byte) (Event, error) {
 		Type:      root.Get("type").String(),
 		Subtype:   root.Get("subtype").String(),
 		SessionID: root.Get("session_id").String(),
+		Sidechain: root.Get("isSidechain").Bool(),
 		Raw:       line,
+	}
+	if ev.SessionID == "" {
+		// Transcript files spell it sessionId.
+		ev.SessionID = root.Get("sessionId").String()
 	}
 	switch ev.Type {
 	case "system":
@@ -165,7 +175,9 @@ func decodeAssistant(ev *Event, root gjson.Result) {
 	ev.MessageID = msg.Get("id").String()
 	ev.Model = msg.Get("model").String()
 	ev.ParentToolUseID = root.Get("parent_tool_use_id").String()
-	ev.APIError = root.Get("is_api_error_message").Bool() || root.Get("error").Exists() && ev.Model == "<synthetic>"
+	ev.StopReason = msg.Get("stop_reason").String()
+	ev.APIError = root.Get("is_api_error_message").Bool() || root.Get("isApiErrorMessage").Bool() ||
+		root.Get("error").Exists() && ev.Model == "<synthetic>"
 	u := msg.Get("usage")
 	ev.Usage = Usage{
 		InputTokens:              int(u.Get("input_tokens").Int()),
