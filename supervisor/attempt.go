@@ -69,8 +69,12 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, prompt,
 
 	a := &attemptRun{stepRun: s, gen: gen, p: p, log: log}
 	a.meter.SessionID = resume
+	defer a.finish() // issue 5 (stop.go): records skipped output lines
+	// Issue 5: a resumed session carries its own context; the futile guard
+	// is for fresh sessions only.
+	a.sawRound = resume != ""
 	a.probe(ctx)
-	if floor := gen.StartFloor; rt.policy.Enabled && floor >= rt.policy.At() {
+	if floor := gen.StartFloor; resume == "" && rt.policy.Enabled && floor >= rt.policy.At() {
 		return a.futile(floor, "before its first turn")
 	}
 	if err := p.SendUser(prompt); err != nil {
@@ -132,7 +136,9 @@ func (a *attemptRun) probe(ctx context.Context) {
 		a.gen.HarnessWindow = w
 		a.rt.adoptWindow(a.st, w, "get_context_usage")
 	}
-	a.gen.StartFloor = int(resp.Get("totalTokens").Int())
+	if a.meter.SessionID == "" { // issue 5: a resumed session has no start-up floor
+		a.gen.StartFloor = int(resp.Get("totalTokens").Int())
+	}
 	if v := resp.Get("isAutoCompactEnabled"); v.Exists() {
 		on := v.Bool()
 		a.gen.AutoCompactEnabled = &on
@@ -192,12 +198,7 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 			}
 		case <-ctx.Done():
 			// Let the current turn end at a message boundary, then go.
-			_ = a.p.Interrupt()
-			select {
-			case <-a.p.Done():
-			case <-time.After(rt.opts.Grace):
-			}
-			return outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error(), sessionID: a.meter.SessionID}
+			return a.interrupted(ctx) // issue 5 (stop.go)
 		}
 	}
 }

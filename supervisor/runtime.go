@@ -3,23 +3,23 @@
 // when a handoff is due, has the same session write its handoff, freezes the
 // handoff to disk, and starts the successor session from the file. It keeps
 // the step's bookkeeping in manifest.json as it goes. Runtime is the library
-// entry point (the seed's Runtime).
+// entry point (the seed's Runtime): RunStep runs a step, Continue picks one
+// up where it was stopped (the seed's 継続), Rerun starts it again from its
+// handoff file; one process at a time runs a given step of a run directory.
 package supervisor
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/flowerhq/flower/envinject"
-	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/handoff"
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/workbench"
@@ -97,6 +97,7 @@ type Runtime struct {
 	windowWarned bool // the flag-versus-harness warning was given
 	env          []string
 	wb           *workbench.Workbench
+	wbErr        error // why the workbench asked for could not be opened
 	m            *manifest.Manifest
 	log          *slog.Logger
 }
@@ -175,7 +176,7 @@ func New(opts Options) (*Runtime, error) {
 			// R29: no workbench means no file, not no handoff. Say so.
 			log.Warn("workbench unavailable; handoffs go through the prompt only", "err", err)
 			rt.emit(Event{Kind: KindNotice, Text: fmt.Sprintf("workbench unavailable (%v); handoffs will reach the successor through its prompt only", err)})
-			rt.wb = nil
+			rt.wb, rt.wbErr = nil, err
 		}
 	}
 	if m, err := manifest.Load(manifest.Path(opts.RunDir)); err == nil {
@@ -242,11 +243,32 @@ func (rt *Runtime) save(st *manifest.StepResult) {
 // RunStep runs one step to its end: the task is sent to a fresh session, and
 // each time the context fills up the session hands off to a successor. It
 // returns the step's record (also in manifest.json) and an error when the
-// step did not succeed.
+// step did not succeed. A step another flower is running in the same run
+// directory is refused with a *BusyError before anything starts.
 func (rt *Runtime) RunStep(ctx context.Context, name, task string) (*manifest.StepResult, error) {
+	s, err := rt.lockStep(name)
+	if err != nil {
+		return nil, err
+	}
+	defer s.unlock()
+	s.st = rt.m.EnsureStep(name, task, rt.opts.Now())
+	s.st.Task = task
+	s.begin()
+	return s.run(ctx, launch{prompt: task, newGeneration: true, fallback: s.taskFallback})
+}
+
+// stepRun is the state of one RunStep, Continue or Rerun call.
+type stepRun struct {
+	rt   *Runtime
+	st   *manifest.StepResult
+	log  *slog.Logger
+	lock *stepLock
+}
+
+// begin marks the step running under this Runtime's settings.
+func (s *stepRun) begin() {
+	rt, st := s.rt, s.st
 	now := rt.opts.Now()
-	st := rt.m.EnsureStep(name, task, now)
-	st.Task = task
 	st.Status = manifest.StatusRunning
 	st.Window = rt.policy.Window
 	st.WindowSource = rt.windowSource
@@ -255,26 +277,53 @@ func (rt *Runtime) RunStep(ctx context.Context, name, task string) (*manifest.St
 	if st.StartedAt.IsZero() {
 		st.StartedAt = now
 	}
-	s := &stepRun{rt: rt, st: st, log: rt.log.With("step", name)}
-	return s.run(ctx, task)
-}
-
-// stepRun is the state of one RunStep call.
-type stepRun struct {
-	rt  *Runtime
-	st  *manifest.StepResult
-	log *slog.Logger
-}
-
-func (s *stepRun) run(ctx context.Context, task string) (*manifest.StepResult, error) {
-	rt, st := s.rt, s.st
-	prompt, resume := task, ""
-	st.BeginGeneration("", rt.opts.Now())
+	if rt.wbErr != nil {
+		// R29 goes on without a file; the manifest says why there is none.
+		st.AddError(fmt.Sprintf("workbench unavailable (%v): handoffs reach the successor through its prompt only", rt.wbErr))
+	}
 	rt.save(st)
+}
+
+// launch says how the next attempt starts.
+type launch struct {
+	prompt string
+	// resume is the session to resume; "" starts a fresh session.
+	resume string
+	// newGeneration begins a generation first; false runs the attempt in
+	// the current one (a retry, a continuation, or a generation that never
+	// got a session).
+	newGeneration bool
+	// fallback gives the first prompt of a fresh session when resume is
+	// refused by the harness (the session is unknown to it), and what it
+	// starts from, for the record.
+	fallback func() (prompt, from string, err error)
+}
+
+func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, error) {
+	rt, st := s.rt, s.st
+	// MaxAttempts bounds the failures of this call: a continued step gets
+	// a fresh budget, while Attempts keeps counting for the record (R31).
+	failedBefore := st.Attempts
 	for {
+		if l.newGeneration {
+			st.BeginGeneration("", rt.opts.Now())
+			l.newGeneration = false
+			rt.save(st)
+		}
 		gen := st.Current()
-		out := s.attempt(ctx, gen, prompt, resume)
-		gen.Context = st.Context
+		var out outcome
+		if ctx.Err() != nil {
+			// Stopped between attempts (during a handoff, say): start
+			// nothing more.
+			out = outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error()}
+		} else {
+			out = s.attempt(ctx, gen, l.prompt, l.resume)
+		}
+		if out.kind == outcomeFailed && ctx.Err() != nil {
+			// The harness went because flower is stopping (a second
+			// signal kills it at once): that is no failure of the step.
+			out = outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error() + " (" + out.why + ")", sessionID: out.sessionID}
+		}
 		switch out.kind {
 		case outcomeDone:
 			st.Finish(manifest.StatusSucceeded, rt.opts.Now())
@@ -282,27 +331,39 @@ func (s *stepRun) run(ctx context.Context, task string) (*manifest.StepResult, e
 			return st, nil
 
 		case outcomeInterrupted:
+			// The session stays the step's latest (R33): continue resumes it.
 			st.AddError("interrupted: " + out.why)
 			st.Finish(manifest.StatusInterrupted, rt.opts.Now())
 			rt.save(st)
 			return st, fmt.Errorf("step %s interrupted: %w", st.Name, context.Cause(ctx))
 
 		case outcomeFailed:
+			if l.resume != "" && harness.ResumeRefused(out.why) {
+				next, err := s.resumeRefused(gen, l, out.why)
+				if err != nil {
+					st.AddError(err.Error())
+					st.Finish(manifest.StatusFailed, rt.opts.Now())
+					rt.save(st)
+					return st, err
+				}
+				l = next
+				continue
+			}
 			st.Attempts++
 			st.AddError(fmt.Sprintf("attempt %d: %s", st.Attempts, out.why))
 			s.log.Warn("attempt failed", "gen", gen.N, "attempts", st.Attempts, "why", out.why)
-			if st.Attempts >= rt.opts.MaxAttempts {
+			if st.Attempts-failedBefore >= rt.opts.MaxAttempts {
 				st.Finish(manifest.StatusFailed, rt.opts.Now())
 				rt.save(st)
-				return st, fmt.Errorf("%w: %s after %d attempts: %s", ErrStepFailed, st.Name, st.Attempts, out.why)
+				return st, fmt.Errorf("%w: %s after %d attempts: %s", ErrStepFailed, st.Name, st.Attempts-failedBefore, out.why)
 			}
 			rt.save(st)
 			rt.emit(Event{Kind: KindRetry, Step: st.Name, Generation: gen.N, Text: out.why})
 			// Resume the same session when there is one: its context is
 			// what this generation has built up.
 			if out.sessionID != "" {
-				resume = out.sessionID
-				prompt = "The harness process running this session stopped unexpectedly (" + out.why + "). Continue the task from where you were."
+				l.resume = out.sessionID
+				l.prompt = "The harness process running this session stopped unexpectedly (" + out.why + "). Continue the task from where you were."
 			}
 
 		case outcomeFutile:
@@ -319,9 +380,7 @@ func (s *stepRun) run(ctx context.Context, task string) (*manifest.StepResult, e
 			if err != nil {
 				return st, err
 			}
-			prompt, resume = next, ""
-			st.BeginGeneration("", rt.opts.Now())
-			rt.save(st)
+			l = launch{prompt: next, newGeneration: true, fallback: s.handoffFallback}
 		}
 	}
 }
@@ -329,86 +388,33 @@ func (s *stepRun) run(ctx context.Context, task string) (*manifest.StepResult, e
 // handOff freezes the handoff, records it, and returns the successor's first
 // prompt, read back from disk (R28, R30).
 func (s *stepRun) handOff(gen *manifest.Generation, out outcome) (string, error) {
+	f, err := s.books().Freeze(gen, handoff.Cut{Handoff: out.handoff, Why: out.why, Reason: out.reason,
+		Context: out.context, WritingSeconds: out.writingSeconds, WritingCostUSD: out.writingCost, Outcome: out.writeOutcome})
+	return s.launch(gen, f, err)
+}
+
+// books is what package handoff records this step's handoffs in.
+func (s *stepRun) books() handoff.Books {
+	rt := s.rt
+	return handoff.Books{Step: s.st, Policy: rt.policy, WindowSource: rt.windowSource, Workbench: rt.wb,
+		Now: rt.opts.Now, Save: func() { rt.save(s.st) }, Log: s.log}
+}
+
+// launch reports a frozen handoff and returns the successor's first prompt
+// from the file as it is on disk now; err is Freeze's (the generation limit).
+func (s *stepRun) launch(gen *manifest.Generation, f handoff.Frozen, err error) (string, error) {
 	rt, st := s.rt, s.st
-	h := out.handoff
-	h.Step = st.Name
-	rec := &manifest.HandoffRecord{
-		Reason: out.reason, Context: out.context, At: rt.policy.At(), Window: rt.policy.Window,
-		WritingSeconds: out.writingSeconds, WritingCostUSD: out.writingCost,
-		WindowSource: rt.windowSource, Outcome: out.writeOutcome,
-	}
-	if !h.Complete() || out.why != "" {
-		if out.why == "" {
-			out.why = "handoff is missing " + strings.Join(h.Missing(), ", ")
-		}
-		h = handoffwriter.Degraded(st.Name, st.Task, out.why)
-	}
-	if h.IsDegraded() {
-		rec.Degraded, rec.Why = true, out.why
-		st.DegradedError(out.why) // R25
-	}
-	md := []byte(h.Markdown())
-	rec.SHA256Written = digest(md)
-	path, err := rt.wb.Freeze(st.Name, md, rt.opts.Now())
-	if err != nil {
-		// The successor still gets the document through its prompt (R29).
-		st.AddError("write handoff: " + err.Error())
-		s.log.Error("write handoff", "err", err)
-		path = ""
-	}
-	rec.Path, rec.Sections = path, h.Filled()
-	if path != "" {
-		st.HandoffPath = path
-	}
-	gen.Handoff = rec
-	end := rt.opts.Now()
-	gen.EndedAt = &end
-	st.Retire(gen.SessionID) // R32: this session is burned
-	if st.SessionID == gen.SessionID {
-		st.SessionID = "" // R33: never point continuation at a burned session
-	}
-	rt.save(st)
-	s.log.Info("handoff written", "gen", gen.N, "reason", out.reason, "context", out.context, "degraded", rec.Degraded, "path", path)
-	hc := h
+	rec, h := f.Record, f.Handoff
 	rt.emit(Event{Kind: KindHandoff, Phase: PhaseDone, Step: st.Name, Generation: gen.N, SessionID: gen.SessionID,
-		Context: out.context, Window: rt.policy.Window, At: rt.policy.At(), Degraded: rec.Degraded, Why: rec.Why,
-		Path: path, Sections: rec.Sections, Reason: out.reason, Handoff: &hc, CostUSD: st.CostUSD})
-
-	if gen.N >= rt.policy.MaxGenerations {
-		// R27: the only brake. The handoff is on disk for a rerun.
-		err := &policy.GenerationLimitError{Max: rt.policy.MaxGenerations, Window: rt.policy.Window, At: rt.policy.At()}
-		st.AddError(err.Error())
-		st.Finish(manifest.StatusGenerationLimit, rt.opts.Now())
-		rt.save(st)
-		return "", err
+		Context: rec.Context, Window: rt.policy.Window, At: rt.policy.At(), Degraded: rec.Degraded, Why: rec.Why,
+		Path: f.Path, Sections: rec.Sections, Reason: rec.Reason, Handoff: &h, CostUSD: st.CostUSD})
+	if err != nil {
+		return "", err // R27: the only brake; the handoff is on disk for a rerun
 	}
-
-	if rt.opts.AfterFreeze != nil && path != "" {
-		rt.opts.AfterFreeze(path)
+	if rt.opts.AfterFreeze != nil && f.Path != "" {
+		rt.opts.AfterFreeze(f.Path)
 	}
-	// R30: a person may have edited the file; the successor reads it as it
-	// is on disk now.
-	launch := h
-	if path != "" {
-		b, err := os.ReadFile(path)
-		switch {
-		case err != nil:
-			st.AddError(fmt.Sprintf("read handoff %s: %v; the successor gets the document as written", path, err))
-		default:
-			rec.SHA256Launched = digest(b)
-			if onDisk := handoffwriter.Parse(string(b)); onDisk.Complete() {
-				onDisk.Step = st.Name
-				launch = onDisk
-			} else {
-				st.AddError(fmt.Sprintf("handoff %s lacks %s on disk; the successor gets the document as written", path, strings.Join(onDisk.Missing(), ", ")))
-			}
-		}
-		rt.save(st)
-	}
-	return launch.PromptBlock(), nil
+	return s.books().Launch(f), nil
 }
 
-func digest(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
+func digest(b []byte) string { return handoff.Digest(b) }

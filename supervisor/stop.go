@@ -1,0 +1,67 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/flowerhq/flower/transcript"
+)
+
+// interrupted ends the attempt when the caller cancelled (the first Ctrl-C
+// or SIGTERM). The harness has been told: the cancelled context sent its
+// process group SIGINT (harness.Start), which the harness takes as an
+// interrupt, and it gets the interrupt request too. The running turn may
+// finish its result, which is booked; stdin is closed so that the harness
+// exits after it. The harness is gone within the grace period (the
+// context's cancel kills it then); this waits twice that at most, then
+// kills the group itself.
+func (a *attemptRun) interrupted(ctx context.Context) outcome {
+	_ = a.p.Interrupt()
+	_ = a.p.CloseInput()
+	out := outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error(), sessionID: a.meter.SessionID}
+	deadline := time.After(2 * a.rt.opts.Grace)
+	for {
+		select {
+		case ev, ok := <-a.p.Events():
+			if !ok {
+				out.sessionID = a.meter.SessionID
+				return out
+			}
+			a.meter.Observe(&ev)
+			if ev.Kind == transcript.KindResult {
+				a.bookInterrupted(&ev)
+			}
+		case <-deadline:
+			a.log.Warn("the harness did not exit after the interrupt; killing its process group")
+			a.p.Kill()
+			out.sessionID = a.meter.SessionID
+			return out
+		}
+	}
+}
+
+// bookInterrupted books the interrupted turn's result: its cost and turns
+// count like any other (R35).
+func (a *attemptRun) bookInterrupted(ev *transcript.Event) {
+	st := a.st
+	st.AddUsage(a.meter.CostUSD-a.lastCost, ev.NumTurns)
+	a.lastCost = a.meter.CostUSD
+	st.SetContext(a.meter.Context)
+	a.rt.save(st)
+	e := a.event(KindTurn)
+	e.Text, e.IsError = ev.Result, ev.IsError
+	a.rt.emit(e)
+}
+
+// finish stops the harness and records what of its output could not be
+// read: lines that were not JSON, or too long, were skipped (and logged);
+// the manifest says how many, so that a person knows the stream was not
+// clean.
+func (a *attemptRun) finish() {
+	a.p.Stop()
+	if n := a.p.Skipped(); n > 0 {
+		a.st.AddError(fmt.Sprintf("generation %d: the harness wrote %d line(s) that were not JSON or too long; they were skipped (see the log)", a.gen.N, n))
+		a.rt.save(a.st)
+	}
+}
