@@ -1,15 +1,197 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/supervisor"
+)
 
 var continueCommand = &cli.Command{
-	Name:   "continue",
-	Usage:  "resume a step's latest session (never a retired generation)",
-	Action: func(c *cli.Context) error { return usagef("continue: not implemented yet") },
+	Name:      "continue",
+	Usage:     "resume a step's latest session (never a retired generation) and supervise it on",
+	UsageText: "flower continue [flags] [MESSAGE] [-- HARNESS ARGS]",
+	Description: `Picks up a step of an earlier run: the one that was interrupted (Ctrl-C),
+killed, or crashed, or one that finished and should do more. Its latest
+session (the manifest's session_id: always the successor, never a retired
+generation) is resumed with --resume, told MESSAGE (or to carry on), and
+supervised as before: the context meter, handoffs and the manifest go on,
+and the generation count carries on.
+
+If the harness cannot resume that session, a fresh generation starts from
+the step's handoff file (notes/交接-<step>.md) and flower says so. A step
+stopped in the middle of a handoff starts its successor from the handoff
+file if it was written, else from a degraded handoff built from the task.
+
+The run is the workspace's latest (WORKSPACE/.flower/runs/latest) unless
+--run-dir names one; the harness runs in the workspace the manifest
+records. The step is --step, or the run's only step. The window and model
+of the run are kept unless given again; harness arguments are not
+remembered: pass them again after --.
+
+Examples:
+   flower continue                               # pick up the latest run
+   flower continue "also update the changelog"   # with something to say
+   flower continue --run-dir .flower/runs/20261130-112853 --step build -- --allowedTools Bash`,
+	Flags:  pastRunFlags(),
+	Action: continueAction,
 }
 
 var rerunCommand = &cli.Command{
-	Name:   "rerun",
-	Usage:  "start a fresh generation from the step's handoff file as it is on disk now",
-	Action: func(c *cli.Context) error { return usagef("rerun: not implemented yet") },
+	Name:      "rerun",
+	Usage:     "start a fresh generation from the step's handoff file as it is on disk now",
+	UsageText: "flower rerun [flags] [-- HARNESS ARGS]",
+	Description: `Open the handoff file (WORKSPACE/.flower/notes/交接-<step>.md), change a
+line, run it again: rerun starts a fresh session (a new generation) whose
+first prompt is that file as it is on disk now. A live session of the step
+is set aside. A file that is missing, empty, not UTF-8, or lacks a required
+section (doing, next) is refused with a message naming it, and nothing runs.
+
+The run, step and workspace are found as for flower continue.
+
+Examples:
+   $EDITOR .flower/notes/交接-main.md && flower rerun
+   flower rerun --step build -- --allowedTools Bash`,
+	Flags:  pastRunFlags(),
+	Action: rerunAction,
+}
+
+// pastRunFlags are the run flags without the task, with -C meaning where
+// to find the latest run (the harness's workspace is the manifest's).
+func pastRunFlags() []cli.Flag {
+	var flags []cli.Flag
+	for _, f := range runFlags() {
+		switch f.Names()[0] {
+		case "task-file":
+		case "workspace":
+			flags = append(flags, workspaceFlag())
+		case "run-dir":
+			flags = append(flags, &cli.StringFlag{Name: "run-dir", Usage: "the run's `DIR` (default: WORKSPACE/.flower/runs/latest)"})
+		case "step":
+			flags = append(flags, &cli.StringFlag{Name: "step", Value: "main", Usage: "the step's `NAME` (default: the run's only step, else main)"})
+		default:
+			flags = append(flags, f)
+		}
+	}
+	return flags
+}
+
+func continueAction(c *cli.Context) error {
+	var message string
+	switch c.NArg() {
+	case 0:
+	case 1:
+		message = c.Args().First()
+	default:
+		return usagef("the message must be one argument (quote it); harness arguments go after --, got %q", c.Args().Get(1))
+	}
+	j, step, err := pastRunJob(c, true)
+	if err != nil {
+		return err
+	}
+	defer j.close()
+	st, err := j.rt.Continue(c.Context, step, message)
+	j.finish(st)
+	if errors.Is(err, supervisor.ErrNothingToContinue) || errors.Is(err, supervisor.ErrNoStep) {
+		return usageError{err}
+	}
+	return err
+}
+
+func rerunAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("rerun takes no task or message: it starts from the handoff file (harness arguments go after --), got %q", c.Args().First())
+	}
+	j, step, err := pastRunJob(c, false)
+	if err != nil {
+		return err
+	}
+	defer j.close()
+	st, err := j.rt.Rerun(c.Context, step)
+	j.finish(st)
+	return err
+}
+
+// pastRunJob finds the run and step to pick up and builds the job on the
+// workspace its manifest records, keeping the run's window and model unless
+// they are given again. needManifest: continue has nothing to go on
+// without one; rerun starts from the handoff file.
+func pastRunJob(c *cli.Context, needManifest bool) (*job, string, error) {
+	runDir, err := pastRunDir(c)
+	if err != nil {
+		return nil, "", err
+	}
+	m, err := manifest.Load(manifest.Path(runDir))
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !needManifest:
+		m = nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, "", usagef("no %s in %s: nothing to continue there", manifest.FileName, runDir)
+	case err != nil:
+		return nil, "", err
+	}
+	step := c.String("step")
+	if m != nil {
+		if !c.IsSet("step") && len(m.Steps) == 1 {
+			step = m.Steps[0].Name
+		}
+		if m.Workspace != "" {
+			if err := c.Set("workspace", m.Workspace); err != nil {
+				return nil, "", err
+			}
+		}
+		if st := m.Step(step); st != nil {
+			if !c.IsSet("window") && st.WindowSource == manifest.WindowFromFlag && st.Window > 0 {
+				_ = c.Set("window", strconv.Itoa(st.Window))
+			}
+			if !c.IsSet("model") && st.Model != "" {
+				_ = c.Set("model", st.Model)
+			}
+		}
+	}
+	j, err := setupJob(c, runDir)
+	if err != nil {
+		return nil, "", err
+	}
+	return j, step, nil
+}
+
+// pastRunDir is --run-dir, or the workspace's latest run.
+func pastRunDir(c *cli.Context) (string, error) {
+	if dir := c.String("run-dir"); dir != "" {
+		fi, err := os.Stat(dir)
+		if err != nil || !fi.IsDir() {
+			return "", usagef("run dir %s is not a directory", dir)
+		}
+		return filepath.Abs(dir)
+	}
+	runs := filepath.Join(c.String("workspace"), ".flower", "runs")
+	dir, err := filepath.EvalSymlinks(filepath.Join(runs, "latest"))
+	if err != nil {
+		return "", usagef("no run to pick up in %s: give --run-dir, or the workspace with -C", runs)
+	}
+	return filepath.Abs(dir)
+}
+
+// envPauseAfterFreeze is a test hook, not a feature: set to a duration, it
+// makes flower wait that long after freezing a handoff file and before the
+// successor starts, so that a test can kill flower at exactly that point
+// (integration/crash_test.go).
+const envPauseAfterFreeze = "FLOWER_TEST_PAUSE_AFTER_FREEZE"
+
+// pauseAfterFreeze returns the AfterFreeze hook the test hook asks for, or
+// nil.
+func pauseAfterFreeze() func(string) {
+	d, err := time.ParseDuration(os.Getenv(envPauseAfterFreeze))
+	if err != nil || d <= 0 {
+		return nil
+	}
+	return func(string) { time.Sleep(d) }
 }

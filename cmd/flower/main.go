@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/supervisor"
 )
@@ -59,9 +61,12 @@ func exitCode(err error) int {
 	return exitFailed
 }
 
-// signalContext is cancelled by the first SIGINT or SIGTERM, which lets the
-// running turn end at a message boundary; a second one exits at once (the
-// harness dies with flower: it is started with a parent-death signal).
+// signalContext is cancelled by the first SIGINT or SIGTERM: the harness
+// gets it as an interrupt, the running turn ends at a message boundary, and
+// the step is recorded as interrupted (flower continue picks it up). A
+// second signal kills every harness process group at once; the step is
+// still recorded as it unwinds, and flower exits within a moment even if
+// that hangs.
 func signalContext() (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	ch := make(chan os.Signal, 2)
@@ -70,12 +75,18 @@ func signalContext() (context.Context, func()) {
 		sig := <-ch
 		fmt.Fprintf(os.Stderr, "\nflower: %v: finishing the current turn (again to stop at once)\n", sig)
 		cancel(fmt.Errorf("%w by %v", context.Canceled, sig))
-		<-ch
-		fmt.Fprintln(os.Stderr, "flower: stopping now")
+		sig = <-ch
+		n := harness.KillAll()
+		fmt.Fprintf(os.Stderr, "flower: %v again: killed the harness (%d process group(s)); stopping now\n", sig, n)
+		time.Sleep(secondSignalGrace)
 		os.Exit(exitInterrupted)
 	}()
 	return ctx, func() { signal.Stop(ch); cancel(nil) }
 }
+
+// secondSignalGrace is how long the step has, after a second signal killed
+// the harness, to record itself before flower exits regardless.
+const secondSignalGrace = 2 * time.Second
 
 // splitHarnessArgs splits argv at the first "--": what follows goes to the
 // harness untouched.
