@@ -46,10 +46,14 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
 		&cli.StringFlag{Name: "output", Value: "text", Usage: "stdout `FORMAT`: text, or stream-json (the harness's lines plus flower's events, one JSON object per line)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the effective auth configuration (secrets masked) and policy before running"},
+		interactiveFlag(),
 	}
 }
 
 func runAction(c *cli.Context) error {
+	if wantsInteractive(c) {
+		return runInteractive(c)
+	}
 	task, err := readTask(c, streamsOf(c).stdin)
 	if err != nil {
 		return err
@@ -134,7 +138,7 @@ func setupJob(c *cli.Context, runDir string) (*job, error) {
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol, Compact: compact,
 		HarnessPath: harnessPath, HarnessArgs: harnessArgsOf(c), Env: harnessEnvOf(c), Model: c.String("model"),
 		MaxAttempts: c.Int("max-attempts"), TurnTimeout: c.Duration("turn-timeout"), Logger: logger,
-		OnEvent: render.event,
+		OnEvent: render.event, AfterFreeze: pauseAfterFreeze(),
 	})
 	if err != nil {
 		render.close()

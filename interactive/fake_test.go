@@ -1,0 +1,255 @@
+package interactive
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/transcript"
+)
+
+// The test binary doubles as a fake interactive harness (as os/exec's tests
+// do): with FLOWER_FAKE_INTERACTIVE=1 it reads keys from its pty the way the
+// real harness does (package doc), writes its state file and a transcript,
+// and answers prompts from a script. It exists for what the real harness
+// cannot be made to do on cue: crash, overflow, write a bad handoff.
+func TestMain(m *testing.M) {
+	if os.Getenv("FLOWER_FAKE_INTERACTIVE") == "1" {
+		os.Exit(fakeHarness())
+	}
+	os.Exit(m.Run())
+}
+
+// fakeScript is one generation's behaviour.
+type fakeScript struct {
+	// Replies answer the working prompts in order (the last one repeats).
+	Replies []fakeReply
+	// Writing answers the handoff prompt.
+	Writing string
+	// CrashAfter makes the process exit with status 3 after this long.
+	CrashAfter time.Duration
+}
+
+type fakeReply struct {
+	Context  int
+	Tool     bool // the reply calls a tool: the turn runs until Esc
+	Overflow bool // the API said the prompt is too long
+}
+
+// fakeRecord is what the fake leaves in FAKE_DIR for the test.
+type fakeRecord struct {
+	Prompts []string // submitted prompts, in order
+	Input   string   // what sat in the input when it exited
+}
+
+func fakeHarness() int {
+	dir := os.Getenv("FAKE_DIR")
+	var scripts []fakeScript
+	if err := json.Unmarshal([]byte(os.Getenv("FAKE_SCRIPT")), &scripts); err != nil || len(scripts) == 0 {
+		fmt.Fprintln(os.Stderr, "fake: bad FAKE_SCRIPT:", err)
+		return 2
+	}
+	gen := fakeBump(filepath.Join(dir, "gen"))
+	sc := scripts[min(gen, len(scripts)-1)]
+	fmt.Printf("fake harness, generation %d\r\n", gen+1)
+	if sc.CrashAfter > 0 {
+		time.Sleep(sc.CrashAfter)
+		fmt.Fprintln(os.Stderr, "fake: crashing")
+		return 3
+	}
+	if old, err := term.MakeRaw(0); err == nil {
+		defer term.Restore(0, old)
+	}
+	// Say the pty's size whenever it changes, for the resize test.
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	go func() {
+		for range winch {
+			if w, h, err := term.GetSize(0); err == nil {
+				fmt.Printf("size %dx%d\r\n", w, h)
+			}
+		}
+	}()
+	cwd, _ := os.Getwd()
+	conf := transcript.ConfigDir(os.Environ())
+	f := &fake{
+		sc: sc, sid: fmt.Sprintf("fake-%d-%d", gen+1, os.Getpid()), gen: gen,
+		record: filepath.Join(dir, fmt.Sprintf("record-%d.json", gen+1)),
+		state:  filepath.Join(conf, "sessions", strconv.Itoa(os.Getpid())+".json"),
+	}
+	f.path = transcript.FilePath(conf, cwd, f.sid)
+	_ = os.MkdirAll(filepath.Dir(f.state), 0o755)
+	_ = os.MkdirAll(filepath.Dir(f.path), 0o755)
+	f.setState("idle")
+	defer os.Remove(f.state)
+	for i, a := range os.Args {
+		if a == "--" && i+1 < len(os.Args) {
+			f.submit(os.Args[i+1])
+		}
+	}
+	return f.keys()
+}
+
+func fakeBump(path string) int {
+	b, _ := os.ReadFile(path)
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	_ = os.WriteFile(path, []byte(strconv.Itoa(n+1)), 0o644)
+	return n
+}
+
+type fake struct {
+	sc     fakeScript
+	sid    string
+	gen    int
+	path   string // transcript
+	state  string
+	record string
+
+	mu      sync.Mutex
+	rec     fakeRecord
+	replies int
+	msgs    int
+	busy    bool
+	input   string
+}
+
+func (f *fake) setState(status string) {
+	b, _ := json.Marshal(map[string]any{"sessionId": f.sid, "status": status, "pid": os.Getpid()})
+	_ = os.WriteFile(f.state, b, 0o644)
+}
+
+func (f *fake) line(v map[string]any) {
+	v["sessionId"] = f.sid
+	b, _ := json.Marshal(v)
+	fh, err := os.OpenFile(f.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	fh.Write(append(b, '\n'))
+	fh.Close()
+}
+
+func (f *fake) assistant(text string, ctx int, stop string) {
+	f.msgs++
+	f.line(map[string]any{"type": "assistant", "isSidechain": false, "message": map[string]any{
+		"id": fmt.Sprintf("msg_%d_%d", f.gen, f.msgs), "model": "fake", "stop_reason": stop,
+		"content": []any{map[string]any{"type": "text", "text": text}},
+		"usage":   map[string]any{"input_tokens": 100, "cache_read_input_tokens": ctx - 100, "output_tokens": 5},
+	}})
+}
+
+func (f *fake) turnEnd() { f.line(map[string]any{"type": "system", "subtype": "turn_duration"}) }
+
+func (f *fake) save() {
+	f.rec.Input = f.input
+	b, _ := json.Marshal(f.rec)
+	_ = os.WriteFile(f.record, b, 0o644)
+}
+
+// submit answers one prompt.
+func (f *fake) submit(text string) {
+	if text == "/clear" {
+		// A new session in the same process, with a transcript of its own.
+		f.sid += "-cleared"
+		f.path = filepath.Join(filepath.Dir(f.path), f.sid+".jsonl")
+		f.setState("idle")
+		return
+	}
+	f.rec.Prompts = append(f.rec.Prompts, text)
+	f.save()
+	f.line(map[string]any{"type": "user", "isSidechain": false, "message": map[string]any{"role": "user", "content": text}})
+	fmt.Printf("> %.40q\r\n", text)
+	if strings.Contains(text, handoffwriter.PromptTag) {
+		f.assistant(f.sc.Writing, 156_000, "end_turn")
+		f.turnEnd()
+		return
+	}
+	r := f.sc.Replies[min(f.replies, len(f.sc.Replies)-1)]
+	f.replies++
+	switch {
+	case r.Overflow:
+		f.line(map[string]any{"type": "assistant", "isApiErrorMessage": true, "error": "invalid_request", "message": map[string]any{
+			"id": "synthetic", "model": "<synthetic>", "content": []any{map[string]any{"type": "text", "text": "Prompt is too long"}},
+			"usage": map[string]any{"input_tokens": 0}}})
+	case r.Tool:
+		f.assistant("running a tool", r.Context, "tool_use")
+		f.busy = true
+		f.setState("busy")
+	default:
+		f.assistant("done with that", r.Context, "end_turn")
+		f.turnEnd()
+	}
+}
+
+// keys reads the pty like the real harness: bracketed pastes and keys
+// typed go to the input, Enter submits, Esc interrupts, Ctrl-C clears or,
+// twice in a row, exits.
+func (f *fake) keys() int {
+	buf := make([]byte, 4096)
+	var data string
+	paste := false
+	var lastCtrlC time.Time
+	for {
+		n, err := os.Stdin.Read(buf)
+		if err != nil {
+			return 1
+		}
+		data += string(buf[:n])
+		for data != "" {
+			switch {
+			case paste:
+				i := strings.Index(data, pasteEnd)
+				if i < 0 {
+					f.input += data
+					data = ""
+					continue
+				}
+				f.input += data[:i]
+				data, paste = data[i+len(pasteEnd):], false
+			case strings.HasPrefix(data, pasteStart):
+				data, paste = data[len(pasteStart):], true
+			case data == keyEsc:
+				data = ""
+				if f.busy {
+					f.busy = false
+					f.line(map[string]any{"type": "user", "isSidechain": false, "message": map[string]any{"role": "user",
+						"content": []any{map[string]any{"type": "text", "text": "[Request interrupted by user for tool use]"}}}})
+					f.setState("idle")
+				}
+			case data[0] == '\r':
+				data = data[1:]
+				if in := f.input; in != "" {
+					f.input = ""
+					f.submit(in)
+				}
+			case data[0] == 0x03:
+				data = data[1:]
+				switch {
+				case f.input != "":
+					f.input = ""
+				case time.Since(lastCtrlC) < 800*time.Millisecond:
+					f.save()
+					f.line(map[string]any{"type": "cost-state", "totalCostUSD": 0.25})
+					fmt.Print("bye\r\n")
+					return 0
+				}
+				lastCtrlC = time.Now()
+			default:
+				f.input += data[:1]
+				data = data[1:]
+			}
+		}
+		f.save()
+	}
+}

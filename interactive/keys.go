@@ -1,0 +1,111 @@
+package interactive
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The keys flower presses, as the harness reads them (see the package doc).
+const (
+	keyEsc     = "\x1b"      // interrupts a running turn
+	keyCtrlC   = "\x03"      // clears the input; twice in a row exits
+	keyEnter   = "\r"        // submits the input
+	pasteStart = "\x1b[200~" // bracketed paste
+	pasteEnd   = "\x1b[201~"
+)
+
+// Pasted text longer than this, or with more newlines, is collapsed by the
+// harness into a "[Pasted text]" reference (observed limits: 800 characters
+// and 2 newlines); chunks stay well inside them.
+const (
+	maxPasteNewlines = 2
+	maxPasteUnits    = 600 // UTF-16 code units, as the harness counts
+)
+
+// Typist types text into a harness the way a person pasting it in small
+// pieces would, so that it reaches the model verbatim.
+type Typist struct {
+	// Type writes keys to the harness.
+	Type func(p []byte) error
+	// Gap is the pause between pieces, so two pastes are not read as one.
+	Gap time.Duration
+	// Settle is the pause after the last piece before Enter.
+	Settle time.Duration
+}
+
+// Submit types text and presses Enter.
+func (t Typist) Submit(ctx context.Context, text string) error {
+	for _, piece := range PasteChunks(text) {
+		if err := t.Type([]byte(pasteStart + piece + pasteEnd)); err != nil {
+			return err
+		}
+		if err := sleep(ctx, t.Gap); err != nil {
+			return err
+		}
+	}
+	if err := sleep(ctx, t.Settle); err != nil {
+		return err
+	}
+	return t.Type([]byte(keyEnter))
+}
+
+// PasteChunks splits text into pieces the harness inserts as typed: each
+// has at most maxPasteNewlines newlines and maxPasteUnits UTF-16 units, and
+// no piece splits a character. Line endings become "\n"; other control
+// characters but tab are dropped, since one ESC could end the paste early.
+// The pieces joined give the cleaned text back.
+func PasteChunks(text string) []string {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	text = strings.ReplaceAll(text, "\r", "\n")
+	text = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return r
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError {
+			return -1
+		}
+		return r
+	}, text)
+	var chunks []string
+	var b strings.Builder
+	newlines, units := 0, 0
+	for _, r := range text {
+		u := 1
+		if r > 0xffff {
+			u = 2 // a surrogate pair
+		}
+		nl := 0
+		if r == '\n' {
+			nl = 1
+		}
+		if b.Len() > 0 && (newlines+nl > maxPasteNewlines || units+u > maxPasteUnits) {
+			chunks = append(chunks, b.String())
+			b.Reset()
+			newlines, units = 0, 0
+		}
+		b.WriteRune(r)
+		newlines += nl
+		units += u
+	}
+	if b.Len() > 0 {
+		chunks = append(chunks, b.String())
+	}
+	return chunks
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}

@@ -1,0 +1,469 @@
+package interactive
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/workbench"
+)
+
+// person is the person's terminal in a test: Run gets the pty's slave end
+// as its terminal; the test types into the master end and reads the screen
+// from it.
+type person struct {
+	t      *testing.T
+	master *os.File
+	slave  *os.File
+
+	mu     sync.Mutex
+	screen strings.Builder
+}
+
+func newPerson(t *testing.T) *person {
+	t.Helper()
+	master, slave, err := pty.Open()
+	if err != nil {
+		t.Fatalf("open pty: %v", err)
+	}
+	if err := pty.Setsize(master, &pty.Winsize{Rows: 40, Cols: 120}); err != nil {
+		t.Fatal(err)
+	}
+	p := &person{t: t, master: master, slave: slave}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			p.mu.Lock()
+			p.screen.Write(buf[:n])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		slave.Close()
+		master.Close()
+	})
+	return p
+}
+
+func (p *person) typeKeys(s string) {
+	p.t.Helper()
+	if _, err := p.master.WriteString(s); err != nil {
+		p.t.Fatalf("type: %v", err)
+	}
+}
+
+func (p *person) seen() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.screen.String()
+}
+
+// raw reports whether the terminal is in raw mode now.
+func (p *person) raw() bool {
+	p.t.Helper()
+	tio, err := unix.IoctlGetTermios(int(p.slave.Fd()), unix.TCGETS)
+	if err != nil {
+		p.t.Fatalf("termios: %v", err)
+	}
+	return tio.Lflag&(unix.ICANON|unix.ECHO) == 0
+}
+
+func (p *person) waitFor(what string, cond func() bool) {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no %s within 30s; screen:\n%s", what, p.seen())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// fakeRun is one Run against the fake harness.
+type fakeRun struct {
+	t         *testing.T
+	person    *person
+	dir       string // the fake's records
+	workspace string
+	opts      Options
+
+	mu     sync.Mutex
+	events []supervisor.Event
+}
+
+func newFakeRun(t *testing.T, scripts ...fakeScript) *fakeRun {
+	t.Helper()
+	b, err := json.Marshal(scripts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRun{t: t, person: newPerson(t), dir: t.TempDir(), workspace: t.TempDir()}
+	wb, err := workbench.Open(filepath.Join(f.workspace, ".flower"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "FLOWER_FAKE_INTERACTIVE=1", "HOME="+t.TempDir(), "FAKE_DIR="+f.dir, "FAKE_SCRIPT="+string(b))
+	f.opts = Options{
+		Workspace: f.workspace, HarnessPath: os.Args[0], Env: env,
+		Policy:    policy.HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 8},
+		Manifest:  manifest.New(filepath.Join(f.workspace, ".flower", "runs", "t"), f.workspace, time.Now()),
+		Workbench: wb, In: f.person.slave, Out: f.person.slave, Grace: 2 * time.Second,
+		Signals: []os.Signal{}, // none: only the signal test listens, for its own
+
+		OnEvent: func(ev supervisor.Event) {
+			f.mu.Lock()
+			f.events = append(f.events, ev)
+			f.mu.Unlock()
+		},
+	}
+	return f
+}
+
+// start runs Run in the background; wait collects its result.
+func (f *fakeRun) start(ctx context.Context) func() (*manifest.StepResult, error) {
+	type result struct {
+		st  *manifest.StepResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := Run(ctx, f.opts)
+		done <- result{st, err}
+	}()
+	return func() (*manifest.StepResult, error) {
+		select {
+		case r := <-done:
+			return r.st, r.err
+		case <-time.After(60 * time.Second):
+			f.t.Fatalf("Run did not return; screen:\n%s", f.person.seen())
+			return nil, nil
+		}
+	}
+}
+
+func (f *fakeRun) handoffs(phase string) []supervisor.Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []supervisor.Event
+	for _, ev := range f.events {
+		if ev.Kind == supervisor.KindHandoff && ev.Phase == phase {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// record is what the fake of generation gen (1-based) left; an empty
+// record while it has left none.
+func (f *fakeRun) record(gen int) fakeRecord {
+	var r fakeRecord
+	b, err := os.ReadFile(filepath.Join(f.dir, fmt.Sprintf("record-%d.json", gen)))
+	if err == nil {
+		_ = json.Unmarshal(b, &r)
+	}
+	return r
+}
+
+func (f *fakeRun) generationUp(gen int) {
+	f.t.Helper()
+	f.person.waitFor(fmt.Sprintf("generation %d", gen), func() bool {
+		return strings.Contains(f.person.seen(), fmt.Sprintf("fake harness, generation %d", gen))
+	})
+}
+
+const goodDoc = `## 现在在做 (doing)
+Porting the parser DOING-MARK.
+
+## 已定的事 (decided)
+(空)
+
+## 走不通的 (deadends)
+- cgo: the build box has no compiler.
+
+## 下一步 (next)
+Run go test ./parser NEXT-MARK.
+
+## 现场 (scene)
+- parser/
+`
+
+// TestRunHandsOff: near notice, a cut in the middle of a tool call, the
+// handoff typed verbatim while the person's keys wait, a person's edit of the
+// handoff file reaching the successor (R30), and the bookkeeping.
+func TestRunHandsOff(t *testing.T) {
+	t.Parallel()
+	f := newFakeRun(t,
+		fakeScript{Replies: []fakeReply{{Context: 140_000}, {Context: 155_000, Tool: true}}, Writing: goodDoc},
+		fakeScript{Replies: []fakeReply{{Context: 20_000}}})
+	f.opts.AfterFreeze = func(path string) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		edited := strings.Replace(string(b), "NEXT-MARK.", "NEXT-MARK. EDITED-BY-A-PERSON", 1)
+		if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	wait := f.start(context.Background())
+	f.generationUp(1)
+	f.person.waitFor("raw mode", f.person.raw)
+	f.person.typeKeys("port the parser\r")
+	f.person.waitFor("the near notice", func() bool { return len(f.handoffs(supervisor.PhaseNear)) == 1 })
+	f.person.waitFor("the near notice in the title", func() bool {
+		return strings.Contains(f.person.seen(), TitleSequence("flower · context 140.0K/200K · about 10K to handoff"))
+	})
+	f.person.typeKeys("go on\r")
+	f.person.waitFor("the writing turn", func() bool { return len(f.handoffs(supervisor.PhaseWriting)) == 1 })
+	f.person.typeKeys("HELD")
+	f.generationUp(2)
+	f.person.waitFor("the held keys in generation 2", func() bool { return f.record(2).Input == "HELD" })
+	f.person.typeKeys("\x03\x03") // the person leaves: the first Ctrl-C clears HELD
+	st, err := wait()
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if f.person.raw() {
+		t.Errorf("terminal still raw after Run")
+	}
+
+	gen1 := f.record(1).Prompts
+	want := handoffwriter.HandoffPrompt(155_000, 200_000)
+	if len(gen1) != 3 || gen1[2] != want {
+		t.Fatalf("generation 1 got prompts %q; the third should be the handoff prompt verbatim", gen1)
+	}
+	gen2 := f.record(2).Prompts
+	if len(gen2) != 1 || !strings.Contains(gen2[0], "You are taking over") || !strings.Contains(gen2[0], "EDITED-BY-A-PERSON") {
+		t.Fatalf("generation 2's first prompt should be the edited file's prompt block: %q", gen2)
+	}
+	if n := len(f.handoffs(supervisor.PhaseNear)); n != 1 {
+		t.Errorf("%d near notices, want 1 (R10)", n)
+	}
+	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 2 || st.Task != "port the parser" {
+		t.Fatalf("step %s, %d generations, task %q; errors %q", st.Status, len(st.Generations), st.Task, st.Errors)
+	}
+	g1, g2 := st.Generations[0], st.Generations[1]
+	h := g1.Handoff
+	if h == nil || h.Degraded || h.Context != 155_000 || h.Reason != manifest.ReasonThreshold || h.SHA256Written == h.SHA256Launched {
+		t.Errorf("handoff record %+v (an edited file must show in the launched hash)", h)
+	}
+	if len(st.Retired) != 1 || st.Retired[0] != g1.SessionID || st.SessionID != g2.SessionID || g1.SessionID == g2.SessionID {
+		t.Errorf("retired %q, session %q, generations %q %q", st.Retired, st.SessionID, g1.SessionID, g2.SessionID)
+	}
+	if st.CostUSD != 0.5 || st.Context != 20_000 || st.NumTurns != 4 {
+		t.Errorf("cost %v, context %d, turns %d; want 0.5 (two cost-state lines), 20000, 4", st.CostUSD, st.Context, st.NumTurns)
+	}
+	screen := f.person.seen()
+	for _, want := range []string{"# context 140.0K/200K · about 10K to handoff\r\n", "<- handoff written to " + h.Path + "\r\n"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("screen lacks %q", want)
+		}
+	}
+	if disk, err := manifest.Load(manifest.Path(f.opts.Manifest.RunDir)); err != nil || disk.Step("main").Status != manifest.StatusSucceeded {
+		t.Errorf("manifest on disk: %v", err)
+	}
+}
+
+// TestRunDegrades: the paths that hand off without a complete document still
+// hand off, and say why (R23–R26).
+func TestRunDegrades(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		gen1   fakeScript
+		reason string
+		why    string
+	}{
+		{"overflow", fakeScript{Replies: []fakeReply{{Overflow: true}}}, manifest.ReasonOverflow, "overflow: Prompt is too long"},
+		{"no next section", fakeScript{Replies: []fakeReply{{Context: 160_000}}, Writing: "## 现在在做 (doing)\nhalf done\n"}, manifest.ReasonThreshold, "the handoff is missing next"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeRun(t, tt.gen1, fakeScript{Replies: []fakeReply{{Context: 20_000}}})
+			f.opts.Task = "TASK-MARK do the thing"
+			wait := f.start(context.Background())
+			f.generationUp(2)
+			f.person.waitFor("generation 2's prompt", func() bool { return len(f.record(2).Prompts) == 1 })
+			f.person.typeKeys("\x03")
+			time.Sleep(200 * time.Millisecond)
+			f.person.typeKeys("\x03")
+			st, err := wait()
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			h := st.Generations[0].Handoff
+			if h == nil || !h.Degraded || h.Reason != tt.reason || !strings.Contains(h.Why, tt.why) {
+				t.Fatalf("handoff %+v, want degraded %s because %q", h, tt.reason, tt.why)
+			}
+			if len(st.Errors) == 0 || !strings.HasPrefix(st.Errors[0], "交接降级(") {
+				t.Errorf("errors %q lack the degraded entry (R25)", st.Errors)
+			}
+			p := f.record(2).Prompts[0]
+			if !strings.Contains(p, handoffwriter.DegradedMarker) || !strings.Contains(p, "TASK-MARK") {
+				t.Errorf("successor prompt is not the degraded block with the task: %.300q", p)
+			}
+		})
+	}
+}
+
+func TestRunGenerationLimit(t *testing.T) {
+	t.Parallel()
+	f := newFakeRun(t, fakeScript{Replies: []fakeReply{{Context: 160_000}}, Writing: goodDoc})
+	f.opts.Policy.MaxGenerations = 1
+	f.opts.Task = "go"
+	st, err := f.start(context.Background())()
+	if !errors.Is(err, policy.ErrGenerationLimit) {
+		t.Fatalf("err = %v, want the generation limit", err)
+	}
+	if st.Status != manifest.StatusGenerationLimit || f.person.raw() {
+		t.Errorf("status %s, raw %v", st.Status, f.person.raw())
+	}
+}
+
+// TestRunRestoresTerminal: however Run ends, the terminal is as it was.
+func TestRunRestoresTerminal(t *testing.T) {
+	t.Parallel()
+	t.Run("the harness fails", func(t *testing.T) {
+		t.Parallel()
+		f := newFakeRun(t, fakeScript{CrashAfter: time.Second})
+		wait := f.start(context.Background())
+		f.person.waitFor("raw mode", f.person.raw)
+		st, err := wait()
+		if !errors.Is(err, supervisor.ErrStepFailed) || st.Status != manifest.StatusFailed {
+			t.Fatalf("err %v, status %s", err, st.Status)
+		}
+		if f.person.raw() {
+			t.Errorf("terminal still raw")
+		}
+	})
+	t.Run("a signal", func(t *testing.T) {
+		t.Parallel()
+		f := newFakeRun(t, fakeScript{Replies: []fakeReply{{Context: 1000}}})
+		f.opts.Signals = []os.Signal{syscall.SIGUSR2}
+		wait := f.start(context.Background())
+		f.generationUp(1)
+		f.person.waitFor("raw mode", f.person.raw)
+		if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
+			t.Fatal(err)
+		}
+		st, err := wait()
+		if !errors.Is(err, context.Canceled) || st.Status != manifest.StatusInterrupted {
+			t.Fatalf("err %v, status %s", err, st.Status)
+		}
+		if f.person.raw() {
+			t.Errorf("terminal still raw")
+		}
+		if !strings.Contains(f.person.seen(), "bye") {
+			t.Errorf("the harness was not ended with its exit keys")
+		}
+	})
+	t.Run("a panic", func(t *testing.T) {
+		t.Parallel()
+		f := newFakeRun(t, fakeScript{Replies: []fakeReply{{Context: 1000}}})
+		f.opts.OnEvent = func(ev supervisor.Event) {
+			if ev.Kind == supervisor.KindGeneration {
+				panic("boom")
+			}
+		}
+		func() {
+			defer func() {
+				if v := recover(); v != "boom" {
+					t.Errorf("recovered %v, want the panic", v)
+				}
+			}()
+			Run(context.Background(), f.opts)
+		}()
+		if f.person.raw() {
+			t.Errorf("terminal still raw after a panic")
+		}
+	})
+}
+
+func TestRunNeedsATerminal(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	_, err = Run(context.Background(), Options{Workspace: t.TempDir(), HarnessPath: "claude", Manifest: &manifest.Manifest{}, In: r, Out: w})
+	if !errors.Is(err, ErrNotTerminal) {
+		t.Errorf("err = %v, want ErrNotTerminal", err)
+	}
+}
+
+// TestRunFollowsClear: /clear starts a new session in the same harness; the
+// meter follows it there, and the old session counts as burned.
+func TestRunFollowsClear(t *testing.T) {
+	t.Parallel()
+	f := newFakeRun(t,
+		fakeScript{Replies: []fakeReply{{Context: 100_000}, {Context: 160_000}}, Writing: goodDoc},
+		fakeScript{Replies: []fakeReply{{Context: 20_000}}})
+	wait := f.start(context.Background())
+	f.generationUp(1)
+	f.person.typeKeys("first\r")
+	f.person.waitFor("the first prompt", func() bool { return len(f.record(1).Prompts) == 1 })
+	time.Sleep(500 * time.Millisecond)
+	f.person.typeKeys("/clear\r")
+	time.Sleep(800 * time.Millisecond) // a tick or two to notice the switch
+	f.person.typeKeys("second\r")
+	f.generationUp(2)
+	f.person.waitFor("generation 2's prompt", func() bool { return len(f.record(2).Prompts) == 1 })
+	f.person.typeKeys("\x03\x03")
+	st, err := wait()
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	g1 := st.Generations[0]
+	if !strings.HasSuffix(g1.SessionID, "-cleared") || g1.Handoff == nil || g1.Handoff.Context != 160_000 {
+		t.Fatalf("generation 1 should have handed off from the cleared session at 160k: %+v", g1)
+	}
+	if len(st.Retired) != 2 || st.Retired[1] != g1.SessionID || st.Retired[0]+"-cleared" != g1.SessionID {
+		t.Errorf("retired %q: want the session before /clear, then the one after", st.Retired)
+	}
+}
+
+// TestRunFollowsWindowSize: a resized terminal resizes the harness's pty.
+func TestRunFollowsWindowSize(t *testing.T) {
+	t.Parallel()
+	f := newFakeRun(t, fakeScript{Replies: []fakeReply{{Context: 1000}}})
+	wait := f.start(context.Background())
+	f.generationUp(1)
+	f.person.waitFor("raw mode", f.person.raw)
+	if err := pty.Setsize(f.person.master, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
+		t.Fatal(err)
+	}
+	// The kernel signals the terminal's foreground group; here that is
+	// the test process, which is not in this pty's group, so say it here.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGWINCH); err != nil {
+		t.Fatal(err)
+	}
+	f.person.waitFor("the harness to see 100x30", func() bool { return strings.Contains(f.person.seen(), "size 100x30") })
+	f.person.typeKeys("\x03")
+	time.Sleep(200 * time.Millisecond)
+	f.person.typeKeys("\x03")
+	if _, err := wait(); err != nil {
+		t.Fatal(err)
+	}
+}
