@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowerhq/flower/handoff"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
@@ -502,9 +503,10 @@ func (g *genRun) handoffOutcome(h handoffwriter.Handoff, why string) outcome {
 	if g.cutContext == 0 {
 		g.cutContext = g.meter.Context
 	}
-	c := cut{handoff: h, why: why, reason: g.reason, context: g.cutContext}
+	c := handoff.Cut{Handoff: h, Why: why, Reason: g.reason, Context: g.cutContext, Outcome: manifest.OutcomeNoWritingTurn}
 	if !g.writingStart.IsZero() {
-		c.writingSeconds = g.opts.Now().Sub(g.writingStart).Seconds()
+		c.WritingSeconds = g.opts.Now().Sub(g.writingStart).Seconds()
+		c.Outcome = "" // derived by Freeze: written or degraded
 	}
 	if why != "" {
 		g.log.Warn("handoff degrades", "why", why)

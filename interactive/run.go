@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowerhq/flower/handoff"
 	"io"
 	"log/slog"
 	"os"
@@ -339,7 +340,7 @@ const (
 type outcome struct {
 	kind outcomeKind
 	why  string
-	cut  cut
+	cut  handoff.Cut
 }
 
 // generation runs one harness on the terminal until it ends. The terminal is

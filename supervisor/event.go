@@ -1,6 +1,11 @@
 package supervisor
 
-import "github.com/flowerhq/flower/handoffwriter"
+import (
+	"github.com/flowerhq/flower/handoff"
+	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/policy"
+)
 
 // EventKind names what an Event reports.
 type EventKind string
@@ -57,4 +62,13 @@ type Event struct {
 	// Raw is the harness's line for KindRaw (--output stream-json passes it
 	// on verbatim); it is not part of the event's own JSON.
 	Raw []byte `json:"-"`
+}
+
+// DoneEvent is the handoff "done" event (R37) of a frozen handoff: the cut's
+// context, the window, whether it degraded, the file, and its sections.
+func DoneEvent(st *manifest.StepResult, gen *manifest.Generation, f handoff.Frozen, pol policy.HandoffPolicy) Event {
+	rec, h := f.Record, f.Handoff
+	return Event{Kind: KindHandoff, Phase: PhaseDone, Step: st.Name, Generation: gen.N, SessionID: gen.SessionID,
+		Context: rec.Context, Window: pol.Window, At: pol.At(), Degraded: rec.Degraded, Why: rec.Why,
+		Path: f.Path, Sections: rec.Sections, Reason: rec.Reason, Handoff: &h, CostUSD: st.CostUSD}
 }

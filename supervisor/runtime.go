@@ -403,11 +403,8 @@ func (s *stepRun) books() handoff.Books {
 // launch reports a frozen handoff and returns the successor's first prompt
 // from the file as it is on disk now; err is Freeze's (the generation limit).
 func (s *stepRun) launch(gen *manifest.Generation, f handoff.Frozen, err error) (string, error) {
-	rt, st := s.rt, s.st
-	rec, h := f.Record, f.Handoff
-	rt.emit(Event{Kind: KindHandoff, Phase: PhaseDone, Step: st.Name, Generation: gen.N, SessionID: gen.SessionID,
-		Context: rec.Context, Window: rt.policy.Window, At: rt.policy.At(), Degraded: rec.Degraded, Why: rec.Why,
-		Path: f.Path, Sections: rec.Sections, Reason: rec.Reason, Handoff: &h, CostUSD: st.CostUSD})
+	rt := s.rt
+	rt.emit(DoneEvent(s.st, gen, f, rt.policy))
 	if err != nil {
 		return "", err // R27: the only brake; the handoff is on disk for a rerun
 	}
