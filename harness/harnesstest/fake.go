@@ -60,6 +60,11 @@ const (
 	// session of its own, as the real harness does with its Bash commands.
 	// Its pid is logged (event "grandchild").
 	EnvGrandchild = "FLOWER_FAKE_GRANDCHILD"
+	// EnvExtraLine is a raw stdout line the fake prints before the first
+	// assistant message of a session that is not a successor: a record the
+	// real harness can be made to print only in ways flower never uses,
+	// such as a compact_boundary line.
+	EnvExtraLine = "FLOWER_FAKE_EXTRA_LINE"
 )
 
 // The modes.
@@ -396,6 +401,9 @@ func (f *fake) handle(line []byte) (code int, stop bool) {
 			hang()
 		case f.mode == ModeHugeLine:
 			f.out.WriteString(`{"type":"user","message":{"role":"user","content":"` + strings.Repeat("x", 50<<20) + `"},"parent_tool_use_id":null}` + "\n")
+		}
+		if extra := os.Getenv(EnvExtraLine); extra != "" && f.turn == 1 && !f.successor && !writing {
+			f.out.WriteString(extra + "\n")
 		}
 		ctx := f.context()
 		reply := "echo: " + text

@@ -1,0 +1,71 @@
+package supervisor
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/flowerhq/flower/envinject"
+	"github.com/flowerhq/flower/harness/harnesstest"
+	"github.com/flowerhq/flower/manifest"
+)
+
+// The compaction backstop (issue 6): while handoff is on, auto-compact must
+// never run. The real harness with DISABLE_AUTO_COMPACT=1 does not compact
+// on its own (measured: not even with a settings.json that re-enables it, in
+// -p mode), so the fake prints the records a compaction leaves.
+func TestBackstopHandsOffAfterCompaction(t *testing.T) {
+	for _, tc := range []struct {
+		name, line, sign string
+	}{
+		{"compact_boundary", `{"type":"system","subtype":"compact_boundary","session_id":"x","compact_metadata":{"trigger":"auto","pre_tokens":167000}}`, "a compact_boundary line"},
+		{"thrashing", `{"type":"system","subtype":"status","session_id":"x","status":"Autocompact is thrashing: the context refilled right after compacting"}`, `"Autocompact is thrashing"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBench(t, harnesstest.ModeStream, harnesstest.EnvContext+"=100000", harnesstest.EnvExtraLine+"="+tc.line)
+			rt := b.runtime(Options{})
+			st, err := rt.RunStep(context.Background(), "s", "a task")
+			if err != nil {
+				t.Fatalf("RunStep: %v (errors %q)", err, st.Errors)
+			}
+			want := "auto-compact ran although handoff switched it off (" + tc.sign + ")"
+			found := false
+			for _, e := range st.Errors {
+				found = found || strings.Contains(e, want)
+			}
+			if !found {
+				t.Errorf("errors %q lack %q", st.Errors, want)
+			}
+			if len(st.Generations) != 2 || st.Generations[0].Handoff == nil || st.Generations[0].Handoff.Reason != manifest.ReasonCompaction {
+				t.Fatalf("want a handoff for the compaction, got %d generations", len(st.Generations))
+			}
+			if h := st.Generations[0].Handoff; h.Context >= 150_000 {
+				t.Errorf("the cut came from the threshold (%d), not the backstop", h.Context)
+			}
+			loud := 0
+			for _, ev := range b.events {
+				if ev.Kind == KindNotice && ev.IsError && strings.Contains(ev.Text, want) {
+					loud++
+				}
+			}
+			if loud != 1 {
+				t.Errorf("%d loud notices, want 1", loud)
+			}
+		})
+	}
+}
+
+// With compact mode auto asked for explicitly (R6), a compaction is what the
+// agent wanted: no backstop.
+func TestBackstopQuietWithCompactAuto(t *testing.T) {
+	line := `{"type":"system","subtype":"compact_boundary","session_id":"x"}`
+	b := newBench(t, harnesstest.ModeStream, harnesstest.EnvContext+"=100000", harnesstest.EnvExtraLine+"="+line)
+	rt := b.runtime(Options{Compact: envinject.CompactAuto})
+	st, err := rt.RunStep(context.Background(), "s", "a task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Generations) != 1 || len(st.Errors) != 0 {
+		t.Errorf("%d generations, errors %q: the backstop fired although compact mode auto was asked for", len(st.Generations), st.Errors)
+	}
+}
