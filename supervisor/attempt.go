@@ -54,7 +54,8 @@ const (
 // or the harness fails.
 func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, prompt, resume string) outcome {
 	rt := s.rt
-	log := s.log.With("gen", gen.N)
+	s.logState.set(gen.N, resume, logPhaseStarting)
+	log := s.log
 	p, err := harness.Start(ctx, harness.Config{
 		Path: rt.opts.HarnessPath, Args: rt.opts.HarnessArgs, Model: rt.opts.Model, Resume: resume,
 		Dir: rt.opts.Workspace, Env: rt.env, Logger: log, Grace: rt.opts.Grace,
@@ -80,6 +81,7 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, prompt,
 	if err := p.SendUser(prompt); err != nil {
 		return a.died(fmt.Sprintf("send prompt: %v", err))
 	}
+	a.setPhase(phaseWorking)
 	return a.follow(ctx)
 }
 
@@ -106,6 +108,11 @@ type attemptRun struct {
 	writingRetried     bool
 	sawRound           bool // a main-thread round was seen (futile guard)
 	compacted          bool // the backstop fired in this attempt
+}
+
+func (a *attemptRun) setPhase(p phase) {
+	a.phase = p
+	a.logState.setPhase(p.String())
 }
 
 // futile ends the attempt because the fresh session already sits at or
@@ -253,6 +260,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 	}
 	if a.meter.SessionID != prevSession || (a.meter.SessionID != "" && a.gen.SessionID == "") {
 		st.SetSessionID(a.meter.SessionID)
+		a.logState.setSession(a.meter.SessionID)
 		rt.save(st)
 		rt.emit(a.event(KindSession))
 	}
@@ -331,7 +339,7 @@ func (a *attemptRun) compaction(sign string) {
 
 // cut interrupts the running turn; its result starts the writing turn.
 func (a *attemptRun) cut(reason string) {
-	a.phase = phaseCutting
+	a.setPhase(phaseCutting)
 	a.reason = reason
 	a.cutContext = a.meter.Context
 	a.log.Info("handoff due: interrupting at the message boundary", "reason", reason, "context", a.meter.Context, "at", a.rt.policy.At())
@@ -396,7 +404,7 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 			a.reason = manifest.ReasonOverflow
 			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow at the cut: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
 		}
-		a.phase = phaseWriting
+		a.setPhase(phaseWriting)
 		a.writingStart = rt.opts.Now()
 		a.writingCost0 = a.meter.CostUSD
 		e := a.event(KindHandoff)

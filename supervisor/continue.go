@@ -152,7 +152,7 @@ func (s *stepRun) continuation(message string) (launch, error) {
 		if message == "" {
 			message = ContinueMessage
 		}
-		s.log.Info("resuming", "session", session, "gen", gen.N)
+		s.log.Info("resuming", "resume", session)
 		fallback := func() (string, string, error) {
 			prompt, from, err := s.handoffFallback()
 			if message != ContinueMessage {

@@ -63,7 +63,8 @@ func (rt *Runtime) lockStep(name string) (*stepRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &stepRun{rt: rt, log: rt.log.With("step", name), lock: l}
+	ls := &logState{phase: logPhaseStarting}
+	s := &stepRun{rt: rt, log: newStepLogger(rt.log, ls, name), lock: l, logState: ls}
 	if prev > 0 && prev != os.Getpid() {
 		msg := fmt.Sprintf("took over the lock of step %s left by pid %d, which no longer runs it", name, prev)
 		s.log.Warn(msg)

@@ -263,6 +263,8 @@ type stepRun struct {
 	st   *manifest.StepResult
 	log  *slog.Logger
 	lock *stepLock
+	// logState stamps generation, session and phase on every record of log.
+	logState *logState
 }
 
 // begin marks the step running under this Runtime's settings.
@@ -351,7 +353,7 @@ func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, erro
 			}
 			st.Attempts++
 			st.AddError(fmt.Sprintf("attempt %d: %s", st.Attempts, out.why))
-			s.log.Warn("attempt failed", "gen", gen.N, "attempts", st.Attempts, "why", out.why)
+			s.log.Warn("attempt failed", "attempts", st.Attempts, "why", out.why)
 			if st.Attempts-failedBefore >= rt.opts.MaxAttempts {
 				st.Finish(manifest.StatusFailed, rt.opts.Now())
 				rt.save(st)

@@ -1,0 +1,63 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/flowerhq/flower/harness/harnesstest"
+)
+
+// Every record of the run's log carries the generation, the session id and
+// the phase (issue 4), and no secret from the environment.
+func TestLogRecordsCarryGenerationSessionPhase(t *testing.T) {
+	const secret = "sk-ant-api03-LOGSECRET-abcdefghijklmnop"
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b := newBench(t, harnesstest.ModeStream, harnesstest.EnvContext+"=155000", "ANTHROPIC_API_KEY="+secret)
+	rt := b.runtime(Options{Logger: logger})
+	st, err := rt.RunStep(context.Background(), "s", "a task")
+	if err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	if len(st.Generations) != 2 {
+		t.Fatalf("%d generations, want 2 (one handoff)", len(st.Generations))
+	}
+	if strings.Contains(buf.String(), "LOGSECRET") {
+		t.Fatalf("the API key reached the log")
+	}
+	phases := map[string]bool{}
+	gens := map[float64]bool{}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not JSON: %q", line)
+		}
+		n++
+		for _, k := range []string{"step", "gen", "session", "phase"} {
+			if _, ok := rec[k]; !ok {
+				t.Errorf("record %q lacks %q", rec["msg"], k)
+			}
+		}
+		p, _ := rec["phase"].(string)
+		phases[p] = true
+		g, _ := rec["gen"].(float64)
+		gens[g] = true
+		if p == "writing" && rec["session"] == "" {
+			t.Errorf("a writing-phase record without its session: %q", rec["msg"])
+		}
+	}
+	for _, p := range []string{"starting", "working", "cutting", "writing"} {
+		if !phases[p] {
+			t.Errorf("no record in phase %q (saw %v)", p, phases)
+		}
+	}
+	if !gens[1] || !gens[2] {
+		t.Errorf("records of generations %v, want 1 and 2", gens)
+	}
+	t.Logf("%d records", n)
+}
