@@ -150,10 +150,12 @@ type CorruptError struct {
 	Err  error
 }
 
+// Error describes the failure; it is what a person sees.
 func (e *CorruptError) Error() string {
 	return fmt.Sprintf("manifest %s is corrupt: %v", e.Path, e.Err)
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *CorruptError) Unwrap() error { return e.Err }
 
 // Path is the manifest's path for a run directory.

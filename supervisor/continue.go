@@ -348,6 +348,7 @@ type HandoffFileError struct {
 	Err     error  // fs.ErrNotExist, ErrBrokenHandoff, or a read error
 }
 
+// Error describes the failure; it is what a person sees.
 func (e *HandoffFileError) Error() string {
 	return fmt.Sprintf("handoff file %s %s; nothing was started", e.Path, e.Problem)
 }

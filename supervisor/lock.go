@@ -26,6 +26,7 @@ type BusyError struct {
 	PID    int // the holder's pid; 0 if it could not be read
 }
 
+// Error describes the failure; it is what a person sees.
 func (e *BusyError) Error() string {
 	holder := "another flower"
 	if e.PID > 0 {

@@ -24,6 +24,7 @@ const (
 
 var kindNames = [...]string{"other", "init", "system", "assistant", "user", "result", "control_response"}
 
+// String names the kind, for logs and tests.
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]

@@ -28,10 +28,12 @@ type LineError struct {
 	Err  error
 }
 
+// Error describes the failure; it is what a person sees.
 func (e *LineError) Error() string {
 	return fmt.Sprintf("line %d (%d bytes): %v", e.Line, e.Size, e.Err)
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *LineError) Unwrap() error { return e.Err }
 
 // LineReader splits a stream into newline-terminated lines of unbounded
