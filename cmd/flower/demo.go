@@ -28,7 +28,12 @@ served on 127.0.0.1: no API key, no network, nothing billed. It writes a small
 tool in a fresh workspace over three sessions; each of the first two fills its
 context past the handoff threshold of a 200K window, writes its handoff, and a
 new session takes over from the file. The workspace is kept for inspection
-unless --clean is given.`,
+unless --clean is given.
+
+Examples:
+   flower demo                 # the Chinese status lines, as in the design
+   flower demo --lang en       # English labels
+   flower demo --pace 0 --clean   # as fast as it goes, leave nothing behind`,
 	Flags:  demoFlags(),
 	Action: demoAction,
 }

@@ -23,6 +23,12 @@ var runCommand = &cli.Command{
 	Name:      "run",
 	Usage:     "run a task (the default command; use it when the task's first word is a command name)",
 	UsageText: "flower run [flags] TASK [-- HARNESS ARGS]",
+	Description: `The same as flower without a command: runs TASK under generational handoff.
+Use it when the task's first word is also a command name.
+
+Examples:
+   flower run "show me the failing tests and fix them"
+   flower run -f task.md --window 200000 -- --allowedTools Bash Write Edit Read`,
 	Flags:     runFlags(),
 	Action:    runAction,
 }
