@@ -29,8 +29,8 @@ Use it when the task's first word is also a command name.
 Examples:
    flower run "show me the failing tests and fix them"
    flower run -f task.md --window 200000 -- --allowedTools Bash Write Edit Read`,
-	Flags:     runFlags(),
-	Action:    runAction,
+	Flags:  runFlags(),
+	Action: runAction,
 }
 
 func runFlags() []cli.Flag {
