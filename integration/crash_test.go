@@ -29,7 +29,11 @@ import (
 // TestMain lets this test binary be the fake harness too.
 func TestMain(m *testing.M) {
 	harnesstest.Main()
-	os.Exit(m.Run())
+	code := m.Run()
+	if flowerBin != "" {
+		os.RemoveAll(filepath.Dir(flowerBin)) // the binary built once for these tests
+	}
+	os.Exit(code)
 }
 
 var (

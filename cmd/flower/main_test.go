@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/flowerhq/flower/harness/harnesstest"
@@ -11,5 +12,9 @@ import (
 // harnesstest's environment it runs the fake and exits before any test.
 func TestMain(m *testing.M) {
 	harnesstest.Main()
-	os.Exit(m.Run())
+	code := m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin)) // the binary built once for the CLI tests
+	}
+	os.Exit(code)
 }
