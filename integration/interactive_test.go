@@ -115,16 +115,25 @@ sleep 600
 		if t.Failed() {
 			t.Logf("pane at the end:\n%s", p.capture())
 		}
-		_ = exec.Command("tmux", "-L", p.socket, "kill-server").Run()
+		_ = tmuxCommand(p.socket, "kill-server").Run()
 	})
 	return p
+}
+
+// tmuxCommand runs tmux on the test's own server in UTF-8, as a person's
+// terminal would be: without a UTF-8 locale (CI may have none) tmux turns
+// the Chinese status lines in titles and panes into underscores.
+func tmuxCommand(socket string, args ...string) *exec.Cmd {
+	cmd := exec.Command("tmux", append([]string{"-u", "-L", socket}, args...)...)
+	cmd.Env = append(os.Environ(), "LANG=C.UTF-8", "LC_ALL=C.UTF-8")
+	return cmd
 }
 
 func (p *pane) file(name string) string { return filepath.Join(p.dir, name) }
 
 func (p *pane) tmux(args ...string) string {
 	p.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", p.socket}, args...)...).CombinedOutput()
+	out, err := tmuxCommand(p.socket, args...).CombinedOutput()
 	if err != nil {
 		p.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -269,7 +278,7 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 			case <-stop:
 				return
 			case <-time.After(100 * time.Millisecond):
-				out, err := exec.Command("tmux", "-L", p.socket, "display-message", "-p", "-t", "it", "#{pane_title}").Output()
+				out, err := tmuxCommand(p.socket, "display-message", "-p", "-t", "it", "#{pane_title}").Output()
 				if err == nil {
 					titles.Store(strings.TrimSpace(string(out)), true)
 				}
