@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -60,12 +61,12 @@ func killTagged(tag string) int {
 	return total
 }
 
-// spawn runs f (a cmd.Start) on one OS thread that never exits. The
+// Spawn runs f (a cmd.Start) on one OS thread that never exits. The
 // harness's Pdeathsig fires when the thread that forked it exits, not when
 // the process does (Go issue 27505), and Go ends a thread when a goroutine
 // locked to it returns: forked from an ordinary goroutine's thread, the
 // harness could be killed while flower lives on.
-func spawn(f func()) {
+func Spawn(f func()) {
 	spawnOnce.Do(func() {
 		go func() {
 			runtime.LockOSThread() // for good: this thread is never given back
@@ -116,7 +117,7 @@ func KillAll() int {
 		if p.signalGroup(syscall.SIGKILL) == nil {
 			n++
 		}
-		killTagged(p.tag)
+		p.guard.KillTagged()
 	}
 	return n
 }
@@ -139,45 +140,67 @@ for pass in 1 2 3 4; do
 done
 kill -9 0`
 
-// startReaper starts a shell in the harness's process group that kills the
-// group, and every process carrying the harness's tag, when this program
-// dies. Pdeathsig alone reaches only the harness itself: the tools it runs
-// (a Bash command and its children) would live on as orphans. The reaper
-// also keeps the group's id from being reused until the group is killed.
-// Without a shell the harness runs without a reaper.
-func (p *Process) startReaper() {
+// Guard keeps a child and everything it starts from outliving this
+// program. Give the child Env; start it with Spawn (for Pdeathsig); then
+// Watch starts the reaper, a shell that waits for EOF on a pipe only this
+// program holds and, however the program died, kills every process carrying
+// the tag (Pdeathsig alone reaches only the child itself: the tools it runs
+// would live on as orphans). Release collects the reaper once the child and
+// its processes are gone.
+type Guard struct {
+	tag      string
+	reaper   *exec.Cmd
+	reaperIn *os.File
+}
+
+// NewGuard returns a guard with a fresh tag.
+func NewGuard() *Guard { return &Guard{tag: newTag()} }
+
+// Env is the environment entry that tags the child and all it starts.
+func (g *Guard) Env() string { return EnvTag + "=" + g.tag }
+
+// KillTagged SIGKILLs every process carrying the tag and returns how many.
+func (g *Guard) KillTagged() int { return killTagged(g.tag) }
+
+// Watch starts the reaper. With pgid > 0 it joins that process group (the
+// child's, in this program's session), which also keeps the group's id from
+// being reused until the group is killed; with 0 it stays in a group of its
+// own (a child that leads a session of its own cannot be joined). Without a
+// shell the child runs unguarded, and log says so.
+func (g *Guard) Watch(pgid int, log *slog.Logger) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		p.log.Warn("no reaper for the harness's process group", "err", err)
+		log.Warn("no reaper for the harness's processes", "err", err)
 		return
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		p.log.Warn("no reaper for the harness's process group", "err", err)
+		log.Warn("no reaper for the harness's processes", "err", err)
 		return
 	}
-	cmd := exec.Command(sh, "-c", reaperScript, "flower-reaper", p.tag)
+	cmd := exec.Command(sh, "-c", reaperScript, "flower-reaper", g.tag)
 	cmd.Stdin = r
-	// Not the harness's environment: the reaper must not carry the tag.
+	// Not the child's environment: the reaper must not carry the tag.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH") + ":/usr/bin:/bin"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: p.cmd.Process.Pid}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
 	err = cmd.Start()
 	r.Close()
 	if err != nil {
 		w.Close()
-		p.log.Warn("no reaper for the harness's process group", "err", err)
+		log.Warn("no reaper for the harness's processes", "err", err)
 		return
 	}
-	p.reaper, p.reaperIn = cmd, w
+	g.reaper, g.reaperIn = cmd, w
 }
 
-// stopReaper collects the reaper after the group was killed.
-func (p *Process) stopReaper() {
-	if p.reaper == nil {
+// Release lets the reaper go and collects it: it kills what is left of the
+// tag (nothing, normally) and its own group, then exits.
+func (g *Guard) Release() {
+	if g.reaper == nil {
 		return
 	}
-	p.reaperIn.Close() // in case the group kill missed it: it then kills an empty group
-	_ = p.reaper.Wait()
+	g.reaperIn.Close()
+	_ = g.reaper.Wait()
 }
 
 // exitedError is ErrExited with how the harness exited and the last line it

@@ -85,12 +85,7 @@ type Process struct {
 	err    error         // Wait's result, valid after exited
 
 	stderr *tail
-	tag    string // EnvTag's value: finds the harness's processes outside its group
-
-	// reaper kills the group if this program dies (see startReaper);
-	// reaperIn is our end of its stdin, open for as long as we live.
-	reaper   *exec.Cmd
-	reaperIn *os.File
+	guard  *Guard // tags the harness's processes and reaps them if this program dies
 
 	mu        sync.Mutex
 	pending   map[string]chan transcript.Event
@@ -127,7 +122,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
 	p := &Process{
-		tag:     newTag(),
+		guard:   NewGuard(),
 		log:     log,
 		grace:   grace,
 		stdin:   inW,
@@ -144,7 +139,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = append(env[:len(env):len(env)], EnvTag+"="+p.tag)
+	cmd.Env = append(env[:len(env):len(env)], p.guard.Env())
 	cmd.Stdin = inR
 	cmd.Stdout = outW
 	cmd.Stderr = p.stderr
@@ -157,7 +152,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	cmd.WaitDelay = grace
 	p.cmd = cmd
 	var startErr error
-	spawn(func() { startErr = cmd.Start() })
+	Spawn(func() { startErr = cmd.Start() })
 	if err := startErr; err != nil {
 		inR.Close()
 		inW.Close()
@@ -169,7 +164,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	inR.Close()
 	outW.Close()
 	log.Debug("harness started", "pid", cmd.Process.Pid, "args", cfg.Argv())
-	p.startReaper()
+	p.guard.Watch(cmd.Process.Pid, log)
 	register(p)
 
 	q := newQueue()
@@ -186,7 +181,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		// now. The group cannot have been reused: the reaper keeps it
 		// alive until this signal.
 		_ = p.signalGroup(syscall.SIGKILL)
-		if n := killTagged(p.tag); n > 0 {
+		if n := p.guard.KillTagged(); n > 0 {
 			log.Info("killed processes the harness left behind", "pid", cmd.Process.Pid, "count", n)
 		}
 		select {
@@ -198,7 +193,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			p.stdout.Close()
 			<-readerDone
 		}
-		p.stopReaper()
+		p.guard.Release()
 		p.stdin.Close()
 		p.failPending()
 		unregister(p)

@@ -496,3 +496,59 @@ func manifests(t *testing.T, workspace string) []string {
 	}
 	return out
 }
+
+// TestInteractiveSIGKILLLeavesNothing: flower killed with SIGKILL while the
+// interactive harness runs a tool. The tool runs in a session of its own
+// (the harness does that with Bash), out of reach of the harness's group and
+// of Pdeathsig; the reaper must still take it, within seconds.
+func TestInteractiveSIGKILLLeavesNothing(t *testing.T) {
+	t.Parallel()
+	const marker = "timeout 97 tail -f /dev/null"
+	srv := startServer(t, func(r *apiserver.Request) apiserver.Reply {
+		if r.Kind == apiserver.KindMain && len(r.LastToolResults) == 0 {
+			return apiserver.Reply{Text: "waiting", Usage: apiserver.Usage{InputTokens: 20_000},
+				ToolUses: []apiserver.ToolUse{{Name: "Bash", Input: map[string]any{"command": marker, "description": "wait"}}}}
+		}
+		return apiserver.Harmless(r)
+	})
+	r := interactiveRun{srv: srv, workspace: t.TempDir(), home: t.TempDir(), flower: buildFlower(t), harness: harnessPath(t),
+		args: []string{"--", "--permission-mode", "dontAsk", "--allowedTools", "Bash"}}
+	seedHarnessHome(t, r.home, r.workspace, apiserver.APIKey)
+	p := startPane(t, r)
+	p.harnessUp(r.home)
+	p.keys("start the long tool")
+	time.Sleep(300 * time.Millisecond)
+	p.press("Enter")
+	var tool []int
+	p.waitFor("the tool to run", waitLimit, func() bool { tool = pidsWithCmdline(marker); return len(tool) > 0 })
+	if err := syscall.Kill(p.flowerPID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	p.waitFor("the tool to go with flower", 10*time.Second, func() bool { return len(pidsWithCmdline(marker)) == 0 })
+	t.Logf("the tool (pids %v) was gone %v after flower's SIGKILL", tool, time.Since(start))
+}
+
+// pidsWithCmdline lists the live (not zombie) processes whose command line
+// contains s.
+func pidsWithCmdline(s string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(strings.ReplaceAll(string(cmd), "\x00", " "), s) {
+			continue
+		}
+		if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
+			if i := strings.LastIndexByte(string(st), ')'); i > 0 && strings.HasPrefix(strings.TrimSpace(string(st[i+1:])), "Z") {
+				continue
+			}
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}

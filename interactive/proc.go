@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowerhq/flower/harness"
 	"io"
 	"log/slog"
 	"os"
@@ -48,6 +49,7 @@ type proc struct {
 	copied chan struct{} // closed when the output copy ended
 	err    error         // Wait's result, valid after exited
 	start  time.Time
+	guard  *harness.Guard // nothing of the harness outlives flower, even a SIGKILLed one
 }
 
 // startProc starts the harness in a new pty of the given size, leading its
@@ -65,23 +67,31 @@ func startProc(ctx context.Context, cfg procConfig, screen io.Writer) (*proc, er
 	if grace <= 0 {
 		grace = 5 * time.Second
 	}
-	p := &proc{log: log, grace: grace, exited: make(chan struct{}), copied: make(chan struct{})}
+	p := &proc{log: log, grace: grace, exited: make(chan struct{}), copied: make(chan struct{}), guard: harness.NewGuard()}
 	cmd := exec.CommandContext(ctx, cfg.Path, cfg.argv()...)
 	cmd.Dir = cfg.Dir
-	cmd.Env = cfg.Env
+	cmd.Env = append(cfg.Env[:len(cfg.Env):len(cfg.Env)], p.guard.Env())
 	cmd.Cancel = func() error { return p.signal(syscall.SIGTERM) }
 	cmd.WaitDelay = grace
 	p.cmd = cmd
-	f, err := pty.StartWithAttrs(cmd, cfg.Size, &syscall.SysProcAttr{
-		Setsid:  true,
-		Setctty: true,
-		// If flower dies without cleaning up, the harness goes with it.
-		Pdeathsig: syscall.SIGKILL,
+	var f *os.File
+	var err error
+	// On the thread that never exits: Pdeathsig is tied to the forking thread.
+	harness.Spawn(func() {
+		f, err = pty.StartWithAttrs(cmd, cfg.Size, &syscall.SysProcAttr{
+			Setsid:  true,
+			Setctty: true,
+			// If flower dies without cleaning up, the harness goes with it.
+			Pdeathsig: syscall.SIGKILL,
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start harness %s: %w", cfg.Path, err)
 	}
 	p.pty, p.start = f, time.Now()
+	// The harness leads a session of its own, so the reaper cannot join its
+	// group; it kills by tag (the harness and all it starts carry it).
+	p.guard.Watch(0, log)
 	log.Debug("interactive harness started", "pid", cmd.Process.Pid, "args", len(cfg.argv()))
 	go func() {
 		// Linux answers EIO once the last holder of the pty's other end is
@@ -92,6 +102,12 @@ func startProc(ctx context.Context, cfg procConfig, screen io.Writer) (*proc, er
 	}()
 	go func() {
 		p.err = cmd.Wait()
+		// What the harness left behind (a tool in a session of its own) goes
+		// with it.
+		if n := p.guard.KillTagged(); n > 0 {
+			log.Info("killed processes the harness left behind", "count", n)
+		}
+		p.guard.Release()
 		close(p.exited)
 	}()
 	return p, nil
