@@ -218,6 +218,7 @@ type interactiveScript struct {
 	stage     int // 0: task, 1: tool result, then done
 	writing   []apiserver.Request
 	successor []apiserver.Request
+	continued []apiserver.Request
 }
 
 func (s *interactiveScript) reply(r *apiserver.Request) apiserver.Reply {
@@ -227,6 +228,9 @@ func (s *interactiveScript) reply(r *apiserver.Request) apiserver.Reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
+	case strings.Contains(r.LastUserText, "CONTINUE-MARK"):
+		s.continued = append(s.continued, *r)
+		return apiserver.Reply{Text: "CONTINUED-OK", Usage: usage(25_000)}
 	case strings.Contains(r.LastUserText, handoffwriter.PromptTag):
 		s.writing = append(s.writing, *r)
 		return goodHandoff(0)
@@ -405,6 +409,32 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 	tr, err := os.ReadFile(transcript.FilePath(filepath.Join(r.home, ".claude"), r.workspace, g1.SessionID))
 	if err != nil || !strings.Contains(string(tr), "[Request interrupted by user for tool use]") {
 		t.Errorf("generation 1's transcript shows no interrupt (%v)", err)
+	}
+
+	// Continuation works for an interactive run as for a headless one: the
+	// live successor (generation 2), never the retired generation 1, is
+	// resumed with its history, and the lineage goes on in the manifest.
+	cont := exec.Command(r.flower, "continue", "-C", r.workspace, "--harness", r.harness, "CONTINUE-MARK go on")
+	cont.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.home}, srv.Env()...)
+	out, err := cont.CombinedOutput()
+	if err != nil {
+		t.Fatalf("flower continue: %v\n%s", err, out)
+	}
+	script.mu.Lock()
+	continued := append([]apiserver.Request(nil), script.continued...)
+	script.mu.Unlock()
+	if len(continued) == 0 {
+		t.Fatalf("the continuation never reached the model:\n%s", out)
+	}
+	if c := continued[0]; !strings.Contains(c.AllText, "SUCCESSOR-SAYS") || strings.Contains(c.AllText, "echo one") {
+		t.Errorf("the continuation did not resume generation 2's session (its history is missing, or generation 1's is there)")
+	}
+	m, err = manifest.Load(runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := m.Step("main"); st.Status != manifest.StatusSucceeded || len(st.Generations) != 2 || st.SessionID != g2.SessionID || len(st.Retired) != 1 {
+		t.Errorf("after continue: status %s, %d generations, session %q (want %q), retired %q", st.Status, len(st.Generations), st.SessionID, g2.SessionID, st.Retired)
 	}
 }
 

@@ -83,7 +83,21 @@ func pastRunFlags() []cli.Flag {
 	return flags
 }
 
+// noInteractive refuses -i: continue and rerun supervise headless. An
+// interactive step continues that way too (its live session is resumed, its
+// lineage goes on); reopening the harness's screen on a resumed session is
+// not supported.
+func noInteractive(c *cli.Context) error {
+	if c.Bool("interactive") {
+		return usagef("%s runs headless (an interactive step's session is resumed too); -i is for a new run", c.Command.Name)
+	}
+	return nil
+}
+
 func continueAction(c *cli.Context) error {
+	if err := noInteractive(c); err != nil {
+		return err
+	}
 	var message string
 	switch c.NArg() {
 	case 0:
@@ -106,6 +120,9 @@ func continueAction(c *cli.Context) error {
 }
 
 func rerunAction(c *cli.Context) error {
+	if err := noInteractive(c); err != nil {
+		return err
+	}
 	if c.NArg() > 0 {
 		return usagef("rerun takes no task or message: it starts from the handoff file (harness arguments go after --), got %q", c.Args().First())
 	}

@@ -245,3 +245,14 @@ func TestCLIGenerationLimitExitCode(t *testing.T) {
 		t.Errorf("stderr lacks the R27 advice:\n%s", stderr.String())
 	}
 }
+
+// continue and rerun supervise headless; -i there is refused, not ignored.
+func TestContinueAndRerunRefuseInteractive(t *testing.T) {
+	for _, cmd := range []string{"continue", "rerun"} {
+		var stdout, stderr strings.Builder
+		err := run(context.Background(), []string{"flower", cmd, "-i", "-C", t.TempDir()}, strings.NewReader(""), &stdout, &stderr)
+		if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "runs headless") {
+			t.Errorf("%s -i: %v", cmd, err)
+		}
+	}
+}
