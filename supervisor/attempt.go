@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/flowerhq/flower/runlog"
 	"log/slog"
 	"strings"
 	"time"
@@ -54,7 +55,7 @@ const (
 // or the harness fails.
 func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, prompt, resume string) outcome {
 	rt := s.rt
-	s.logState.set(gen.N, resume, logPhaseStarting)
+	s.logState.Set(gen.N, resume, runlog.PhaseStarting)
 	log := s.log
 	p, err := harness.Start(ctx, harness.Config{
 		Path: rt.opts.HarnessPath, Args: rt.opts.HarnessArgs, Model: rt.opts.Model, Resume: resume,
@@ -112,7 +113,7 @@ type attemptRun struct {
 
 func (a *attemptRun) setPhase(p phase) {
 	a.phase = p
-	a.logState.setPhase(p.String())
+	a.logState.SetPhase(p.String())
 }
 
 // futile ends the attempt because the fresh session already sits at or
@@ -260,7 +261,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 	}
 	if a.meter.SessionID != prevSession || (a.meter.SessionID != "" && a.gen.SessionID == "") {
 		st.SetSessionID(a.meter.SessionID)
-		a.logState.setSession(a.meter.SessionID)
+		a.logState.SetSession(a.meter.SessionID)
 		rt.save(st)
 		rt.emit(a.event(KindSession))
 	}

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"github.com/flowerhq/flower/runlog"
 	"io"
 	"log/slog"
 	"os"
@@ -64,8 +65,8 @@ func (rt *Runtime) lockStep(name string) (*stepRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	ls := &logState{phase: logPhaseStarting}
-	s := &stepRun{rt: rt, log: newStepLogger(rt.log, ls, name), lock: l, logState: ls}
+	ls := runlog.NewState()
+	s := &stepRun{rt: rt, log: runlog.New(rt.log, ls, name), lock: l, logState: ls}
 	if prev > 0 && prev != os.Getpid() {
 		msg := fmt.Sprintf("took over the lock of step %s left by pid %d, which no longer runs it", name, prev)
 		s.log.Warn(msg)

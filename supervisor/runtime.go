@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowerhq/flower/runlog"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -264,7 +265,7 @@ type stepRun struct {
 	log  *slog.Logger
 	lock *stepLock
 	// logState stamps generation, session and phase on every record of log.
-	logState *logState
+	logState *runlog.State
 }
 
 // begin marks the step running under this Runtime's settings.
