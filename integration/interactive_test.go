@@ -406,6 +406,24 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 	if !strings.Contains(string(log), "interrupting at the message boundary") {
 		t.Errorf("flower.log does not show the interrupt")
 	}
+	// Every record says where in the run it was written (issue 4).
+	phases := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("flower.log line is not JSON: %q", line)
+		}
+		for _, k := range []string{"step", "gen", "session", "phase"} {
+			if _, ok := rec[k]; !ok {
+				t.Errorf("log record %q lacks %q", rec["msg"], k)
+			}
+		}
+		p, _ := rec["phase"].(string)
+		phases[p] = true
+	}
+	if !phases["working"] || !phases["cutting"] || !phases["writing"] {
+		t.Errorf("log phases %v: want working, cutting and writing", phases)
+	}
 	tr, err := os.ReadFile(transcript.FilePath(filepath.Join(r.home, ".claude"), r.workspace, g1.SessionID))
 	if err != nil || !strings.Contains(string(tr), "[Request interrupted by user for tool use]") {
 		t.Errorf("generation 1's transcript shows no interrupt (%v)", err)

@@ -30,6 +30,24 @@ const (
 	phaseWriting         // the handoff-writing turn (exempt from the threshold, R15)
 )
 
+// setPhase moves the generation to p and says so in the log records.
+func (g *genRun) setPhase(p phase) {
+	g.phase = p
+	g.logState.SetPhase(p.String())
+}
+
+func (p phase) String() string {
+	switch p {
+	case phaseCutting:
+		return "cutting"
+	case phaseSubmitted:
+		return "submitted"
+	case phaseWriting:
+		return "writing"
+	}
+	return "working"
+}
+
 // Timings of the cut, from the harness's observed behaviour (package doc).
 const (
 	pollEvery = 200 * time.Millisecond
@@ -49,6 +67,12 @@ const (
 	// keysAfter: a harness that writes no state file gets the person's keys
 	// this long after it started.
 	keysAfter = 3 * time.Second
+	// keysAfterPrompt: a harness started with its first prompt gets the
+	// person's keys once that prompt is in (its transcript appears), or
+	// this long after it started. Its state file comes earlier in its
+	// start-up than its input box does: keys released on the state file
+	// alone were lost on a loaded machine.
+	keysAfterPrompt = 20 * time.Second
 )
 
 // genRun is one generation: one harness process and its transcript.
@@ -71,6 +95,7 @@ type genRun struct {
 	warned    bool   // the near notice was shown (R10)
 	ready     bool   // the harness's state file has appeared
 	released  bool   // the person's keys go to this harness
+	argPrompt bool   // the harness was started with its first prompt as an argument
 	idleSince time.Time
 
 	typedPrompt string // a first prompt too long for the command line
@@ -204,7 +229,8 @@ func (g *genRun) locate() {
 	}
 	g.fol, g.folCancel, g.following = fol, cancel, sid
 	g.used[path] = true
-	g.log.Info("transcript found", "path", path, "session", sid)
+	g.logState.SetSession(sid)
+	g.log.Info("transcript found", "path", path)
 }
 
 // switchSession follows the harness to a new session in the same process
@@ -248,7 +274,11 @@ func (g *genRun) tick(ctx context.Context) (outcome, bool) {
 			g.idleSince = time.Time{}
 		}
 	}
-	if !g.released && g.phase == phaseWorking && g.typedPrompt == "" && (g.ready || now.Sub(g.p.start) >= keysAfter) {
+	keysReady, wait := g.ready, keysAfter
+	if g.argPrompt {
+		keysReady, wait = g.following != "", keysAfterPrompt
+	}
+	if !g.released && g.phase == phaseWorking && g.typedPrompt == "" && (keysReady || now.Sub(g.p.start) >= wait) {
 		// The harness is up: the person's keys go straight to it now.
 		g.released = true
 		if err := g.gate.Release(); err != nil {
@@ -376,7 +406,7 @@ func (g *genRun) handle(ctx context.Context, ev *transcript.Event) (outcome, boo
 			g.st.Task = text
 			g.save()
 		case g.phase == phaseSubmitted && strings.Contains(text, handoffwriter.PromptTag):
-			g.phase = phaseWriting
+			g.setPhase(phaseWriting)
 			g.writingStart = g.opts.Now()
 			g.deadline = g.writingStart.Add(g.opts.WritingTimeout)
 			g.log.Info("handoff prompt submitted; the writing turn runs")
@@ -437,7 +467,8 @@ func (g *genRun) check() {
 		return
 	}
 	now := g.opts.Now()
-	g.phase, g.reason, g.cutContext = phaseCutting, manifest.ReasonThreshold, g.meter.Context
+	g.reason, g.cutContext = manifest.ReasonThreshold, g.meter.Context
+	g.setPhase(phaseCutting)
 	g.cutStart, g.deadline = now, now.Add(g.opts.CutTimeout)
 	// From here on the person's keys wait: nothing they type may land in
 	// the handoff prompt.
@@ -455,7 +486,8 @@ func (g *genRun) check() {
 
 // typeHandoff clears the input and types the handoff prompt (R14).
 func (g *genRun) typeHandoff(ctx context.Context) (outcome, bool) {
-	g.phase, g.escAt = phaseSubmitted, time.Time{}
+	g.escAt = time.Time{}
+	g.setPhase(phaseSubmitted)
 	e := g.event(supervisor.KindHandoff)
 	e.Phase, e.Context = supervisor.PhaseWriting, g.cutContext
 	g.show(e)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/handoff"
+	"github.com/flowerhq/flower/runlog"
 	"io"
 	"log/slog"
 	"os"
@@ -97,10 +99,11 @@ func Run(ctx context.Context, opts Options) (*manifest.StepResult, error) {
 		term:      t,
 		screen:    NewScreen(opts.Out),
 		gate:      &Gate{},
-		log:       opts.Logger.With("step", opts.Step, "mode", "interactive"),
+		logState:  runlog.NewState(),
 		configDir: transcript.ConfigDir(opts.Env),
 		used:      map[string]bool{},
 	}
+	r.log = runlog.New(opts.Logger, r.logState, opts.Step).With("mode", "interactive")
 	defer t.Restore()
 	defer func() {
 		if v := recover(); v != nil {
@@ -162,6 +165,7 @@ type run struct {
 	screen    *Screen
 	gate      *Gate
 	log       *slog.Logger
+	logState  *runlog.State // generation, session and phase on every log record
 	configDir string
 	st        *manifest.StepResult
 	used      map[string]bool // transcripts earlier generations followed
@@ -237,9 +241,40 @@ func (r *run) readKeys(in io.Reader) {
 }
 
 func (r *run) emit(ev supervisor.Event) {
+	r.logEvent(ev)
 	if r.opts.OnEvent != nil {
 		r.opts.OnEvent(ev)
 	}
+}
+
+// logEvent records an event in the run's log: the screen is the harness's,
+// so the log is where `flower logs` finds what flower did. The step,
+// generation, session and phase come from the log state.
+func (r *run) logEvent(ev supervisor.Event) {
+	level := slog.LevelInfo
+	if ev.Kind == supervisor.KindText || ev.Kind == supervisor.KindTool {
+		level = slog.LevelDebug
+	}
+	attrs := []any{"kind", string(ev.Kind)}
+	for _, kv := range []struct {
+		k   string
+		v   any
+		set bool
+	}{
+		{"handoff", ev.Phase, ev.Phase != ""},
+		{"context", ev.Context, ev.Context != 0},
+		{"window", ev.Window, ev.Window != 0},
+		{"path", ev.Path, ev.Path != ""},
+		{"degraded", ev.Degraded, ev.Kind == supervisor.KindHandoff && ev.Phase == supervisor.PhaseDone},
+		{"why", ev.Why, ev.Why != ""},
+		{"tool", ev.Tool, ev.Tool != ""},
+		{"text", console.Abbrev(ev.Text, 200), ev.Text != ""},
+	} {
+		if kv.set {
+			attrs = append(attrs, kv.k, kv.v)
+		}
+	}
+	r.log.Log(context.Background(), level, "event", attrs...)
 }
 
 // show queues ev's lines for the next time the screen is free, and shows its
@@ -347,7 +382,8 @@ type outcome struct {
 // raw for exactly as long as the harness runs.
 func (r *run) generation(ctx context.Context, gen *manifest.Generation, prompt string) outcome {
 	o := r.opts
-	log := r.log.With("gen", gen.N)
+	r.logState.Set(gen.N, "", runlog.PhaseStarting)
+	log := r.log
 	if err := r.term.MakeRaw(); err != nil {
 		return outcome{kind: outcomeFailed, why: err.Error()}
 	}
@@ -375,7 +411,7 @@ func (r *run) generation(ctx context.Context, gen *manifest.Generation, prompt s
 	r.gate.Hold()
 	r.gate.Attach(p.pty)
 	g := &genRun{
-		run: r, gen: gen, p: p, log: log, typedPrompt: typed,
+		run: r, gen: gen, p: p, log: log, typedPrompt: typed, argPrompt: argPrompt != "",
 		loc: locator{configDir: r.configDir, cwd: o.Workspace, pid: p.PID(), since: launched.Add(-time.Second), used: r.used},
 	}
 	// However this generation ends (a panic included), the harness is
@@ -387,6 +423,7 @@ func (r *run) generation(ctx context.Context, gen *manifest.Generation, prompt s
 		g.finish()
 	}()
 	log.Info("harness started", "pid", p.PID(), "interactive", true)
+	g.setPhase(phaseWorking)
 	r.emit(supervisor.Event{Kind: supervisor.KindGeneration, Step: r.st.Name, Generation: gen.N,
 		Window: o.Policy.Window, At: o.Policy.At(), WarnAt: o.Policy.WarnAt()})
 	return g.follow(ctx)

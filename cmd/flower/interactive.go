@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -88,9 +87,8 @@ func runInteractive(c *cli.Context) error {
 		Workspace: workspace, HarnessPath: job.harnessPath, HarnessArgs: args, Model: c.String("model"),
 		Env: rt.ChildEnv(), Policy: rt.Policy(), WindowSource: source, Manifest: rt.Manifest(), Workbench: wb,
 		Step: step, Task: task, In: in, Out: s.stdout,
-		Render:  screenRenderer{lang: lang, home: home},
-		OnEvent: logEvent(logger),
-		Logger:  logger,
+		Render: screenRenderer{lang: lang, home: home},
+		Logger: logger,
 	})
 	job.finish(st)
 	return err
@@ -117,36 +115,4 @@ func (r screenRenderer) Title(ev supervisor.Event) string {
 		return ""
 	}
 	return interactive.TitleFromLines(r.Lines(ev))
-}
-
-// logEvent records the run's events in flower.log: the screen is the
-// harness's, so the log is where `flower logs` finds what flower did.
-func logEvent(log *slog.Logger) func(supervisor.Event) {
-	return func(ev supervisor.Event) {
-		level := slog.LevelInfo
-		if ev.Kind == supervisor.KindText || ev.Kind == supervisor.KindTool {
-			level = slog.LevelDebug
-		}
-		attrs := []any{"kind", string(ev.Kind), "step", ev.Step, "gen", ev.Generation}
-		for _, kv := range []struct {
-			k   string
-			v   any
-			set bool
-		}{
-			{"phase", ev.Phase, ev.Phase != ""},
-			{"session", ev.SessionID, ev.SessionID != ""},
-			{"context", ev.Context, ev.Context != 0},
-			{"window", ev.Window, ev.Window != 0},
-			{"path", ev.Path, ev.Path != ""},
-			{"degraded", ev.Degraded, ev.Kind == supervisor.KindHandoff && ev.Phase == supervisor.PhaseDone},
-			{"why", ev.Why, ev.Why != ""},
-			{"tool", ev.Tool, ev.Tool != ""},
-			{"text", console.Abbrev(ev.Text, 200), ev.Text != ""},
-		} {
-			if kv.set {
-				attrs = append(attrs, kv.k, kv.v)
-			}
-		}
-		log.Log(context.Background(), level, "event", attrs...)
-	}
 }
