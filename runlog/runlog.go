@@ -72,6 +72,8 @@ func (h handler) Handle(ctx context.Context, r slog.Record) error {
 	return h.Handler.Handle(ctx, r)
 }
 
-func (h handler) WithAttrs(as []slog.Attr) slog.Handler { return handler{h.Handler.WithAttrs(as), h.st} }
+func (h handler) WithAttrs(as []slog.Attr) slog.Handler {
+	return handler{h.Handler.WithAttrs(as), h.st}
+}
 
 func (h handler) WithGroup(name string) slog.Handler { return handler{h.Handler.WithGroup(name), h.st} }
