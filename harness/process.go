@@ -35,6 +35,10 @@ import (
 // StreamArgs are the arguments that put the harness in supervised mode.
 var StreamArgs = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
 
+// DefaultGrace bounds each stage of stopping a harness (stdin closed →
+// SIGINT → SIGKILL) when no grace is given.
+const DefaultGrace = 5 * time.Second
+
 // ErrExited is returned by writes and control requests once the harness has
 // exited.
 var ErrExited = errors.New("harness exited")
@@ -107,7 +111,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	grace := cfg.Grace
 	if grace <= 0 {
-		grace = 5 * time.Second
+		grace = DefaultGrace
 	}
 	// Our own pipes, so that Wait never closes the read end under the
 	// reader: every line the harness wrote is read before Events closes.

@@ -65,7 +65,7 @@ func startProc(ctx context.Context, cfg procConfig, screen io.Writer) (*proc, er
 	}
 	grace := cfg.Grace
 	if grace <= 0 {
-		grace = 5 * time.Second
+		grace = harness.DefaultGrace
 	}
 	p := &proc{log: log, grace: grace, exited: make(chan struct{}), copied: make(chan struct{}), guard: harness.NewGuard()}
 	cmd := exec.CommandContext(ctx, cfg.Path, cfg.argv()...)

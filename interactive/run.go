@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/handoff"
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/runlog"
 	"io"
 	"log/slog"
@@ -26,7 +27,7 @@ import (
 const (
 	DefaultCutTimeout     = 60 * time.Second
 	DefaultWritingTimeout = 15 * time.Minute
-	DefaultGrace          = 5 * time.Second
+	DefaultGrace          = harness.DefaultGrace
 	// DefaultSubmitTimeout bounds the wait for a typed prompt to show up in
 	// the transcript.
 	DefaultSubmitTimeout = 30 * time.Second

@@ -31,7 +31,7 @@ const (
 	DefaultMaxAttempts    = 3
 	DefaultCutTimeout     = 60 * time.Second
 	DefaultWritingTimeout = 15 * time.Minute
-	DefaultGrace          = 5 * time.Second
+	DefaultGrace          = harness.DefaultGrace
 )
 
 // Errors a caller can branch on. A step that hits the generation limit
