@@ -7,7 +7,7 @@ BIN     := bin/flower
 HARNESS_VERSION := 2.1.328
 export FLOWER_HARNESS_VERSION := $(HARNESS_VERSION)
 
-.PHONY: all build harness tools test unit demo fuzz bench clean
+.PHONY: all build harness tools test unit tidy demo fuzz bench clean
 
 all: build
 
@@ -26,7 +26,15 @@ tools:
 
 # Unit tests, then the integration tests that drive the real harness
 # against the scripted Messages API on 127.0.0.1.
-test: build tools
+# Unit tests only: no harness, no tmux, no network.
+unit:
+	$(GO) test -count=1 -short ./...
+
+# go.mod and go.sum must say exactly what the code imports.
+tidy:
+	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy" >&2; $(GO) mod tidy -diff; exit 1; }
+
+test: tidy build tools
 	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" && export FLOWER_HARNESS && \
 	  echo "harness: $$FLOWER_HARNESS ($$("$$FLOWER_HARNESS" --version))" && \
 	  $(GO) vet ./... && \

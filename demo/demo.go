@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/handoffwriter"
-	"github.com/flowerhq/flower/integration/apiserver"
+	"github.com/flowerhq/flower/scriptedapi"
 )
 
 // Window is the context window the demo's usage is scripted against: the
@@ -60,7 +60,7 @@ type Model struct {
 
 // move answers one working request; the request is there so that a reply
 // can quote what a tool really printed.
-type move func(r *apiserver.Request) apiserver.Reply
+type move func(r *scriptedapi.Request) scriptedapi.Reply
 
 // DefaultPace is the model's pause before each working reply: slow enough
 // for a person to follow, so the demo takes about fifteen seconds.
@@ -81,9 +81,9 @@ func NewModel(workspace string, pace time.Duration) *Model {
 // a harmless reply; the handoff-writing turn gets the generation's handoff;
 // working requests follow the generation's plan, the last move repeating if
 // the harness asks again.
-func (m *Model) Script(r *apiserver.Request) apiserver.Reply {
-	if r.Kind != apiserver.KindMain {
-		return apiserver.Harmless(r)
+func (m *Model) Script(r *scriptedapi.Request) scriptedapi.Reply {
+	if r.Kind != scriptedapi.KindMain {
+		return scriptedapi.Harmless(r)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -91,7 +91,7 @@ func (m *Model) Script(r *apiserver.Request) apiserver.Reply {
 		h := m.handoffs[min(m.gen, len(m.handoffs)-1)]
 		m.gen = min(m.gen+1, len(m.plans)-1)
 		m.i = 0
-		return apiserver.Reply{Text: h.Markdown(), Usage: usage(m.cutAt() + 1_400), ChunkText: 80, Delay: 4 * m.pace}
+		return scriptedapi.Reply{Text: h.Markdown(), Usage: usage(m.cutAt() + 1_400), ChunkText: 80, Delay: 4 * m.pace}
 	}
 	// A successor whose predecessor wrote no handoff (the writing turn
 	// failed) starts without the writing turn having moved the story on.
@@ -124,26 +124,26 @@ func (m *Model) path(name string) string { return filepath.Join(m.workspace, nam
 
 // usage reports ctx tokens of context, mostly cache reads as a long session
 // on the real API would.
-func usage(ctx int) apiserver.Usage {
-	return apiserver.Usage{InputTokens: 240, CacheCreationInputTokens: 1_800, CacheReadInputTokens: ctx - 2_040, OutputTokens: 420}
+func usage(ctx int) scriptedapi.Usage {
+	return scriptedapi.Usage{InputTokens: 240, CacheCreationInputTokens: 1_800, CacheReadInputTokens: ctx - 2_040, OutputTokens: 420}
 }
 
-func say(ctx int, text string, tools ...apiserver.ToolUse) move {
-	return func(*apiserver.Request) apiserver.Reply {
-		return apiserver.Reply{Text: text, ToolUses: tools, Usage: usage(ctx), ChunkText: 40}
+func say(ctx int, text string, tools ...scriptedapi.ToolUse) move {
+	return func(*scriptedapi.Request) scriptedapi.Reply {
+		return scriptedapi.Reply{Text: text, ToolUses: tools, Usage: usage(ctx), ChunkText: 40}
 	}
 }
 
-func (m *Model) write(name, content string) apiserver.ToolUse {
-	return apiserver.ToolUse{Name: "Write", Input: map[string]any{"file_path": m.path(name), "content": content}}
+func (m *Model) write(name, content string) scriptedapi.ToolUse {
+	return scriptedapi.ToolUse{Name: "Write", Input: map[string]any{"file_path": m.path(name), "content": content}}
 }
 
-func (m *Model) read(name string) apiserver.ToolUse {
-	return apiserver.ToolUse{Name: "Read", Input: map[string]any{"file_path": m.path(name)}}
+func (m *Model) read(name string) scriptedapi.ToolUse {
+	return scriptedapi.ToolUse{Name: "Read", Input: map[string]any{"file_path": m.path(name)}}
 }
 
-func bash(command, description string) apiserver.ToolUse {
-	return apiserver.ToolUse{Name: "Bash", Input: map[string]any{"command": command, "description": description}}
+func bash(command, description string) scriptedapi.ToolUse {
+	return scriptedapi.ToolUse{Name: "Bash", Input: map[string]any{"command": command, "description": description}}
 }
 
 // reminder is a note the harness appends to tool results for the model;
@@ -151,7 +151,7 @@ func bash(command, description string) apiserver.ToolUse {
 var reminder = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
 
 // toolOutput is what the tool answered to the previous move, trimmed.
-func toolOutput(r *apiserver.Request) string {
+func toolOutput(r *scriptedapi.Request) string {
 	var out []string
 	for _, tr := range r.LastToolResults {
 		if s := strings.TrimSpace(reminder.ReplaceAllString(tr.Content, "")); s != "" {
@@ -196,7 +196,7 @@ func (m *Model) generation2() []move {
 			m.write("expected.txt", expected)),
 		say(118_000, "Running the tests; the -n case should fail, as -n does not exist yet.",
 			bash("sh test.sh", "Run the wordfreq tests")),
-		func(r *apiserver.Request) apiserver.Reply {
+		func(r *scriptedapi.Request) scriptedapi.Reply {
 			return say(141_000, "test.sh says:\n"+indent(toolOutput(r))+"\nAs expected. -n goes in next; reading the script to see where.",
 				m.read("test.sh"))(r)
 		},
@@ -214,8 +214,8 @@ func (m *Model) generation3() []move {
 			m.write("wordfreq.sh", wordfreqV2)),
 		say(52_000, "Running the tests.",
 			bash("sh test.sh", "Run the wordfreq tests")),
-		func(r *apiserver.Request) apiserver.Reply {
-			return apiserver.Reply{Usage: usage(58_000), ChunkText: 40, Text: "Done. wordfreq.sh prints every word of its input, most frequent first, ties by word;\n" +
+		func(r *scriptedapi.Request) scriptedapi.Reply {
+			return scriptedapi.Reply{Usage: usage(58_000), ChunkText: 40, Text: "Done. wordfreq.sh prints every word of its input, most frequent first, ties by word;\n" +
 				"-n N keeps the top N. test.sh says:\n" + indent(toolOutput(r))}
 		},
 	}

@@ -9,12 +9,12 @@ import (
 	"testing"
 
 	"github.com/flowerhq/flower/handoffwriter"
-	"github.com/flowerhq/flower/integration/apiserver"
 	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/scriptedapi"
 )
 
 func TestHarnessEnv(t *testing.T) {
-	server := []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:1", "ANTHROPIC_API_KEY=" + apiserver.APIKey}
+	server := []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:1", "ANTHROPIC_API_KEY=" + scriptedapi.APIKey}
 	tests := []struct {
 		kv   string
 		keep bool
@@ -62,25 +62,25 @@ func TestHarnessEnv(t *testing.T) {
 }
 
 // contextOf is what the harness and flower take as a reply's context size.
-func contextOf(u apiserver.Usage) int {
+func contextOf(u scriptedapi.Usage) int {
 	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
 }
 
-func mainRequest(text string, msgs int) *apiserver.Request {
-	return &apiserver.Request{Kind: apiserver.KindMain, LastUserText: text, NumMessages: msgs}
+func mainRequest(text string, msgs int) *scriptedapi.Request {
+	return &scriptedapi.Request{Kind: scriptedapi.KindMain, LastUserText: text, NumMessages: msgs}
 }
 
 // takingOver is how the successor's first request looks: the prompt block
 // plus what the harness adds.
-func takingOver(h handoffwriter.Handoff) *apiserver.Request {
+func takingOver(h handoffwriter.Handoff) *scriptedapi.Request {
 	return mainRequest("<system-reminder>x</system-reminder>\n"+h.PromptBlock(), 2)
 }
 
 // run plays one generation: working requests until the model stops calling
 // tools or its reply reaches the handoff threshold. It returns the replies.
-func run(t *testing.T, m *Model, first *apiserver.Request, at int) []apiserver.Reply {
+func run(t *testing.T, m *Model, first *scriptedapi.Request, at int) []scriptedapi.Reply {
 	t.Helper()
-	var out []apiserver.Reply
+	var out []scriptedapi.Reply
 	r := first
 	for n := 0; n < 20; n++ {
 		reply := m.Script(r)
@@ -88,8 +88,8 @@ func run(t *testing.T, m *Model, first *apiserver.Request, at int) []apiserver.R
 		if len(reply.ToolUses) == 0 || contextOf(reply.Usage) >= at {
 			return out
 		}
-		r = &apiserver.Request{Kind: apiserver.KindMain, NumMessages: 3 + 2*n,
-			LastToolResults: []apiserver.ToolResult{{Content: fmt.Sprintf("TOOL-OUTPUT-%d\n\n<system-reminder>\nREMINDER\n</system-reminder>", n)}}}
+		r = &scriptedapi.Request{Kind: scriptedapi.KindMain, NumMessages: 3 + 2*n,
+			LastToolResults: []scriptedapi.ToolResult{{Content: fmt.Sprintf("TOOL-OUTPUT-%d\n\n<system-reminder>\nREMINDER\n</system-reminder>", n)}}}
 	}
 	t.Fatal("the generation never ended")
 	return nil
@@ -170,7 +170,7 @@ func TestStory(t *testing.T) {
 func TestTakeoverWithoutWritingTurn(t *testing.T) {
 	m := NewModel(t.TempDir(), 0)
 	m.Script(mainRequest(Task, 1))
-	m.Script(&apiserver.Request{Kind: apiserver.KindMain, NumMessages: 3})
+	m.Script(&scriptedapi.Request{Kind: scriptedapi.KindMain, NumMessages: 3})
 	m.Script(takingOver(handoffwriter.Degraded(Step, Task, "the writing turn failed")))
 	if got := m.Generation(); got != 2 {
 		t.Errorf("after a degraded takeover the model is in generation %d, want 2", got)
@@ -191,8 +191,8 @@ func TestOtherRequestsAndConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, k := range []apiserver.Kind{apiserver.KindSubagent, apiserver.KindSide} {
-				if r := m.Script(&apiserver.Request{Kind: k, LastUserText: handoffwriter.PromptTag}); len(r.ToolUses) != 0 || contextOf(r.Usage) > 1000 {
+			for _, k := range []scriptedapi.Kind{scriptedapi.KindSubagent, scriptedapi.KindSide} {
+				if r := m.Script(&scriptedapi.Request{Kind: k, LastUserText: handoffwriter.PromptTag}); len(r.ToolUses) != 0 || contextOf(r.Usage) > 1000 {
 					t.Errorf("%s request: got %+v, want a harmless reply", k, r)
 				}
 			}

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/handoffwriter"
-	"github.com/flowerhq/flower/integration/apiserver"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
 )
 
@@ -37,9 +37,9 @@ func TestContinueOnRealHarness(t *testing.T) {
 				gen1      int
 				continued bool
 			)
-			srv := startServer(t, func(r *apiserver.Request) apiserver.Reply {
-				if r.Kind != apiserver.KindMain {
-					return apiserver.Harmless(r)
+			srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply {
+				if r.Kind != scriptedapi.KindMain {
+					return scriptedapi.Harmless(r)
 				}
 				mu.Lock()
 				defer mu.Unlock()
@@ -52,12 +52,12 @@ func TestContinueOnRealHarness(t *testing.T) {
 				case strings.Contains(r.AllText, supervisor.ContinueMessage):
 					// The resumed successor crosses the threshold: text only,
 					// so the cut lands on a finished turn.
-					return apiserver.Reply{Text: "Resumed, carrying on RESUMED-TURN.", Usage: usage(155_000)}
+					return scriptedapi.Reply{Text: "Resumed, carrying on RESUMED-TURN.", Usage: usage(155_000)}
 				case strings.Contains(r.AllText, "DOING-MARK-1") && continued:
 					return done(20_000) // a fresh generation 3 from the file
 				case strings.Contains(r.AllText, "DOING-MARK-1"):
 					// Generation 2 is working when flower is stopped.
-					return apiserver.Reply{Text: "slow", Usage: usage(30_000), Delay: time.Minute}
+					return scriptedapi.Reply{Text: "slow", Usage: usage(30_000), Delay: time.Minute}
 				}
 				gen1++
 				if gen1 == 1 {
@@ -80,7 +80,7 @@ func TestContinueOnRealHarness(t *testing.T) {
 			go func() {
 				for ctx.Err() == nil {
 					for _, r := range srv.Requests() {
-						if r.Kind == apiserver.KindMain && strings.Contains(r.AllText, "DOING-MARK-1") {
+						if r.Kind == scriptedapi.KindMain && strings.Contains(r.AllText, "DOING-MARK-1") {
 							cancel()
 						}
 					}

@@ -21,8 +21,8 @@ import (
 
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/harness/harnesstest"
-	"github.com/flowerhq/flower/integration/apiserver"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
 )
 
@@ -196,23 +196,23 @@ func TestKillFlowerAtEachPoint(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name       string
-		plans      [][]apiserver.Reply
-		handoff    func(int) apiserver.Reply
+		plans      [][]scriptedapi.Reply
+		handoff    func(int) scriptedapi.Reply
 		env        []string
-		killWhen   func(home string, f *flowerProc, runDir string, srv *apiserver.Server) bool
+		killWhen   func(home string, f *flowerProc, runDir string, srv *scriptedapi.Server) bool
 		fileAtKill bool // the notes file exists (whole) at the kill
-		check      func(t *testing.T, srv *apiserver.Server, st *manifest.StepResult, seqBefore int)
+		check      func(t *testing.T, srv *scriptedapi.Server, st *manifest.StepResult, seqBefore int)
 	}{
 		{
 			name:  "during a turn",
-			plans: [][]apiserver.Reply{{bash(100_000, "timeout 60 tail -f /dev/null"), done(110_000)}},
-			killWhen: func(home string, f *flowerProc, _ string, _ *apiserver.Server) bool {
+			plans: [][]scriptedapi.Reply{{bash(100_000, "timeout 60 tail -f /dev/null"), done(110_000)}},
+			killWhen: func(home string, f *flowerProc, _ string, _ *scriptedapi.Server) bool {
 				// The harness writes its transcript a moment after the
 				// fact; killed before that, the session cannot be resumed
 				// (TestContinueOnRealHarness covers that path).
 				return hasProcess(f.descendants(), "tail") && transcriptHas(home, "timeout 60 tail")
 			},
-			check: func(t *testing.T, srv *apiserver.Server, st *manifest.StepResult, seqBefore int) {
+			check: func(t *testing.T, srv *scriptedapi.Server, st *manifest.StepResult, seqBefore int) {
 				resumed := firstMainAfter(srv, seqBefore)
 				for _, want := range []string{"TASK-MARK", "timeout 60 tail -f /dev/null", supervisor.ContinueMessage} {
 					if !strings.Contains(resumed.AllText, want) {
@@ -226,12 +226,12 @@ func TestKillFlowerAtEachPoint(t *testing.T) {
 		},
 		{
 			name:  "during the writing turn",
-			plans: [][]apiserver.Reply{{bash(100_000, "echo one"), bash(155_000, "echo two")}, {done(20_000)}},
-			handoff: func(int) apiserver.Reply {
-				return apiserver.Reply{Usage: usage(156_000), Text: "## doing\nnever sent", Delay: time.Minute}
+			plans: [][]scriptedapi.Reply{{bash(100_000, "echo one"), bash(155_000, "echo two")}, {done(20_000)}},
+			handoff: func(int) scriptedapi.Reply {
+				return scriptedapi.Reply{Usage: usage(156_000), Text: "## doing\nnever sent", Delay: time.Minute}
 			},
-			killWhen: func(_ string, _ *flowerProc, _ string, srv *apiserver.Server) bool { return writingArrived(srv) },
-			check: func(t *testing.T, srv *apiserver.Server, st *manifest.StepResult, seqBefore int) {
+			killWhen: func(_ string, _ *flowerProc, _ string, srv *scriptedapi.Server) bool { return writingArrived(srv) },
+			check: func(t *testing.T, srv *scriptedapi.Server, st *manifest.StepResult, seqBefore int) {
 				h := st.Generations[0].Handoff
 				if len(st.Generations) != 2 || h == nil || !h.Degraded || !strings.Contains(h.Why, "flower stopped during generation 1's handoff") {
 					t.Fatalf("%d generations, handoff %+v: want a degraded handoff", len(st.Generations), h)
@@ -249,15 +249,15 @@ func TestKillFlowerAtEachPoint(t *testing.T) {
 		},
 		{
 			name:       "after the file, before the successor",
-			plans:      [][]apiserver.Reply{{bash(100_000, "echo one"), bash(155_000, "echo two")}, {done(20_000)}},
+			plans:      [][]scriptedapi.Reply{{bash(100_000, "echo one"), bash(155_000, "echo two")}, {done(20_000)}},
 			handoff:    goodHandoff,
 			env:        []string{"FLOWER_TEST_PAUSE_AFTER_FREEZE=2m"},
 			fileAtKill: true,
-			killWhen: func(_ string, _ *flowerProc, runDir string, _ *apiserver.Server) bool {
+			killWhen: func(_ string, _ *flowerProc, runDir string, _ *scriptedapi.Server) bool {
 				m, err := manifest.Load(manifest.Path(runDir))
 				return err == nil && m.Step("main") != nil && len(m.Step("main").Generations) > 0 && m.Step("main").Generations[0].Handoff != nil
 			},
-			check: func(t *testing.T, srv *apiserver.Server, st *manifest.StepResult, seqBefore int) {
+			check: func(t *testing.T, srv *scriptedapi.Server, st *manifest.StepResult, seqBefore int) {
 				h := st.Generations[0].Handoff
 				if len(st.Generations) != 2 || h == nil || h.Degraded {
 					t.Fatalf("%d generations, handoff %+v", len(st.Generations), h)
@@ -359,7 +359,7 @@ func hasErrorText(st *manifest.StepResult, sub string) bool {
 	return false
 }
 
-func writingArrived(srv *apiserver.Server) bool {
+func writingArrived(srv *scriptedapi.Server) bool {
 	for _, r := range srv.Requests() {
 		if strings.Contains(r.LastUserText, handoffwriter.PromptTag) {
 			return true
@@ -369,13 +369,13 @@ func writingArrived(srv *apiserver.Server) bool {
 }
 
 // firstMainAfter returns the first main-thread request after the first n.
-func firstMainAfter(srv *apiserver.Server, n int) apiserver.Request {
+func firstMainAfter(srv *scriptedapi.Server, n int) scriptedapi.Request {
 	for _, r := range srv.Requests()[n:] {
-		if r.Kind == apiserver.KindMain {
+		if r.Kind == scriptedapi.KindMain {
 			return r
 		}
 	}
-	return apiserver.Request{}
+	return scriptedapi.Request{}
 }
 
 // The first Ctrl-C (SIGINT to flower) reaches the harness as an interrupt:
@@ -384,7 +384,7 @@ func firstMainAfter(srv *apiserver.Server, n int) apiserver.Request {
 // seconds. `flower continue` then resumes the same session.
 func TestCtrlCThenContinue(t *testing.T) {
 	t.Parallel()
-	j := &job{plans: [][]apiserver.Reply{{bash(100_000, "timeout 60 tail -f /dev/null"), done(110_000)}}}
+	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "timeout 60 tail -f /dev/null"), done(110_000)}}}
 	srv := startServer(t, j.script)
 	ws := t.TempDir()
 	runDir := filepath.Join(ws, ".flower", "runs", "sigint")

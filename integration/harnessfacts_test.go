@@ -1,7 +1,7 @@
 package integration_test
 
 // These tests re-verify /work/shared/HARNESS.md on the real, pinned harness
-// against the scripted server of package apiserver. What they found beyond
+// against the scripted server of package scriptedapi. What they found beyond
 // or against HARNESS.md (Claude Code 2.1.328):
 //
 //   - The init line lists the subagent tool as "Task", but the API request
@@ -53,7 +53,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/flowerhq/flower/integration/apiserver"
+	"github.com/flowerhq/flower/scriptedapi"
 )
 
 // TestTurnsShareSession covers HARNESS.md's basic protocol: the init line,
@@ -61,11 +61,11 @@ import (
 // a second turn on the same stdin continuing the same session.
 func TestTurnsShareSession(t *testing.T) {
 	t.Parallel()
-	first := apiserver.Usage{InputTokens: 12, CacheCreationInputTokens: 345, CacheReadInputTokens: 150000, OutputTokens: 7}
-	second := apiserver.Usage{InputTokens: 3, CacheReadInputTokens: 151000, OutputTokens: 9}
-	srv := startServer(t, apiserver.Sequence(
-		apiserver.Reply{Text: "first answer", Usage: first},
-		apiserver.Reply{Text: "second answer", Usage: second, ChunkText: 3},
+	first := scriptedapi.Usage{InputTokens: 12, CacheCreationInputTokens: 345, CacheReadInputTokens: 150000, OutputTokens: 7}
+	second := scriptedapi.Usage{InputTokens: 3, CacheReadInputTokens: 151000, OutputTokens: 9}
+	srv := startServer(t, scriptedapi.Sequence(
+		scriptedapi.Reply{Text: "first answer", Usage: first},
+		scriptedapi.Reply{Text: "second answer", Usage: second, ChunkText: 3},
 	))
 	h := startHarness(t, srv, nil)
 
@@ -92,7 +92,7 @@ func TestTurnsShareSession(t *testing.T) {
 		t.Errorf("init cwd %q, want %q", got, h.cwd)
 	}
 	reqs := srv.Requests()
-	if len(reqs) != 1 || reqs[0].Model != model || reqs[0].Kind != apiserver.KindMain {
+	if len(reqs) != 1 || reqs[0].Model != model || reqs[0].Kind != scriptedapi.KindMain {
 		t.Fatalf("requests after one turn: %+v (init model %q)", kinds(reqs), model)
 	}
 	if !strings.Contains(reqs[0].LastUserText, "first question") {
@@ -141,7 +141,7 @@ func TestTurnsShareSession(t *testing.T) {
 // orderly end, not an abort.
 func TestStdinCloseFinishesTurn(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, apiserver.Sequence(apiserver.Reply{Text: "done anyway", Usage: apiserver.Usage{InputTokens: 1, OutputTokens: 1}}))
+	srv := startServer(t, scriptedapi.Sequence(scriptedapi.Reply{Text: "done anyway", Usage: scriptedapi.Usage{InputTokens: 1, OutputTokens: 1}}))
 	h := startHarness(t, srv, nil)
 	h.sendUser("last words")
 	lines, err := h.closeAndWait()
@@ -160,15 +160,15 @@ func TestStdinCloseFinishesTurn(t *testing.T) {
 func TestInterruptRunningTool(t *testing.T) {
 	t.Parallel()
 	const slow = "touch started.marker; timeout 30 tail -f /dev/null; touch finished.marker"
-	usage := apiserver.Usage{InputTokens: 5, CacheReadInputTokens: 120000, OutputTokens: 3}
-	srv := startServer(t, apiserver.Route(func(r *apiserver.Request) apiserver.Reply {
+	usage := scriptedapi.Usage{InputTokens: 5, CacheReadInputTokens: 120000, OutputTokens: 3}
+	srv := startServer(t, scriptedapi.Route(func(r *scriptedapi.Request) scriptedapi.Reply {
 		switch {
 		case strings.Contains(r.LastUserText, "run the slow command") && len(r.LastToolResults) == 0:
-			return apiserver.Reply{ToolUses: []apiserver.ToolUse{{Name: "Bash", Input: map[string]any{"command": slow, "description": "Wait for a while"}}}, Usage: usage}
+			return scriptedapi.Reply{ToolUses: []scriptedapi.ToolUse{{Name: "Bash", Input: map[string]any{"command": slow, "description": "Wait for a while"}}}, Usage: usage}
 		case strings.Contains(r.LastUserText, "answer slowly") && !strings.Contains(r.LastUserText, "[Request interrupted"):
-			return apiserver.Reply{Text: "too late", Usage: usage, Delay: 30 * time.Second}
+			return scriptedapi.Reply{Text: "too late", Usage: usage, Delay: 30 * time.Second}
 		default:
-			return apiserver.Reply{Text: "carrying on", Usage: usage}
+			return scriptedapi.Reply{Text: "carrying on", Usage: usage}
 		}
 	}, nil, nil))
 	h := startHarness(t, srv, nil, "--allowedTools", "Bash")
@@ -252,7 +252,7 @@ func TestContextUsageReportsAutoCompact(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			srv := startServer(t, apiserver.Sequence())
+			srv := startServer(t, scriptedapi.Sequence())
 			h := startHarness(t, srv, append([]string{"ANTHROPIC_MODEL=claude-haiku-4-5"}, tt.env...))
 			id := h.control("get_context_usage")
 			lines := h.until("context usage", isType("control_response"))
@@ -290,7 +290,7 @@ func TestOverflow(t *testing.T) {
 	t.Parallel()
 	t.Run("api says prompt too long", func(t *testing.T) {
 		t.Parallel()
-		srv := startServer(t, apiserver.Sequence(apiserver.Reply{
+		srv := startServer(t, scriptedapi.Sequence(scriptedapi.Reply{
 			Status: 400, ErrorType: "invalid_request_error",
 			ErrorMessage: "prompt is too long: 250123 tokens > 200000 maximum",
 		}))
@@ -309,8 +309,8 @@ func TestOverflow(t *testing.T) {
 	})
 	t.Run("blocking limit", func(t *testing.T) {
 		t.Parallel()
-		srv := startServer(t, apiserver.Sequence(apiserver.Reply{
-			Text: "that filled it", Usage: apiserver.Usage{InputTokens: 10, CacheReadInputTokens: 188000, OutputTokens: 5},
+		srv := startServer(t, scriptedapi.Sequence(scriptedapi.Reply{
+			Text: "that filled it", Usage: scriptedapi.Usage{InputTokens: 10, CacheReadInputTokens: 188000, OutputTokens: 5},
 		}))
 		h := startHarness(t, srv, []string{"DISABLE_AUTO_COMPACT=1", "ANTHROPIC_MODEL=claude-haiku-4-5"})
 		lines := h.turn("fill it")
@@ -333,25 +333,25 @@ func TestOverflow(t *testing.T) {
 // use that started it, and its requests are told apart by the server.
 func TestSubagentLinesCarryParent(t *testing.T) {
 	t.Parallel()
-	mainUsage := apiserver.Usage{InputTokens: 10, CacheReadInputTokens: 150000, OutputTokens: 5}
-	subUsage := apiserver.Usage{InputTokens: 3, CacheReadInputTokens: 4444, OutputTokens: 2}
-	subFinal := apiserver.Usage{InputTokens: 3, CacheReadInputTokens: 5555, OutputTokens: 2}
-	script := func(background bool) apiserver.Script {
-		return apiserver.Route(
-			func(r *apiserver.Request) apiserver.Reply {
+	mainUsage := scriptedapi.Usage{InputTokens: 10, CacheReadInputTokens: 150000, OutputTokens: 5}
+	subUsage := scriptedapi.Usage{InputTokens: 3, CacheReadInputTokens: 4444, OutputTokens: 2}
+	subFinal := scriptedapi.Usage{InputTokens: 3, CacheReadInputTokens: 5555, OutputTokens: 2}
+	script := func(background bool) scriptedapi.Script {
+		return scriptedapi.Route(
+			func(r *scriptedapi.Request) scriptedapi.Reply {
 				if strings.Contains(r.LastUserText, "delegate") && len(r.LastToolResults) == 0 {
-					return apiserver.Reply{Usage: mainUsage, ToolUses: []apiserver.ToolUse{{Name: "Agent", Input: map[string]any{
+					return scriptedapi.Reply{Usage: mainUsage, ToolUses: []scriptedapi.ToolUse{{Name: "Agent", Input: map[string]any{
 						"description": "Echo something", "prompt": "echo from the subagent",
 						"subagent_type": "general-purpose", "run_in_background": background,
 					}}}}
 				}
-				return apiserver.Reply{Text: "main done", Usage: mainUsage}
+				return scriptedapi.Reply{Text: "main done", Usage: mainUsage}
 			},
-			func(r *apiserver.Request) apiserver.Reply {
+			func(r *scriptedapi.Request) scriptedapi.Reply {
 				if len(r.LastToolResults) == 0 {
-					return apiserver.Reply{Text: "sub thinking", Usage: subUsage, ToolUses: []apiserver.ToolUse{{Name: "Bash", Input: map[string]any{"command": "echo from-sub", "description": "Echo"}}}}
+					return scriptedapi.Reply{Text: "sub thinking", Usage: subUsage, ToolUses: []scriptedapi.ToolUse{{Name: "Bash", Input: map[string]any{"command": "echo from-sub", "description": "Echo"}}}}
 				}
-				return apiserver.Reply{Text: "sub report", Usage: subFinal}
+				return scriptedapi.Reply{Text: "sub report", Usage: subFinal}
 			},
 			nil)
 	}
@@ -404,7 +404,7 @@ func TestSubagentLinesCarryParent(t *testing.T) {
 		for _, r := range srv.Requests() {
 			if r.IsSubagent {
 				nSub++
-			} else if r.Kind != apiserver.KindMain {
+			} else if r.Kind != scriptedapi.KindMain {
 				t.Errorf("request %d classified %s", r.Seq, r.Kind)
 			}
 		}
@@ -452,7 +452,7 @@ func TestSubagentLinesCarryParent(t *testing.T) {
 	})
 }
 
-func checkAssistant(t *testing.T, lines []line, text string, u apiserver.Usage) {
+func checkAssistant(t *testing.T, lines []line, text string, u scriptedapi.Usage) {
 	t.Helper()
 	as := filter(lines, isType("assistant"))
 	if len(as) != 1 {
@@ -465,7 +465,7 @@ func checkAssistant(t *testing.T, lines []line, text string, u apiserver.Usage) 
 	if got := texts(as); len(got) != 1 || got[0] != text {
 		t.Errorf("assistant text %q, want %q", got, text)
 	}
-	got := apiserver.Usage{
+	got := scriptedapi.Usage{
 		InputTokens:              int(a.Get("message.usage.input_tokens").Int()),
 		CacheCreationInputTokens: int(a.Get("message.usage.cache_creation_input_tokens").Int()),
 		CacheReadInputTokens:     int(a.Get("message.usage.cache_read_input_tokens").Int()),
@@ -543,7 +543,7 @@ func waitForFile(t *testing.T, path string) {
 	}
 }
 
-func kinds(reqs []apiserver.Request) []string {
+func kinds(reqs []scriptedapi.Request) []string {
 	var out []string
 	for _, r := range reqs {
 		out = append(out, string(r.Kind))

@@ -18,7 +18,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/flowerhq/flower/integration/apiserver"
+	"github.com/flowerhq/flower/scriptedapi"
 )
 
 // harnessVersion is the pinned Claude Code version scripts/install-harness.sh
@@ -34,6 +34,9 @@ const waitLimit = 45 * time.Second
 // scripts/install-harness.sh fills.
 func harnessPath(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the real harness: make test runs this, make unit does not")
+	}
 	if p := os.Getenv("FLOWER_HARNESS"); p != "" {
 		return p
 	}
@@ -64,7 +67,7 @@ func (l line) typ() string { return l.Get("type").String() + "/" + l.Get("subtyp
 // pointed at a scripted server.
 type harness struct {
 	t       *testing.T
-	srv     *apiserver.Server
+	srv     *scriptedapi.Server
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	cwd     string
@@ -83,7 +86,7 @@ type harness struct {
 // startHarness starts the harness against srv with extra env (after the
 // server's, so it wins) and extra arguments. The child gets a clean
 // environment: nothing of the developer's ANTHROPIC_* settings leaks in.
-func startHarness(t *testing.T, srv *apiserver.Server, env []string, args ...string) *harness {
+func startHarness(t *testing.T, srv *scriptedapi.Server, env []string, args ...string) *harness {
 	t.Helper()
 	bin := harnessPath(t)
 	home, cwd := t.TempDir(), t.TempDir()
@@ -314,9 +317,9 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 }
 
 // startServer starts a scripted API server closed at the end of the test.
-func startServer(t *testing.T, script apiserver.Script) *apiserver.Server {
+func startServer(t *testing.T, script scriptedapi.Script) *scriptedapi.Server {
 	t.Helper()
-	srv, err := apiserver.Start(script)
+	srv, err := scriptedapi.Start(script)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/handoffwriter"
-	"github.com/flowerhq/flower/integration/apiserver"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -68,7 +68,7 @@ type pane struct {
 
 // interactiveRun describes one flower run in a pane.
 type interactiveRun struct {
-	srv       *apiserver.Server
+	srv       *scriptedapi.Server
 	workspace string
 	home      string
 	flower    string   // the binary
@@ -216,27 +216,27 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 type interactiveScript struct {
 	mu        sync.Mutex
 	stage     int // 0: task, 1: tool result, then done
-	writing   []apiserver.Request
-	successor []apiserver.Request
-	continued []apiserver.Request
+	writing   []scriptedapi.Request
+	successor []scriptedapi.Request
+	continued []scriptedapi.Request
 }
 
-func (s *interactiveScript) reply(r *apiserver.Request) apiserver.Reply {
-	if r.Kind != apiserver.KindMain {
-		return apiserver.Harmless(r)
+func (s *interactiveScript) reply(r *scriptedapi.Request) scriptedapi.Reply {
+	if r.Kind != scriptedapi.KindMain {
+		return scriptedapi.Harmless(r)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case strings.Contains(r.LastUserText, "CONTINUE-MARK"):
 		s.continued = append(s.continued, *r)
-		return apiserver.Reply{Text: "CONTINUED-OK", Usage: usage(25_000)}
+		return scriptedapi.Reply{Text: "CONTINUED-OK", Usage: usage(25_000)}
 	case strings.Contains(r.LastUserText, handoffwriter.PromptTag):
 		s.writing = append(s.writing, *r)
 		return goodHandoff(0)
 	case strings.Contains(r.LastUserText, "You are taking over"):
 		s.successor = append(s.successor, *r)
-		return apiserver.Reply{Text: "SUCCESSOR-SAYS: picking up from the handoff.", Usage: usage(20_000)}
+		return scriptedapi.Reply{Text: "SUCCESSOR-SAYS: picking up from the handoff.", Usage: usage(20_000)}
 	case s.stage == 0 && strings.Contains(r.LastUserText, "TASK-MARK"):
 		s.stage = 1
 		// 140k: past the near notice (130k), short of the handoff (150k).
@@ -250,7 +250,7 @@ func (s *interactiveScript) reply(r *apiserver.Request) apiserver.Reply {
 		rep.Delay = 2 * time.Second
 		return rep
 	}
-	return apiserver.Harmless(r)
+	return scriptedapi.Harmless(r)
 }
 
 // TestInteractiveHandoffUnderTmux is the interactive mode's whole story: a
@@ -265,7 +265,7 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 	srv := startServer(t, script.reply)
 	r := interactiveRun{srv: srv, workspace: t.TempDir(), home: t.TempDir(), flower: buildFlower(t), harness: harnessPath(t),
 		args: []string{"--window", "200000", "--", "--permission-mode", "dontAsk", "--allowedTools", "Bash"}}
-	seedHarnessHome(t, r.home, r.workspace, apiserver.APIKey)
+	seedHarnessHome(t, r.home, r.workspace, scriptedapi.APIKey)
 	p := startPane(t, r)
 	p.harnessUp(r.home)
 	if mode := p.ttyMode(); !rawMode(mode) {
@@ -439,7 +439,7 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 		t.Fatalf("flower continue: %v\n%s", err, out)
 	}
 	script.mu.Lock()
-	continued := append([]apiserver.Request(nil), script.continued...)
+	continued := append([]scriptedapi.Request(nil), script.continued...)
 	script.mu.Unlock()
 	if len(continued) == 0 {
 		t.Fatalf("the continuation never reached the model:\n%s", out)
@@ -460,9 +460,9 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 // harness owns the terminal ends the run and gives the terminal back.
 func TestInteractiveSignalRestoresTerminal(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, apiserver.Harmless)
+	srv := startServer(t, scriptedapi.Harmless)
 	r := interactiveRun{srv: srv, workspace: t.TempDir(), home: t.TempDir(), flower: buildFlower(t), harness: harnessPath(t)}
-	seedHarnessHome(t, r.home, r.workspace, apiserver.APIKey)
+	seedHarnessHome(t, r.home, r.workspace, scriptedapi.APIKey)
 	p := startPane(t, r)
 	p.harnessUp(r.home)
 	if mode := p.ttyMode(); !rawMode(mode) {
@@ -491,7 +491,7 @@ func TestInteractiveSignalRestoresTerminal(t *testing.T) {
 // the terminal is raw makes flower fail, with the terminal restored.
 func TestInteractiveHarnessErrorRestoresTerminal(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, apiserver.Harmless)
+	srv := startServer(t, scriptedapi.Harmless)
 	broken := filepath.Join(t.TempDir(), "claude")
 	// Long enough to be seen running with the terminal raw, then a crash.
 	if err := os.WriteFile(broken, []byte("#!/bin/sh\necho starting\nsleep 3\necho 'claude: broken' >&2\nexit 3\n"), 0o755); err != nil {
@@ -552,16 +552,16 @@ func manifests(t *testing.T, workspace string) []string {
 func TestInteractiveSIGKILLLeavesNothing(t *testing.T) {
 	t.Parallel()
 	const marker = "timeout 97 tail -f /dev/null"
-	srv := startServer(t, func(r *apiserver.Request) apiserver.Reply {
-		if r.Kind == apiserver.KindMain && len(r.LastToolResults) == 0 {
-			return apiserver.Reply{Text: "waiting", Usage: apiserver.Usage{InputTokens: 20_000},
-				ToolUses: []apiserver.ToolUse{{Name: "Bash", Input: map[string]any{"command": marker, "description": "wait"}}}}
+	srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind == scriptedapi.KindMain && len(r.LastToolResults) == 0 {
+			return scriptedapi.Reply{Text: "waiting", Usage: scriptedapi.Usage{InputTokens: 20_000},
+				ToolUses: []scriptedapi.ToolUse{{Name: "Bash", Input: map[string]any{"command": marker, "description": "wait"}}}}
 		}
-		return apiserver.Harmless(r)
+		return scriptedapi.Harmless(r)
 	})
 	r := interactiveRun{srv: srv, workspace: t.TempDir(), home: t.TempDir(), flower: buildFlower(t), harness: harnessPath(t),
 		args: []string{"--", "--permission-mode", "dontAsk", "--allowedTools", "Bash"}}
-	seedHarnessHome(t, r.home, r.workspace, apiserver.APIKey)
+	seedHarnessHome(t, r.home, r.workspace, scriptedapi.APIKey)
 	p := startPane(t, r)
 	p.harnessUp(r.home)
 	p.keys("start the long tool")

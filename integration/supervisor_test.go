@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/handoffwriter"
-	"github.com/flowerhq/flower/integration/apiserver"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
 )
 
@@ -28,25 +28,25 @@ type job struct {
 	mu    sync.Mutex
 	gen   int // 0-based generation of the scripted model
 	i     int // working requests answered in this generation
-	plans [][]apiserver.Reply
+	plans [][]scriptedapi.Reply
 	// handoff returns the writing turn's reply for a generation.
-	handoff func(gen int) apiserver.Reply
+	handoff func(gen int) scriptedapi.Reply
 	// sub answers subagent requests.
-	sub apiserver.Script
+	sub scriptedapi.Script
 	// marks: request sequence numbers of interest.
 	writingSeq []int // requests recognised as the writing turn
 	firstSeq   []int // first working request of each generation
 }
 
-func (j *job) script(r *apiserver.Request) apiserver.Reply {
-	if r.Kind == apiserver.KindSubagent {
+func (j *job) script(r *scriptedapi.Request) scriptedapi.Reply {
+	if r.Kind == scriptedapi.KindSubagent {
 		if j.sub != nil {
 			return j.sub(r)
 		}
-		return apiserver.Harmless(r)
+		return scriptedapi.Harmless(r)
 	}
-	if r.Kind != apiserver.KindMain {
-		return apiserver.Harmless(r)
+	if r.Kind != scriptedapi.KindMain {
+		return scriptedapi.Harmless(r)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -72,21 +72,21 @@ func (j *job) script(r *apiserver.Request) apiserver.Reply {
 	return reply
 }
 
-func usage(ctx int) apiserver.Usage {
-	return apiserver.Usage{InputTokens: 100, CacheReadInputTokens: ctx - 100, OutputTokens: 50}
+func usage(ctx int) scriptedapi.Usage {
+	return scriptedapi.Usage{InputTokens: 100, CacheReadInputTokens: ctx - 100, OutputTokens: 50}
 }
 
-func bash(ctx int, cmd string) apiserver.Reply {
-	return apiserver.Reply{Text: "running " + cmd, Usage: usage(ctx),
-		ToolUses: []apiserver.ToolUse{{Name: "Bash", Input: map[string]any{"command": cmd, "description": "work"}}}}
+func bash(ctx int, cmd string) scriptedapi.Reply {
+	return scriptedapi.Reply{Text: "running " + cmd, Usage: usage(ctx),
+		ToolUses: []scriptedapi.ToolUse{{Name: "Bash", Input: map[string]any{"command": cmd, "description": "work"}}}}
 }
 
-func done(ctx int) apiserver.Reply {
-	return apiserver.Reply{Text: "All done: the task is complete.", Usage: usage(ctx)}
+func done(ctx int) scriptedapi.Reply {
+	return scriptedapi.Reply{Text: "All done: the task is complete.", Usage: usage(ctx)}
 }
 
-func goodHandoff(gen int) apiserver.Reply {
-	return apiserver.Reply{Usage: usage(156_000), Text: fmt.Sprintf(`## 现在在做 (doing)
+func goodHandoff(gen int) scriptedapi.Reply {
+	return scriptedapi.Reply{Usage: usage(156_000), Text: fmt.Sprintf(`## 现在在做 (doing)
 Generation %[1]d was adding the shim header DOING-MARK-%[1]d.
 
 ## 已定的事 (decided)
@@ -105,7 +105,7 @@ Run make on a clean clone NEXT-MARK-%[1]d.
 
 type flowerRun struct {
 	t         *testing.T
-	srv       *apiserver.Server
+	srv       *scriptedapi.Server
 	workspace string
 	runDir    string
 	events    []supervisor.Event
@@ -133,7 +133,7 @@ func (f *flowerRun) handoffEvents(phase string) []supervisor.Event {
 // harnessEnv is the environment of a harness under test: this process's
 // minus anything that could reach a real API, plus the scripted server and a
 // HOME of its own.
-func harnessEnv(t *testing.T, srv *apiserver.Server, extra ...string) []string {
+func harnessEnv(t *testing.T, srv *scriptedapi.Server, extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -191,8 +191,8 @@ func window200k(headroom int) policy.HandoffPolicy {
 // threshold) is not cut, so neither handoff is degraded.
 func TestThreeGenerations(t *testing.T) {
 	t.Parallel()
-	work := []apiserver.Reply{bash(100_000, "echo one >> work.txt"), bash(140_000, "echo two >> work.txt"), bash(155_000, "echo three >> work.txt")}
-	j := &job{plans: [][]apiserver.Reply{work, work, {bash(30_000, "echo final >> work.txt"), done(40_000)}}, handoff: goodHandoff}
+	work := []scriptedapi.Reply{bash(100_000, "echo one >> work.txt"), bash(140_000, "echo two >> work.txt"), bash(155_000, "echo three >> work.txt")}
+	j := &job{plans: [][]scriptedapi.Reply{work, work, {bash(30_000, "echo final >> work.txt"), done(40_000)}}, handoff: goodHandoff}
 	var afterFreeze []string
 	f, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0), Workbench: true,
 		AfterFreeze: func(p string) { afterFreeze = append(afterFreeze, p) }}, "Build the shim. TASK-MARK")
@@ -251,7 +251,7 @@ func TestThreeGenerations(t *testing.T) {
 
 	// The successor's first request carries the handoff's doing and next.
 	reqs := f.srv.Requests()
-	bySeq := map[int]apiserver.Request{}
+	bySeq := map[int]scriptedapi.Request{}
 	for _, r := range reqs {
 		bySeq[r.Seq] = r
 	}
@@ -326,8 +326,8 @@ func TestThreeGenerations(t *testing.T) {
 // the marker and a 交接降级 error; the run goes on in a new session.
 func TestOverflowDegradesAndContinues(t *testing.T) {
 	t.Parallel()
-	overflow := apiserver.Reply{Status: 400, ErrorType: "invalid_request_error", ErrorMessage: "prompt is too long: 250123 tokens > 200000 maximum"}
-	j := &job{plans: [][]apiserver.Reply{{bash(100_000, "echo a"), overflow}, {done(20_000)}}, handoff: goodHandoff}
+	overflow := scriptedapi.Reply{Status: 400, ErrorType: "invalid_request_error", ErrorMessage: "prompt is too long: 250123 tokens > 200000 maximum"}
+	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo a"), overflow}, {done(20_000)}}, handoff: goodHandoff}
 	f, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0), Workbench: true}, "Overflowing task OVERFLOW-TASK")
 	assertDegradedThenDone(t, f, st, err, j, "overflow")
 }
@@ -335,7 +335,7 @@ func TestOverflowDegradesAndContinues(t *testing.T) {
 // Case 3b: the harness refuses locally (blocking_limit) near the window.
 func TestBlockingLimitDegradesAndContinues(t *testing.T) {
 	t.Parallel()
-	j := &job{plans: [][]apiserver.Reply{{bash(188_000, "echo a"), done(189_000)}, {done(20_000)}}, handoff: goodHandoff}
+	j := &job{plans: [][]scriptedapi.Reply{{bash(188_000, "echo a"), done(189_000)}, {done(20_000)}}, handoff: goodHandoff}
 	// The window flower believes (1M) is far too big: its threshold is never
 	// reached, and the harness hits its own limit first.
 	pol := policy.HandoffPolicy{Enabled: true, Window: 1_000_000}
@@ -346,10 +346,10 @@ func TestBlockingLimitDegradesAndContinues(t *testing.T) {
 // Case 4: a handoff reply without "next" is degraded; the run continues.
 func TestMalformedHandoffDegrades(t *testing.T) {
 	t.Parallel()
-	bad := func(int) apiserver.Reply {
-		return apiserver.Reply{Usage: usage(156_000), Text: "## 现在在做 (doing)\nSomething.\n\n## 已定的事 (decided)\nNothing."}
+	bad := func(int) scriptedapi.Reply {
+		return scriptedapi.Reply{Usage: usage(156_000), Text: "## 现在在做 (doing)\nSomething.\n\n## 已定的事 (decided)\nNothing."}
 	}
-	j := &job{plans: [][]apiserver.Reply{{bash(100_000, "echo start"), bash(155_000, "echo a")}, {done(20_000)}}, handoff: bad}
+	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo start"), bash(155_000, "echo a")}, {done(20_000)}}, handoff: bad}
 	f, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0), Workbench: true}, "Task OVERFLOW-TASK")
 	assertDegradedThenDone(t, f, st, err, j, "threshold")
 	if why := st.Generations[0].Handoff.Why; !strings.Contains(why, "next") {
@@ -391,24 +391,24 @@ func assertDegradedThenDone(t *testing.T, f *flowerRun, st *manifest.StepResult,
 	}
 }
 
-func requestBySeq(srv *apiserver.Server, seq int) apiserver.Request {
+func requestBySeq(srv *scriptedapi.Server, seq int) scriptedapi.Request {
 	for _, r := range srv.Requests() {
 		if r.Seq == seq {
 			return r
 		}
 	}
-	return apiserver.Request{}
+	return scriptedapi.Request{}
 }
 
 // Case 5: a subagent's context above the threshold while the main thread is
 // below it does not hand off (R9).
 func TestSubagentUsageDoesNotHandOff(t *testing.T) {
 	t.Parallel()
-	agent := apiserver.Reply{Usage: usage(50_000), ToolUses: []apiserver.ToolUse{{Name: "Agent", Input: map[string]any{
+	agent := scriptedapi.Reply{Usage: usage(50_000), ToolUses: []scriptedapi.ToolUse{{Name: "Agent", Input: map[string]any{
 		"description": "Look around", "prompt": "look around", "subagent_type": "general-purpose", "run_in_background": false}}}}
-	j := &job{plans: [][]apiserver.Reply{{agent, done(60_000)}}, handoff: goodHandoff}
-	j.sub = func(r *apiserver.Request) apiserver.Reply {
-		return apiserver.Reply{Text: "sub report", Usage: usage(190_000)}
+	j := &job{plans: [][]scriptedapi.Reply{{agent, done(60_000)}}, handoff: goodHandoff}
+	j.sub = func(r *scriptedapi.Request) scriptedapi.Reply {
+		return scriptedapi.Reply{Text: "sub report", Usage: usage(190_000)}
 	}
 	f, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0), Workbench: true,
 		HarnessArgs: []string{"--allowedTools", "Agent", "Bash"}}, "Delegate the look-around")
@@ -417,7 +417,7 @@ func TestSubagentUsageDoesNotHandOff(t *testing.T) {
 	}
 	nSub := 0
 	for _, r := range f.srv.Requests() {
-		if r.Kind == apiserver.KindSubagent {
+		if r.Kind == scriptedapi.KindSubagent {
 			nSub++
 		}
 	}
@@ -440,7 +440,7 @@ func TestSubagentUsageDoesNotHandOff(t *testing.T) {
 // refuses a bare `sleep 30`, so the tool waits with timeout+tail.)
 func TestCutInterruptsRunningTool(t *testing.T) {
 	t.Parallel()
-	j := &job{plans: [][]apiserver.Reply{{bash(100_000, "echo start"), bash(155_000, "timeout 30 tail -f /dev/null")}, {done(20_000)}}, handoff: goodHandoff}
+	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo start"), bash(155_000, "timeout 30 tail -f /dev/null")}, {done(20_000)}}, handoff: goodHandoff}
 	f, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0), Workbench: true}, "Sleepy task")
 	if err != nil {
 		t.Fatalf("RunStep: %v", err)
@@ -466,7 +466,7 @@ func TestGenerationLimit(t *testing.T) {
 	t.Parallel()
 	// Each session starts below the threshold (10K) and crosses it in its
 	// second round, so the futile guard stays quiet and only the limit stops it.
-	j := &job{plans: [][]apiserver.Reply{{bash(5_000, "echo start"), bash(20_000, "echo again")}}, handoff: goodHandoff}
+	j := &job{plans: [][]scriptedapi.Reply{{bash(5_000, "echo start"), bash(20_000, "echo again")}}, handoff: goodHandoff}
 	pol := policy.HandoffPolicy{Enabled: true, Window: 30_000, MaxGenerations: 3}
 	_, st, err := runFlower(t, j, supervisor.Options{Handoff: pol, Workbench: true}, "Runaway task")
 	var gle *policy.GenerationLimitError
@@ -493,7 +493,7 @@ func TestAutoCompactAsHarnessReports(t *testing.T) {
 	}{{"handoff on", true, false}, {"no-handoff", false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			j := &job{plans: [][]apiserver.Reply{{done(20_000)}}, handoff: goodHandoff}
+			j := &job{plans: [][]scriptedapi.Reply{{done(20_000)}}, handoff: goodHandoff}
 			_, st, err := runFlower(t, j, supervisor.Options{Handoff: tc.handoff}, "Quick task",
 				"DISABLE_AUTO_COMPACT=1") // inherited; with handoff off flower must not add it, but the user's own stays
 			if err != nil {
@@ -523,7 +523,7 @@ func TestAutoCompactAsHarnessReports(t *testing.T) {
 // successor's prompt carries the edit, and the receipt's hashes differ.
 func TestEditedHandoffReachesSuccessor(t *testing.T) {
 	t.Parallel()
-	j := &job{plans: [][]apiserver.Reply{{bash(100_000, "echo start"), bash(155_000, "echo a")}, {done(20_000)}}, handoff: goodHandoff}
+	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo start"), bash(155_000, "echo a")}, {done(20_000)}}, handoff: goodHandoff}
 	edit := func(path string) {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -554,7 +554,7 @@ func TestEditedHandoffReachesSuccessor(t *testing.T) {
 // No workbench (R29): no file, the handoff still reaches the successor.
 func TestNoWorkbenchStillHandsOff(t *testing.T) {
 	t.Parallel()
-	j := &job{plans: [][]apiserver.Reply{{bash(100_000, "echo start"), bash(155_000, "echo a")}, {done(20_000)}}, handoff: goodHandoff}
+	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo start"), bash(155_000, "echo a")}, {done(20_000)}}, handoff: goodHandoff}
 	f, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0)}, "No bench")
 	if err != nil {
 		t.Fatal(err)

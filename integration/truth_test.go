@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowerhq/flower/integration/apiserver"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
 )
 
@@ -23,7 +23,7 @@ func TestWindowFromHarness(t *testing.T) {
 	if got := policy.DefaultWindow([]string{"ANTHROPIC_MODEL=claude-sonnet-4-5"}); got != 1_000_000 {
 		t.Fatalf("premise: the name rule gives %d for claude-sonnet-4-5, want 1000000", got)
 	}
-	j := &job{plans: [][]apiserver.Reply{{bash(100_000, "echo one"), bash(155_000, "echo two")}, {done(30_000)}}, handoff: goodHandoff}
+	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo one"), bash(155_000, "echo two")}, {done(30_000)}}, handoff: goodHandoff}
 	_, st, err := runFlower(t, j, supervisor.Options{Workbench: true}, "Window task", "ANTHROPIC_MODEL=claude-sonnet-4-5")
 	if err != nil {
 		t.Fatalf("RunStep: %v", err)
@@ -47,7 +47,7 @@ func TestWindowFromHarness(t *testing.T) {
 // warning that names both numbers.
 func TestWindowFlagDisagreementWarnsOnce(t *testing.T) {
 	t.Parallel()
-	j := &job{plans: [][]apiserver.Reply{{bash(100_000, "echo one"), bash(800_000, "echo two")}, {done(30_000)}}, handoff: goodHandoff}
+	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo one"), bash(800_000, "echo two")}, {done(30_000)}}, handoff: goodHandoff}
 	pol := policy.HandoffPolicy{Enabled: true, Window: 1_000_000}
 	f, st, err := runFlower(t, j, supervisor.Options{Handoff: pol, Workbench: true}, "Flag task", "ANTHROPIC_MODEL=claude-sonnet-4-5")
 	if err != nil {
@@ -71,7 +71,7 @@ func TestWindowFlagDisagreementWarnsOnce(t *testing.T) {
 // once, with the measured floor, instead of burning eight generations.
 func TestFutileHandoffStopsAfterOneGeneration(t *testing.T) {
 	t.Parallel()
-	j := &job{plans: [][]apiserver.Reply{{bash(23_456, "echo one"), done(24_000)}}, handoff: goodHandoff}
+	j := &job{plans: [][]scriptedapi.Reply{{bash(23_456, "echo one"), done(24_000)}}, handoff: goodHandoff}
 	pol := policy.HandoffPolicy{Enabled: true, Window: 30_000} // handoff at 10K
 	f, st, err := runFlower(t, j, supervisor.Options{Handoff: pol, Workbench: true}, "Futile task")
 	var gle *policy.GenerationLimitError
@@ -107,7 +107,7 @@ func TestBackstopSeesAutoCompactOverridden(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(`{"env":{"DISABLE_AUTO_COMPACT":"0"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	j := &job{plans: [][]apiserver.Reply{{done(20_000)}}, handoff: goodHandoff}
+	j := &job{plans: [][]scriptedapi.Reply{{done(20_000)}}, handoff: goodHandoff}
 	f, st, err := runFlower(t, j, supervisor.Options{Workbench: true}, "Backstop task", "HOME="+home)
 	if err != nil {
 		t.Fatalf("RunStep: %v", err)
@@ -135,14 +135,14 @@ func TestBackstopSeesAutoCompactOverridden(t *testing.T) {
 func TestWritingTurnToolCallAskedAgain(t *testing.T) {
 	t.Parallel()
 	asked := 0
-	handoff := func(gen int) apiserver.Reply {
+	handoff := func(gen int) scriptedapi.Reply {
 		asked++
 		if asked == 1 {
 			return bash(156_000, "cat Makefile")
 		}
 		return goodHandoff(gen - 1)
 	}
-	j := &job{plans: [][]apiserver.Reply{{bash(100_000, "echo one"), bash(155_000, "echo two")}, {done(30_000)}}, handoff: handoff}
+	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo one"), bash(155_000, "echo two")}, {done(30_000)}}, handoff: handoff}
 	_, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0), Workbench: true}, "Tool in writing")
 	if err != nil {
 		t.Fatalf("RunStep: %v", err)
@@ -159,8 +159,8 @@ func TestWritingTurnToolCallAskedAgain(t *testing.T) {
 // Asked again, it calls a tool again: degraded, with that reason.
 func TestWritingTurnToolCallTwiceDegrades(t *testing.T) {
 	t.Parallel()
-	j := &job{plans: [][]apiserver.Reply{{bash(100_000, "echo one"), bash(155_000, "echo two")}, {done(30_000)}},
-		handoff: func(int) apiserver.Reply { return bash(156_000, "cat Makefile") }}
+	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo one"), bash(155_000, "echo two")}, {done(30_000)}},
+		handoff: func(int) scriptedapi.Reply { return bash(156_000, "cat Makefile") }}
 	_, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0), Workbench: true}, "Tool in writing twice")
 	if err != nil {
 		t.Fatalf("RunStep: %v", err)

@@ -10,7 +10,7 @@
 //
 // # The harness's interactive mode, as observed (Claude Code 2.1.328)
 //
-// Measured under tmux against the scripted API server (integration/apiserver)
+// Measured under tmux against the scripted API server (scriptedapi)
 // with HOME a fresh temp dir and ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY,
 // CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1, DISABLE_TELEMETRY=1 and
 // DISABLE_AUTO_COMPACT=1 set.

@@ -13,9 +13,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/flowerhq/flower/demo"
-	"github.com/flowerhq/flower/integration/apiserver"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
 )
 
@@ -118,7 +118,7 @@ func demoAction(c *cli.Context) (err error) {
 	}
 
 	model := demo.NewModel(workspace, c.Duration("pace"))
-	srv, err := apiserver.Start(model.Script)
+	srv, err := scriptedapi.Start(model.Script)
 	if err != nil {
 		return fmt.Errorf("start the scripted model: %w", err)
 	}

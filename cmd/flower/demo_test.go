@@ -29,27 +29,13 @@ var demoScreenLines = []string{
 	`(?m)^<- 新会话接手,上下文从 .*K 重新开始$`,
 }
 
-// demoHarness is the real harness the demo runs: $FLOWER_HARNESS, else the
-// copy `make test` installs. The demo cannot be shown without it.
-func demoHarness(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("FLOWER_HARNESS"); p != "" {
-		return p
-	}
-	if p := cachedHarness(); isExecutable(p) {
-		return p
-	}
-	t.Fatalf("no harness at %s: run `make test` (it installs the pinned harness) or set FLOWER_HARNESS", cachedHarness())
-	return ""
-}
-
 // runDemo runs `flower demo ARGS` in-process. HOME is an empty directory
 // that must stay empty, and the environment carries credentials and a
 // Bedrock switch the demo must not pass on (with Bedrock on, the harness
 // would not talk to the scripted model at all).
 func runDemo(t *testing.T, args ...string) (stdout, stderr string, home string, err error) {
 	t.Helper()
-	t.Setenv("FLOWER_HARNESS", demoHarness(t))
+	t.Setenv("FLOWER_HARNESS", realHarness(t))
 	home = t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("TMPDIR", t.TempDir())
@@ -191,7 +177,7 @@ func TestDemoUnderTmux(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(filepath.Join("..", "..", "scripts", "demo-tmux.sh"))
-	cmd.Env = append(os.Environ(), "FLOWER_BIN="+bin, "FLOWER_HARNESS="+demoHarness(t), "TMPDIR="+dir, "DEMO_TMUX_TIMEOUT=150")
+	cmd.Env = append(os.Environ(), "FLOWER_BIN="+bin, "FLOWER_HARNESS="+realHarness(t), "TMPDIR="+dir, "DEMO_TMUX_TIMEOUT=150")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	t.Logf("demo-tmux.sh took %v:\n%s", time.Since(start), out)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/flowerhq/flower/demo"
 	"github.com/flowerhq/flower/harness/harnesstest"
-	"github.com/flowerhq/flower/integration/apiserver"
+	"github.com/flowerhq/flower/scriptedapi"
 )
 
 // runFake runs flower in-process on the fake harness (this test binary) in
@@ -197,13 +197,7 @@ func TestGaugeOnTerminal(t *testing.T) {
 // with --output stream-json: two handoffs, every line JSON, and nothing of
 // the writing turns between a writing event and its done event (R16).
 func TestStreamJSONHandoff(t *testing.T) {
-	harnessPath := os.Getenv("FLOWER_HARNESS")
-	if harnessPath == "" {
-		harnessPath = cachedHarness()
-	}
-	if !isExecutable(harnessPath) {
-		t.Fatalf("no harness at %s: run `make test` (it installs the pinned harness) or set FLOWER_HARNESS", harnessPath)
-	}
+	harnessPath := realHarness(t)
 	root := t.TempDir()
 	ws, home := filepath.Join(root, "ws"), filepath.Join(root, "home")
 	for _, d := range []string{ws, home} {
@@ -212,7 +206,7 @@ func TestStreamJSONHandoff(t *testing.T) {
 		}
 	}
 	model := demo.NewModel(ws, 0)
-	srv, err := apiserver.Start(model.Script)
+	srv, err := scriptedapi.Start(model.Script)
 	if err != nil {
 		t.Fatal(err)
 	}

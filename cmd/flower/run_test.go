@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flowerhq/flower/integration/apiserver"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/scriptedapi"
 )
 
 // Bad input: one clear line on stderr, exit 2, and no harness started.
@@ -102,19 +102,22 @@ func flowerBinary(t *testing.T) string {
 // realHarness finds the pinned harness the Makefile installs.
 func realHarness(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the real harness: make test runs this, make unit does not")
+	}
 	if p := os.Getenv("FLOWER_HARNESS"); p != "" {
 		return p
 	}
 	if p := cachedHarness(); isExecutable(p) {
 		return p
 	}
-	t.Fatalf("no harness: run `make test` (it installs the pinned harness) or set FLOWER_HARNESS")
+	t.Fatalf("no harness at %s: run `make test` (it installs the pinned harness) or set FLOWER_HARNESS", cachedHarness())
 	return ""
 }
 
 // cliEnv is a clean environment for a flower process against the scripted
 // server: nothing inherited that could reach a real API.
-func cliEnv(t *testing.T, srv *apiserver.Server, extra ...string) []string {
+func cliEnv(t *testing.T, srv *scriptedapi.Server, extra ...string) []string {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TMPDIR=" + os.TempDir(), "FLOWER_HARNESS=" + realHarness(t)}
 	env = append(env, srv.Env()...)
 	return append(env, extra...)
@@ -129,26 +132,28 @@ func TestCLIEndToEnd(t *testing.T) {
 	ws := t.TempDir()
 	var mu sync.Mutex
 	gen, i := 0, 0
-	srv, err := apiserver.Start(func(r *apiserver.Request) apiserver.Reply {
-		if r.Kind != apiserver.KindMain {
-			return apiserver.Harmless(r)
+	srv, err := scriptedapi.Start(func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind != scriptedapi.KindMain {
+			return scriptedapi.Harmless(r)
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		u := func(n int) apiserver.Usage { return apiserver.Usage{InputTokens: 100, CacheReadInputTokens: n - 100} }
+		u := func(n int) scriptedapi.Usage {
+			return scriptedapi.Usage{InputTokens: 100, CacheReadInputTokens: n - 100}
+		}
 		switch {
 		case strings.Contains(r.LastUserText, "<<flower:handoff-request>>"):
 			gen, i = 1, 0
-			return apiserver.Reply{Usage: u(156_000), Text: "## 现在在做 (doing)\nWriting notes.txt.\n\n## 下一步 (next)\nCheck notes.txt exists.\n"}
+			return scriptedapi.Reply{Usage: u(156_000), Text: "## 现在在做 (doing)\nWriting notes.txt.\n\n## 下一步 (next)\nCheck notes.txt exists.\n"}
 		case gen == 0 && i == 0:
 			i++
-			return apiserver.Reply{Usage: u(100_000), Text: "Writing the notes.", ToolUses: []apiserver.ToolUse{{Name: "Write",
+			return scriptedapi.Reply{Usage: u(100_000), Text: "Writing the notes.", ToolUses: []scriptedapi.ToolUse{{Name: "Write",
 				Input: map[string]any{"file_path": filepath.Join(ws, "notes.txt"), "content": "written through --allowedTools\n"}}}}
 		case gen == 0:
-			return apiserver.Reply{Usage: u(155_000), Text: "More.", ToolUses: []apiserver.ToolUse{{Name: "Write",
+			return scriptedapi.Reply{Usage: u(155_000), Text: "More.", ToolUses: []scriptedapi.ToolUse{{Name: "Write",
 				Input: map[string]any{"file_path": filepath.Join(ws, "more.txt"), "content": "more\n"}}}}
 		default:
-			return apiserver.Reply{Usage: u(30_000), Text: "Done: notes.txt is there."}
+			return scriptedapi.Reply{Usage: u(30_000), Text: "Done: notes.txt is there."}
 		}
 	})
 	if err != nil {
@@ -211,22 +216,22 @@ func TestCLIGenerationLimitExitCode(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	round := 0
-	srv, err := apiserver.Start(func(r *apiserver.Request) apiserver.Reply {
-		if r.Kind != apiserver.KindMain {
-			return apiserver.Harmless(r)
+	srv, err := scriptedapi.Start(func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind != scriptedapi.KindMain {
+			return scriptedapi.Harmless(r)
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		if strings.Contains(r.LastUserText, "<<flower:handoff-request>>") {
 			round = 0
-			return apiserver.Reply{Usage: apiserver.Usage{InputTokens: 21_000}, Text: "## doing\nLooping.\n\n## next\nLoop again.\n"}
+			return scriptedapi.Reply{Usage: scriptedapi.Usage{InputTokens: 21_000}, Text: "## doing\nLooping.\n\n## next\nLoop again.\n"}
 		}
 		round++
 		n := 5_000
 		if round > 1 {
 			n = 20_000
 		}
-		return apiserver.Reply{Usage: apiserver.Usage{InputTokens: n}, Text: "step", ToolUses: []apiserver.ToolUse{{Name: "Bash", Input: map[string]any{"command": "true", "description": "x"}}}}
+		return scriptedapi.Reply{Usage: scriptedapi.Usage{InputTokens: n}, Text: "step", ToolUses: []scriptedapi.ToolUse{{Name: "Bash", Input: map[string]any{"command": "true", "description": "x"}}}}
 	})
 	if err != nil {
 		t.Fatal(err)

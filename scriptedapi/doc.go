@@ -1,4 +1,4 @@
-// Package apiserver owns a scripted Anthropic Messages API for tests and
+// Package scriptedapi owns a scripted Anthropic Messages API for tests and
 // demos: an HTTP server on 127.0.0.1 that answers the real Claude Code
 // harness (pointed at it with Env) from a Go Script, records every request,
 // and so drives exactly what the harness believes about turns, tool calls,
@@ -17,16 +17,16 @@
 // A Script sees the parsed Request and returns a Reply. Sequence and Route
 // cover most tests; anything else is a plain function:
 //
-//	srv, err := apiserver.Start(func(r *apiserver.Request) apiserver.Reply {
-//		if r.Kind != apiserver.KindMain {
-//			return apiserver.Harmless(r)
+//	srv, err := scriptedapi.Start(func(r *scriptedapi.Request) scriptedapi.Reply {
+//		if r.Kind != scriptedapi.KindMain {
+//			return scriptedapi.Harmless(r)
 //		}
 //		// flower's handoff-writing turn (the tag is defined by package
 //		// handoffwriter).
 //		if strings.Contains(r.LastUserText, "<<flower:handoff-request>>") {
-//			return apiserver.Reply{Text: "## doing\n…", Usage: apiserver.Usage{CacheReadInputTokens: 152000}}
+//			return scriptedapi.Reply{Text: "## doing\n…", Usage: scriptedapi.Usage{CacheReadInputTokens: 152000}}
 //		}
-//		return apiserver.Reply{Text: "working", Usage: apiserver.Usage{CacheReadInputTokens: 152000}}
+//		return scriptedapi.Reply{Text: "working", Usage: scriptedapi.Usage{CacheReadInputTokens: 152000}}
 //	})
 //
 // LastUserText is the last message with role "user", which is not always
@@ -72,4 +72,4 @@
 // alone cuts the lookups from five to one; the former implies it, and it is
 // set only to be explicit. DISABLE_AUTOUPDATER, DISABLE_ERROR_REPORTING and
 // DISABLE_NON_ESSENTIAL_MODEL_CALLS had no visible effect and are left out.
-package apiserver
+package scriptedapi
