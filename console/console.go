@@ -12,8 +12,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/flowerhq/flower/event"
+
 	"github.com/flowerhq/flower/policy"
-	"github.com/flowerhq/flower/supervisor"
 )
 
 // Lang selects the labels of the status lines.
@@ -117,34 +118,34 @@ func (s *Status) ShortenHome(home string) {
 
 // Handle renders one event; events other than handoffs and notices are
 // ignored.
-func (s *Status) Handle(ev supervisor.Event) {
+func (s *Status) Handle(ev event.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	io.WriteString(s.w, s.lines(ev))
 }
 
 // lines is what Handle writes for ev: whole lines, or "".
-func (s *Status) lines(ev supervisor.Event) string {
+func (s *Status) lines(ev event.Event) string {
 	var b strings.Builder
 	switch ev.Kind {
-	case supervisor.KindNotice:
+	case event.KindNotice:
 		fmt.Fprintf(&b, "flower: %s\n", ev.Text)
-	case supervisor.KindRetry:
+	case event.KindRetry:
 		fmt.Fprintf(&b, "flower: attempt failed, retrying: %s\n", ev.Text)
-	case supervisor.KindHandoff:
+	case event.KindHandoff:
 		s.handoff(&b, ev)
 	}
 	return b.String()
 }
 
-func (s *Status) handoff(w io.Writer, ev supervisor.Event) {
+func (s *Status) handoff(w io.Writer, ev event.Event) {
 	win := policy.FormatRound(ev.Window)
 	switch ev.Phase {
-	case supervisor.PhaseNear:
+	case event.PhaseNear:
 		fmt.Fprintf(w, s.lab.near+"\n", policy.FormatUsed(ev.Context), win, policy.FormatRound(max(ev.At-ev.Context, 0)))
-	case supervisor.PhaseWriting:
+	case event.PhaseWriting:
 		fmt.Fprintf(w, s.lab.writing+"\n", policy.FormatUsed(ev.Context), win)
-	case supervisor.PhaseDone:
+	case event.PhaseDone:
 		if ev.Reason == "overflow" {
 			// No writing turn ran, so no writing line was shown.
 			fmt.Fprintf(w, s.lab.writing+"\n", policy.FormatUsed(ev.Context), win)

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowerhq/flower/event"
+
 	"github.com/flowerhq/flower/handoffwriter"
-	"github.com/flowerhq/flower/supervisor"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata (never seed_r40.txt)")
@@ -45,18 +46,18 @@ var seedHandoff = handoffwriter.Handoff{
 const seedPath = "~/proj/.flower/notes/交接-干活.md"
 
 // seedEvents are the three handoff events behind the seed's example.
-func seedEvents() []supervisor.Event {
+func seedEvents() []event.Event {
 	h := seedHandoff
-	base := supervisor.Event{Kind: supervisor.KindHandoff, Step: "干活", Generation: 1, Window: 200_000, At: 150_000, WarnAt: 130_000}
+	base := event.Event{Kind: event.KindHandoff, Step: "干活", Generation: 1, Window: 200_000, At: 150_000, WarnAt: 130_000}
 	near, writing, done := base, base, base
-	near.Phase, near.Context = supervisor.PhaseNear, 130_000
-	writing.Phase, writing.Context = supervisor.PhaseWriting, 152_000
-	done.Phase, done.Context, done.Path, done.Handoff, done.Reason = supervisor.PhaseDone, 152_000, seedPath, &h, "threshold"
+	near.Phase, near.Context = event.PhaseNear, 130_000
+	writing.Phase, writing.Context = event.PhaseWriting, 152_000
+	done.Phase, done.Context, done.Path, done.Handoff, done.Reason = event.PhaseDone, 152_000, seedPath, &h, "threshold"
 	done.Sections = h.Filled()
-	return []supervisor.Event{near, writing, done}
+	return []event.Event{near, writing, done}
 }
 
-func render(lang Lang, evs []supervisor.Event) []byte {
+func render(lang Lang, evs []event.Event) []byte {
 	var b bytes.Buffer
 	s := NewStatus(&b, lang)
 	for _, ev := range evs {
@@ -83,21 +84,21 @@ func TestStatusMatchesSeed(t *testing.T) {
 
 func TestStatusGolden(t *testing.T) {
 	degraded := handoffwriter.Degraded("干活", "port the parser", "the writing turn failed")
-	overflow := supervisor.Event{Kind: supervisor.KindHandoff, Phase: supervisor.PhaseDone, Step: "干活", Generation: 3,
+	overflow := event.Event{Kind: event.KindHandoff, Phase: event.PhaseDone, Step: "干活", Generation: 3,
 		Context: 201_345, Window: 200_000, At: 150_000, Reason: "overflow", Degraded: true, Handoff: &degraded}
 	tests := []struct {
 		name string
-		evs  []supervisor.Event
+		evs  []event.Event
 	}{
 		{"handoff", seedEvents()},
 		// Overflow: no writing turn ran, so the done event shows the writing
 		// line itself; no workbench, so no path; empty sections show (空).
-		{"overflow", []supervisor.Event{overflow}},
-		{"notices", []supervisor.Event{
-			{Kind: supervisor.KindNotice, Text: "workbench unavailable (read-only); handoffs will reach the successor through its prompt only"},
-			{Kind: supervisor.KindRetry, Generation: 1, Text: "the harness exited before the turn ended"},
-			{Kind: supervisor.KindText, Text: "not a status line"},
-			{Kind: supervisor.KindTurn, Context: 5000},
+		{"overflow", []event.Event{overflow}},
+		{"notices", []event.Event{
+			{Kind: event.KindNotice, Text: "workbench unavailable (read-only); handoffs will reach the successor through its prompt only"},
+			{Kind: event.KindRetry, Generation: 1, Text: "the harness exited before the turn ended"},
+			{Kind: event.KindText, Text: "not a status line"},
+			{Kind: event.KindTurn, Context: 5000},
 		}},
 	}
 	for _, tt := range tests {
@@ -153,7 +154,7 @@ func TestShortenHome(t *testing.T) {
 		var b bytes.Buffer
 		s := NewStatus(&b, LangEn)
 		s.ShortenHome(tt.home)
-		s.Handle(supervisor.Event{Kind: supervisor.KindHandoff, Phase: supervisor.PhaseDone, Path: tt.path})
+		s.Handle(event.Event{Kind: event.KindHandoff, Phase: event.PhaseDone, Path: tt.path})
 		if !strings.Contains(b.String(), " "+tt.want+"\n") {
 			t.Errorf("home %q, path %q: want %q in\n%s", tt.home, tt.path, tt.want, b.String())
 		}

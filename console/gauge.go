@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/flowerhq/flower/event"
+
 	"github.com/flowerhq/flower/policy"
-	"github.com/flowerhq/flower/supervisor"
 )
 
 // gaugePhase is where the current generation is, as far as the gauge shows.
@@ -31,7 +32,7 @@ type gauge struct {
 }
 
 // update folds ev into the gauge and reports whether anything changed.
-func (g *gauge) update(ev supervisor.Event) bool {
+func (g *gauge) update(ev event.Event) bool {
 	before := *g
 	if ev.Generation > 0 {
 		g.gen = ev.Generation
@@ -43,18 +44,18 @@ func (g *gauge) update(ev supervisor.Event) bool {
 		g.cost = ev.CostUSD
 	}
 	switch ev.Kind {
-	case supervisor.KindGeneration:
+	case event.KindGeneration:
 		// A new process: what the last one measured no longer holds.
 		g.phase, g.context = gaugeStarting, 0
-	case supervisor.KindHandoff:
+	case event.KindHandoff:
 		g.context = ev.Context
 		switch ev.Phase {
-		case supervisor.PhaseWriting:
+		case event.PhaseWriting:
 			g.phase = gaugeWriting
-		case supervisor.PhaseDone:
+		case event.PhaseDone:
 			g.phase = gaugeHandedOn
 		}
-	case supervisor.KindText, supervisor.KindTool, supervisor.KindTurn, supervisor.KindSession, supervisor.KindRaw:
+	case event.KindText, event.KindTool, event.KindTurn, event.KindSession, event.KindRaw:
 		if ev.Context > 0 && g.phase <= gaugeWorking {
 			g.context, g.phase = ev.Context, gaugeWorking
 		}

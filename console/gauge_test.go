@@ -3,7 +3,7 @@ package console
 import (
 	"testing"
 
-	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/event"
 )
 
 func TestGaugeText(t *testing.T) {
@@ -40,35 +40,35 @@ func TestGaugeText(t *testing.T) {
 
 // TestGaugeUpdate follows a generation through a handoff into the next.
 func TestGaugeUpdate(t *testing.T) {
-	win := supervisor.Event{Window: 200_000, At: 150_000}
-	with := func(ev supervisor.Event) supervisor.Event {
+	win := event.Event{Window: 200_000, At: 150_000}
+	with := func(ev event.Event) event.Event {
 		ev.Window, ev.At = win.Window, win.At
 		return ev
 	}
 	steps := []struct {
-		ev      supervisor.Event
+		ev      event.Event
 		changed bool
 		want    gauge
 	}{
-		{with(supervisor.Event{Kind: supervisor.KindGeneration, Generation: 1}), true,
+		{with(event.Event{Kind: event.KindGeneration, Generation: 1}), true,
 			gauge{gen: 1, window: 200_000, at: 150_000, phase: gaugeStarting}},
-		{supervisor.Event{Kind: supervisor.KindNotice, Text: "hello"}, false,
+		{event.Event{Kind: event.KindNotice, Text: "hello"}, false,
 			gauge{gen: 1, window: 200_000, at: 150_000, phase: gaugeStarting}},
 		// Context 0 (the init line) says nothing yet.
-		{with(supervisor.Event{Kind: supervisor.KindRaw, Generation: 1}), false,
+		{with(event.Event{Kind: event.KindRaw, Generation: 1}), false,
 			gauge{gen: 1, window: 200_000, at: 150_000, phase: gaugeStarting}},
-		{with(supervisor.Event{Kind: supervisor.KindText, Generation: 1, Context: 40_000}), true,
+		{with(event.Event{Kind: event.KindText, Generation: 1, Context: 40_000}), true,
 			gauge{gen: 1, context: 40_000, window: 200_000, at: 150_000, phase: gaugeWorking}},
-		{with(supervisor.Event{Kind: supervisor.KindTurn, Generation: 1, Context: 41_000, CostUSD: 0.2}), true,
+		{with(event.Event{Kind: event.KindTurn, Generation: 1, Context: 41_000, CostUSD: 0.2}), true,
 			gauge{gen: 1, context: 41_000, window: 200_000, at: 150_000, cost: 0.2, phase: gaugeWorking}},
-		{with(supervisor.Event{Kind: supervisor.KindHandoff, Phase: supervisor.PhaseWriting, Generation: 1, Context: 152_000, CostUSD: 0.2}), true,
+		{with(event.Event{Kind: event.KindHandoff, Phase: event.PhaseWriting, Generation: 1, Context: 152_000, CostUSD: 0.2}), true,
 			gauge{gen: 1, context: 152_000, window: 200_000, at: 150_000, cost: 0.2, phase: gaugeWriting}},
-		{with(supervisor.Event{Kind: supervisor.KindHandoff, Phase: supervisor.PhaseDone, Generation: 1, Context: 152_000, CostUSD: 0.3}), true,
+		{with(event.Event{Kind: event.KindHandoff, Phase: event.PhaseDone, Generation: 1, Context: 152_000, CostUSD: 0.3}), true,
 			gauge{gen: 1, context: 152_000, window: 200_000, at: 150_000, cost: 0.3, phase: gaugeHandedOn}},
 		// The new process forgets the old context but not the step's cost.
-		{with(supervisor.Event{Kind: supervisor.KindGeneration, Generation: 2}), true,
+		{with(event.Event{Kind: event.KindGeneration, Generation: 2}), true,
 			gauge{gen: 2, window: 200_000, at: 150_000, cost: 0.3, phase: gaugeStarting}},
-		{with(supervisor.Event{Kind: supervisor.KindSession, Generation: 2, Context: 21_000, CostUSD: 0.3}), true,
+		{with(event.Event{Kind: event.KindSession, Generation: 2, Context: 21_000, CostUSD: 0.3}), true,
 			gauge{gen: 2, context: 21_000, window: 200_000, at: 150_000, cost: 0.3, phase: gaugeWorking}},
 	}
 	var g gauge

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/event"
 )
 
 // DefaultEvery is how often, at most, a plain gauge line is printed when the
@@ -73,7 +73,7 @@ func NewLive(w io.Writer, o LiveOptions) *Live {
 }
 
 // Handle renders one event: its status lines if it has any, and the gauge.
-func (l *Live) Handle(ev supervisor.Event) {
+func (l *Live) Handle(ev event.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lines := l.status.lines(ev)

@@ -8,29 +8,29 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/event"
 )
 
 // beat is one moment of a scripted run: time passes, then an event arrives.
 type beat struct {
 	after time.Duration
-	ev    supervisor.Event
+	ev    event.Event
 }
 
 // twoGenerations is a run that hands off once: generation 1 works up to the
 // threshold, writes its handoff, and generation 2 takes over.
 func twoGenerations() []beat {
-	g := func(kind supervisor.EventKind, gen, context int, cost float64) supervisor.Event {
-		return supervisor.Event{Kind: kind, Step: "干活", Generation: gen, Context: context, CostUSD: cost,
+	g := func(kind event.Kind, gen, context int, cost float64) event.Event {
+		return event.Event{Kind: kind, Step: "干活", Generation: gen, Context: context, CostUSD: cost,
 			Window: 200_000, At: 150_000, WarnAt: 130_000}
 	}
-	text := func(gen, context int, cost float64, s string) supervisor.Event {
-		ev := g(supervisor.KindText, gen, context, cost)
+	text := func(gen, context int, cost float64, s string) event.Event {
+		ev := g(event.KindText, gen, context, cost)
 		ev.Text = s
 		return ev
 	}
-	tool := func(gen, context int, cost float64, name, input string) supervisor.Event {
-		ev := g(supervisor.KindTool, gen, context, cost)
+	tool := func(gen, context int, cost float64, name, input string) event.Event {
+		ev := g(event.KindTool, gen, context, cost)
 		ev.Tool, ev.Input = name, input
 		return ev
 	}
@@ -38,20 +38,20 @@ func twoGenerations() []beat {
 	done := seed[2]
 	done.CostUSD = 0.42
 	return []beat{
-		{0, g(supervisor.KindGeneration, 1, 0, 0)},
-		{time.Second, g(supervisor.KindRaw, 1, 0, 0)},
-		{0, g(supervisor.KindSession, 1, 0, 0)},
+		{0, g(event.KindGeneration, 1, 0, 0)},
+		{time.Second, g(event.KindRaw, 1, 0, 0)},
+		{0, g(event.KindSession, 1, 0, 0)},
 		{2 * time.Second, text(1, 21_000, 0, "Looking at the Makefile.")},
 		{0, tool(1, 21_000, 0, "Read", `{"file_path":"Makefile"}`)},
 		{5 * time.Second, text(1, 25_000, 0, "It needs a shim.")},            // within Every of the last gauge line
 		{40 * time.Second, tool(1, 90_000, 0, "Bash", `{"command":"make"}`)}, // Every has passed
-		{10 * time.Second, g(supervisor.KindTurn, 1, 90_000, 0.31)},
-		{40 * time.Second, g(supervisor.KindRaw, 1, 90_000, 0.31)}, // nothing changed
+		{10 * time.Second, g(event.KindTurn, 1, 90_000, 0.31)},
+		{40 * time.Second, g(event.KindRaw, 1, 90_000, 0.31)}, // nothing changed
 		{time.Second, seed[0]},
 		{time.Second, tool(1, 152_000, 0.31, "Edit", `{"file_path":"Makefile"}`)},
 		{time.Second, seed[1]},
 		{12 * time.Second, done},
-		{time.Second, g(supervisor.KindGeneration, 2, 0, 0)},
+		{time.Second, g(event.KindGeneration, 2, 0, 0)},
 		{time.Second, text(2, 19_500, 0.42, "Reading the handoff.")}, // a new generation: at once
 	}
 }
@@ -157,13 +157,13 @@ func TestLiveTerminalWidth(t *testing.T) {
 	var b bytes.Buffer
 	width := 30
 	l := NewLive(&b, LiveOptions{Lang: LangEn, Terminal: true, Width: func() int { return width }})
-	l.Handle(supervisor.Event{Kind: supervisor.KindText, Generation: 1, Context: 142_300, Window: 200_000, At: 150_000, CostUSD: 0.42})
+	l.Handle(event.Event{Kind: event.KindText, Generation: 1, Context: 142_300, Window: 200_000, At: 150_000, CostUSD: 0.42})
 	lines := screen(b.String())
 	if got := lines[len(lines)-1]; columns(got) != width-1 || !strings.HasSuffix(got, "…") {
 		t.Errorf("gauge %q (%d columns) on a %d-column terminal", got, columns(got), width)
 	}
 	width = 0 // unknown: not clipped
-	l.Handle(supervisor.Event{Kind: supervisor.KindText, Generation: 1, Context: 142_400, Window: 200_000, At: 150_000, CostUSD: 0.42})
+	l.Handle(event.Event{Kind: event.KindText, Generation: 1, Context: 142_400, Window: 200_000, At: 150_000, CostUSD: 0.42})
 	lines = screen(b.String())
 	if got := lines[len(lines)-1]; got != "gen 1 · context 142.4K/200K · 7.6K to handoff · $0.42" {
 		t.Errorf("gauge %q with the width unknown", got)
@@ -174,9 +174,9 @@ func TestLiveTerminalWidth(t *testing.T) {
 func TestLiveWriteHalfLine(t *testing.T) {
 	var b bytes.Buffer
 	l := NewLive(&b, LiveOptions{Lang: LangEn, Terminal: true})
-	l.Handle(supervisor.Event{Kind: supervisor.KindText, Generation: 1, Context: 50_000, Window: 200_000, At: 150_000})
+	l.Handle(event.Event{Kind: event.KindText, Generation: 1, Context: 50_000, Window: 200_000, At: 150_000})
 	fmt.Fprint(l, "flower: step main done")
-	l.Handle(supervisor.Event{Kind: supervisor.KindTurn, Generation: 1, Context: 51_000, Window: 200_000, At: 150_000, CostUSD: 1})
+	l.Handle(event.Event{Kind: event.KindTurn, Generation: 1, Context: 51_000, Window: 200_000, At: 150_000, CostUSD: 1})
 	fmt.Fprint(l, " · $1.00\n")
 	lines := screen(b.String())
 	if len(lines) != 2 || lines[0] != "flower: step main done · $1.00" || lines[1] != "gen 1 · context 51.0K/200K · 99.0K to handoff · $1.00" {

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/flowerhq/flower/event"
+
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
-	"github.com/flowerhq/flower/supervisor"
 )
 
 // Output renders the job itself for stdout: the assistant's text and one line
@@ -22,13 +23,13 @@ type Output struct {
 func NewOutput(w io.Writer) *Output { return &Output{w: w} }
 
 // Handle renders text and tool events; others are ignored.
-func (o *Output) Handle(ev supervisor.Event) {
+func (o *Output) Handle(ev event.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch ev.Kind {
-	case supervisor.KindText:
+	case event.KindText:
 		fmt.Fprintln(o.w, strings.TrimRight(ev.Text, "\n"))
-	case supervisor.KindTool:
+	case event.KindTool:
 		fmt.Fprintf(o.w, "[%s] %s\n", ev.Tool, Abbrev(ev.Input, 100))
 	}
 }

@@ -5,8 +5,9 @@ import (
 	"io"
 	"sync"
 
+	"github.com/flowerhq/flower/event"
+
 	"github.com/flowerhq/flower/handoffwriter"
-	"github.com/flowerhq/flower/supervisor"
 )
 
 // FlowerType is the "type" of flower's own lines in a stream, set apart from
@@ -33,17 +34,17 @@ func NewStream(w io.Writer) *Stream { return &Stream{w: w} }
 // done handoff (R37), false included.
 type flowerLine struct {
 	Type string `json:"type"`
-	supervisor.Event
+	event.Event
 	Handoff  map[string]string `json:"handoff,omitempty"`
 	Degraded *bool             `json:"degraded,omitempty"`
 }
 
 // Handle writes the line or lines of one event.
-func (s *Stream) Handle(ev supervisor.Event) {
+func (s *Stream) Handle(ev event.Event) {
 	switch ev.Kind {
-	case supervisor.KindText, supervisor.KindTool:
+	case event.KindText, event.KindTool:
 		return
-	case supervisor.KindRaw:
+	case event.KindRaw:
 		// The harness reader passes on only lines that are JSON objects.
 		if len(ev.Raw) > 0 {
 			s.write(ev.Raw)
@@ -51,7 +52,7 @@ func (s *Stream) Handle(ev supervisor.Event) {
 		return
 	}
 	line := flowerLine{Type: FlowerType, Event: ev}
-	if ev.Kind == supervisor.KindHandoff && ev.Phase == supervisor.PhaseDone {
+	if ev.Kind == event.KindHandoff && ev.Phase == event.PhaseDone {
 		line.Degraded = &ev.Degraded
 	}
 	if ev.Handoff != nil {

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/event"
 )
 
 func TestStream(t *testing.T) {
-	raw := func(line string) supervisor.Event {
-		return supervisor.Event{Kind: supervisor.KindRaw, Generation: 1, Raw: []byte(line)}
+	raw := func(line string) event.Event {
+		return event.Event{Kind: event.KindRaw, Generation: 1, Raw: []byte(line)}
 	}
 	harnessLines := []string{
 		`{"type":"system","subtype":"init","session_id":"s1","model":"m"}`,
@@ -19,16 +19,16 @@ func TestStream(t *testing.T) {
 		`{"type":"result","subtype":"success","total_cost_usd":0.01}`,
 	}
 	seed := seedEvents()
-	evs := []supervisor.Event{
-		{Kind: supervisor.KindGeneration, Step: "干活", Generation: 1, Window: 200_000, At: 150_000},
+	evs := []event.Event{
+		{Kind: event.KindGeneration, Step: "干活", Generation: 1, Window: 200_000, At: 150_000},
 		raw(harnessLines[0]),
-		{Kind: supervisor.KindSession, Step: "干活", Generation: 1, SessionID: "s1"},
+		{Kind: event.KindSession, Step: "干活", Generation: 1, SessionID: "s1"},
 		raw(harnessLines[1]),
-		{Kind: supervisor.KindText, Generation: 1, Text: "a \"quoted\"\nline ✓"}, // the assistant line carries it
-		{Kind: supervisor.KindTool, Generation: 1, Tool: "Bash", Input: `{"command":"ls"}`},
+		{Kind: event.KindText, Generation: 1, Text: "a \"quoted\"\nline ✓"}, // the assistant line carries it
+		{Kind: event.KindTool, Generation: 1, Tool: "Bash", Input: `{"command":"ls"}`},
 		raw(harnessLines[2]),
-		{Kind: supervisor.KindTurn, Generation: 1, Context: 5000, CostUSD: 0.01, Text: "done"},
-		{Kind: supervisor.KindNotice, Text: "a notice\nover two lines"},
+		{Kind: event.KindTurn, Generation: 1, Context: 5000, CostUSD: 0.01, Text: "done"},
+		{Kind: event.KindNotice, Text: "a notice\nover two lines"},
 		raw(""), // nothing to pass on
 		seed[0], seed[1], seed[2],
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/flowerhq/flower/handoff"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
@@ -12,12 +11,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowerhq/flower/event"
+	"github.com/flowerhq/flower/handoff"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
-	"github.com/flowerhq/flower/supervisor"
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -257,7 +258,7 @@ func (g *genRun) switchSession(sid string) {
 func (g *genRun) sessionChanged() {
 	g.st.SetSessionID(g.meter.SessionID)
 	g.save()
-	g.emit(g.event(supervisor.KindSession))
+	g.emit(g.event(event.KindSession))
 }
 
 // tick does what waits on time rather than on lines.
@@ -332,9 +333,9 @@ func (g *genRun) tick(ctx context.Context) (outcome, bool) {
 	return outcome{}, false
 }
 
-func (g *genRun) event(kind supervisor.EventKind) supervisor.Event {
+func (g *genRun) event(kind event.Kind) event.Event {
 	p := g.opts.Policy
-	return supervisor.Event{Kind: kind, Step: g.st.Name, Generation: g.gen.N, SessionID: g.meter.SessionID,
+	return event.Event{Kind: kind, Step: g.st.Name, Generation: g.gen.N, SessionID: g.meter.SessionID,
 		Context: g.meter.Context, Window: p.Window, At: p.At(), WarnAt: p.WarnAt(), CostUSD: g.st.CostUSD}
 }
 
@@ -384,12 +385,12 @@ func (g *genRun) handle(ctx context.Context, ev *transcript.Event) (outcome, boo
 			return outcome{}, false
 		}
 		if ev.Text != "" {
-			e := g.event(supervisor.KindText)
+			e := g.event(event.KindText)
 			e.Text = ev.Text
 			g.emit(e)
 		}
 		for _, tu := range ev.ToolUses {
-			e := g.event(supervisor.KindTool)
+			e := g.event(event.KindTool)
 			e.Tool, e.Input = tu.Name, tu.Input
 			g.emit(e)
 		}
@@ -418,7 +419,7 @@ func (g *genRun) handle(ctx context.Context, ev *transcript.Event) (outcome, boo
 	case transcript.KindSystem:
 		switch ev.Subtype {
 		case "turn_duration":
-			g.emit(g.event(supervisor.KindTurn))
+			g.emit(g.event(event.KindTurn))
 			switch g.phase {
 			case phaseCutting:
 				return g.typeHandoff(ctx)
@@ -459,8 +460,8 @@ func (g *genRun) check() {
 	s := policy.State{Policy: g.opts.Policy, Context: g.meter.Context, SessionID: g.meter.SessionID, Warned: g.warned}
 	if policy.NearDue(s) {
 		g.warned = true
-		e := g.event(supervisor.KindHandoff)
-		e.Phase = supervisor.PhaseNear
+		e := g.event(event.KindHandoff)
+		e.Phase = event.PhaseNear
 		g.show(e)
 	}
 	if !policy.HandoffDue(s) {
@@ -488,8 +489,8 @@ func (g *genRun) check() {
 func (g *genRun) typeHandoff(ctx context.Context) (outcome, bool) {
 	g.escAt = time.Time{}
 	g.setPhase(phaseSubmitted)
-	e := g.event(supervisor.KindHandoff)
-	e.Phase, e.Context = supervisor.PhaseWriting, g.cutContext
+	e := g.event(event.KindHandoff)
+	e.Phase, e.Context = event.PhaseWriting, g.cutContext
 	g.show(e)
 	// One Ctrl-C empties whatever sits in the input (a prompt the harness
 	// put back after the interrupt, keys typed before the gate closed);

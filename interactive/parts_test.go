@@ -13,7 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/event"
+
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -208,11 +209,11 @@ func TestTitleFromLines(t *testing.T) {
 			t.Errorf("TitleFromLines(%q) = %q, want %q", tt.lines, got, tt.want)
 		}
 	}
-	near := supervisor.Event{Kind: supervisor.KindHandoff, Phase: supervisor.PhaseNear, Context: 130_000, Window: 200_000, At: 150_000}
+	near := event.Event{Kind: event.KindHandoff, Phase: event.PhaseNear, Context: 130_000, Window: 200_000, At: 150_000}
 	if got := (PlainRenderer{}).Title(near); got != "flower · context 130.0K/200K · about 20K to handoff" {
 		t.Errorf("plain near title %q", got)
 	}
-	if got := (PlainRenderer{}).Lines(supervisor.Event{Kind: supervisor.KindText, Text: "x"}); got != "" {
+	if got := (PlainRenderer{}).Lines(event.Event{Kind: event.KindText, Text: "x"}); got != "" {
 		t.Errorf("text events have no status lines, got %q", got)
 	}
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/flowerhq/flower/harness"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/flowerhq/flower/harness"
 
 	"github.com/creack/pty"
 )

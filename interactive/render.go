@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/flowerhq/flower/event"
+
 	"github.com/flowerhq/flower/policy"
-	"github.com/flowerhq/flower/supervisor"
 )
 
 // Renderer turns events into what the person sees. While a harness owns the
@@ -14,31 +15,31 @@ import (
 type Renderer interface {
 	// Lines is what to print for ev when the screen is free ("" for
 	// nothing), each line ending in "\n".
-	Lines(ev supervisor.Event) string
+	Lines(ev event.Event) string
 	// Title is the window title to show for ev while a harness runs (""
 	// leaves the title alone).
-	Title(ev supervisor.Event) string
+	Title(ev event.Event) string
 }
 
 // PlainRenderer is a Renderer in plain English, for callers without one.
 type PlainRenderer struct{}
 
 // Lines implements Renderer.
-func (PlainRenderer) Lines(ev supervisor.Event) string {
+func (PlainRenderer) Lines(ev event.Event) string {
 	switch ev.Kind {
-	case supervisor.KindNotice:
+	case event.KindNotice:
 		return "flower: " + ev.Text + "\n"
-	case supervisor.KindHandoff:
+	case event.KindHandoff:
 	default:
 		return ""
 	}
 	win := policy.FormatRound(ev.Window)
 	switch ev.Phase {
-	case supervisor.PhaseNear:
+	case event.PhaseNear:
 		return fmt.Sprintf("# context %s/%s · about %s to handoff\n", policy.FormatUsed(ev.Context), win, policy.FormatRound(max(ev.At-ev.Context, 0)))
-	case supervisor.PhaseWriting:
+	case event.PhaseWriting:
 		return fmt.Sprintf("# context %s/%s —— writing the handoff\n", policy.FormatUsed(ev.Context), win)
-	case supervisor.PhaseDone:
+	case event.PhaseDone:
 		var b strings.Builder
 		if ev.Path != "" {
 			fmt.Fprintf(&b, "<- handoff written to %s\n", ev.Path)
@@ -52,7 +53,7 @@ func (PlainRenderer) Lines(ev supervisor.Event) string {
 }
 
 // Title implements Renderer: "flower · " and the first status line.
-func (p PlainRenderer) Title(ev supervisor.Event) string {
+func (p PlainRenderer) Title(ev event.Event) string {
 	return TitleFromLines(p.Lines(ev))
 }
 

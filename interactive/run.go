@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/flowerhq/flower/console"
-	"github.com/flowerhq/flower/handoff"
-	"github.com/flowerhq/flower/harness"
-	"github.com/flowerhq/flower/runlog"
 	"io"
 	"log/slog"
 	"os"
@@ -15,6 +11,12 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/flowerhq/flower/console"
+	"github.com/flowerhq/flower/event"
+	"github.com/flowerhq/flower/handoff"
+	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/runlog"
 
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
@@ -65,7 +67,7 @@ type Options struct {
 	// Render decides what the person sees of events (PlainRenderer when nil).
 	Render Renderer
 	// OnEvent receives every event (for the log), from Run's goroutine.
-	OnEvent func(supervisor.Event)
+	OnEvent func(event.Event)
 	// Logger receives the structured log (discarded when nil).
 	Logger *slog.Logger
 	// CutTimeout bounds the wait for the turn to end at a cut;
@@ -172,8 +174,8 @@ type run struct {
 	used      map[string]bool // transcripts earlier generations followed
 
 	mu      sync.Mutex
-	cur     *proc              // the running harness, for SIGWINCH
-	waiting []supervisor.Event // events whose lines wait for a free screen
+	cur     *proc         // the running harness, for SIGWINCH
+	waiting []event.Event // events whose lines wait for a free screen
 }
 
 // guard runs f; a panic restores the terminal before it takes the process
@@ -241,7 +243,7 @@ func (r *run) readKeys(in io.Reader) {
 	}
 }
 
-func (r *run) emit(ev supervisor.Event) {
+func (r *run) emit(ev event.Event) {
 	r.logEvent(ev)
 	if r.opts.OnEvent != nil {
 		r.opts.OnEvent(ev)
@@ -251,9 +253,9 @@ func (r *run) emit(ev supervisor.Event) {
 // logEvent records an event in the run's log: the screen is the harness's,
 // so the log is where `flower logs` finds what flower did. The step,
 // generation, session and phase come from the log state.
-func (r *run) logEvent(ev supervisor.Event) {
+func (r *run) logEvent(ev event.Event) {
 	level := slog.LevelInfo
-	if ev.Kind == supervisor.KindText || ev.Kind == supervisor.KindTool {
+	if ev.Kind == event.KindText || ev.Kind == event.KindTool {
 		level = slog.LevelDebug
 	}
 	attrs := []any{"kind", string(ev.Kind)}
@@ -266,7 +268,7 @@ func (r *run) logEvent(ev supervisor.Event) {
 		{"context", ev.Context, ev.Context != 0},
 		{"window", ev.Window, ev.Window != 0},
 		{"path", ev.Path, ev.Path != ""},
-		{"degraded", ev.Degraded, ev.Kind == supervisor.KindHandoff && ev.Phase == supervisor.PhaseDone},
+		{"degraded", ev.Degraded, ev.Kind == event.KindHandoff && ev.Phase == event.PhaseDone},
 		{"why", ev.Why, ev.Why != ""},
 		{"tool", ev.Tool, ev.Tool != ""},
 		{"text", console.Abbrev(ev.Text, 200), ev.Text != ""},
@@ -280,7 +282,7 @@ func (r *run) logEvent(ev supervisor.Event) {
 
 // show queues ev's lines for the next time the screen is free, and shows its
 // title now.
-func (r *run) show(ev supervisor.Event) {
+func (r *run) show(ev event.Event) {
 	r.emit(ev)
 	if t := r.opts.Render.Title(ev); t != "" {
 		r.screen.SetTitle(t)
@@ -425,7 +427,7 @@ func (r *run) generation(ctx context.Context, gen *manifest.Generation, prompt s
 	}()
 	log.Info("harness started", "pid", p.PID(), "interactive", true)
 	g.setPhase(phaseWorking)
-	r.emit(supervisor.Event{Kind: supervisor.KindGeneration, Step: r.st.Name, Generation: gen.N,
+	r.emit(event.Event{Kind: event.KindGeneration, Step: r.st.Name, Generation: gen.N,
 		Window: o.Policy.Window, At: o.Policy.At(), WarnAt: o.Policy.WarnAt()})
 	return g.follow(ctx)
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowerhq/flower/event"
+
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
@@ -107,7 +109,7 @@ type fakeRun struct {
 	opts      Options
 
 	mu     sync.Mutex
-	events []supervisor.Event
+	events []event.Event
 }
 
 func newFakeRun(t *testing.T, scripts ...fakeScript) *fakeRun {
@@ -129,7 +131,7 @@ func newFakeRun(t *testing.T, scripts ...fakeScript) *fakeRun {
 		Workbench: wb, In: f.person.slave, Out: f.person.slave, Grace: 2 * time.Second,
 		Signals: []os.Signal{}, // none: only the signal test listens, for its own
 
-		OnEvent: func(ev supervisor.Event) {
+		OnEvent: func(ev event.Event) {
 			f.mu.Lock()
 			f.events = append(f.events, ev)
 			f.mu.Unlock()
@@ -160,12 +162,12 @@ func (f *fakeRun) start(ctx context.Context) func() (*manifest.StepResult, error
 	}
 }
 
-func (f *fakeRun) handoffs(phase string) []supervisor.Event {
+func (f *fakeRun) handoffs(phase string) []event.Event {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []supervisor.Event
+	var out []event.Event
 	for _, ev := range f.events {
-		if ev.Kind == supervisor.KindHandoff && ev.Phase == phase {
+		if ev.Kind == event.KindHandoff && ev.Phase == phase {
 			out = append(out, ev)
 		}
 	}
@@ -229,12 +231,12 @@ func TestRunHandsOff(t *testing.T) {
 	f.generationUp(1)
 	f.person.waitFor("raw mode", f.person.raw)
 	f.person.typeKeys("port the parser\r")
-	f.person.waitFor("the near notice", func() bool { return len(f.handoffs(supervisor.PhaseNear)) == 1 })
+	f.person.waitFor("the near notice", func() bool { return len(f.handoffs(event.PhaseNear)) == 1 })
 	f.person.waitFor("the near notice in the title", func() bool {
 		return strings.Contains(f.person.seen(), TitleSequence("flower · context 140.0K/200K · about 10K to handoff"))
 	})
 	f.person.typeKeys("go on\r")
-	f.person.waitFor("the writing turn", func() bool { return len(f.handoffs(supervisor.PhaseWriting)) == 1 })
+	f.person.waitFor("the writing turn", func() bool { return len(f.handoffs(event.PhaseWriting)) == 1 })
 	f.person.typeKeys("HELD")
 	f.generationUp(2)
 	f.person.waitFor("the held keys in generation 2", func() bool { return f.record(2).Input == "HELD" })
@@ -256,7 +258,7 @@ func TestRunHandsOff(t *testing.T) {
 	if len(gen2) != 1 || !strings.Contains(gen2[0], "You are taking over") || !strings.Contains(gen2[0], "EDITED-BY-A-PERSON") {
 		t.Fatalf("generation 2's first prompt should be the edited file's prompt block: %q", gen2)
 	}
-	if n := len(f.handoffs(supervisor.PhaseNear)); n != 1 {
+	if n := len(f.handoffs(event.PhaseNear)); n != 1 {
 		t.Errorf("%d near notices, want 1 (R10)", n)
 	}
 	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 2 || st.Task != "port the parser" {
@@ -381,8 +383,8 @@ func TestRunRestoresTerminal(t *testing.T) {
 	t.Run("a panic", func(t *testing.T) {
 		t.Parallel()
 		f := newFakeRun(t, fakeScript{Replies: []fakeReply{{Context: 1000}}})
-		f.opts.OnEvent = func(ev supervisor.Event) {
-			if ev.Kind == supervisor.KindGeneration {
+		f.opts.OnEvent = func(ev event.Event) {
+			if ev.Kind == event.KindGeneration {
 				panic("boom")
 			}
 		}

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/flowerhq/flower/runlog"
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/flowerhq/flower/runlog"
 
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/handoffwriter"

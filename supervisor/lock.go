@@ -3,7 +3,6 @@ package supervisor
 import (
 	"errors"
 	"fmt"
-	"github.com/flowerhq/flower/runlog"
 	"io"
 	"log/slog"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/flowerhq/flower/runlog"
 
 	"github.com/flowerhq/flower/workbench"
 )

@@ -12,11 +12,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/flowerhq/flower/runlog"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/flowerhq/flower/runlog"
 
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/handoff"

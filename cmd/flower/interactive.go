@@ -6,13 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flowerhq/flower/event"
+
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/manifest"
-	"github.com/flowerhq/flower/supervisor"
 	"github.com/flowerhq/flower/workbench"
 )
 
@@ -102,7 +103,7 @@ type screenRenderer struct {
 	home string
 }
 
-func (r screenRenderer) Lines(ev supervisor.Event) string {
+func (r screenRenderer) Lines(ev event.Event) string {
 	var b strings.Builder
 	st := console.NewStatus(&b, r.lang)
 	st.ShortenHome(r.home)
@@ -110,8 +111,8 @@ func (r screenRenderer) Lines(ev supervisor.Event) string {
 	return b.String()
 }
 
-func (r screenRenderer) Title(ev supervisor.Event) string {
-	if ev.Kind != supervisor.KindHandoff || (ev.Phase != supervisor.PhaseNear && ev.Phase != supervisor.PhaseWriting) {
+func (r screenRenderer) Title(ev event.Event) string {
+	if ev.Kind != event.KindHandoff || (ev.Phase != event.PhaseNear && ev.Phase != event.PhaseWriting) {
 		return ""
 	}
 	return interactive.TitleFromLines(r.Lines(ev))

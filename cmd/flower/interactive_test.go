@@ -9,10 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowerhq/flower/event"
+
 	"github.com/creack/pty"
 
 	"github.com/flowerhq/flower/interactive"
-	"github.com/flowerhq/flower/supervisor"
 )
 
 // TestInteractiveRouting: -i, or no task on a terminal, is the interactive
@@ -63,14 +64,14 @@ func TestInteractiveRouting(t *testing.T) {
 
 func TestScreenRenderer(t *testing.T) {
 	r := screenRenderer{lang: "zh"}
-	near := supervisor.Event{Kind: supervisor.KindHandoff, Phase: supervisor.PhaseNear, Context: 130_000, Window: 200_000, At: 150_000}
+	near := event.Event{Kind: event.KindHandoff, Phase: event.PhaseNear, Context: 130_000, Window: 200_000, At: 150_000}
 	if got, want := r.Title(near), "flower · 上下文 130.0K/200K · 还有约 20K 到换代"; got != want {
 		t.Errorf("near title %q, want %q", got, want)
 	}
 	if got := r.Lines(near); got != "# 上下文 130.0K/200K · 还有约 20K 到换代\n" {
 		t.Errorf("near lines %q", got)
 	}
-	done := supervisor.Event{Kind: supervisor.KindHandoff, Phase: supervisor.PhaseDone, Context: 152_000, Window: 200_000, Path: "/w/.flower/notes/交接-main.md"}
+	done := event.Event{Kind: event.KindHandoff, Phase: event.PhaseDone, Context: 152_000, Window: 200_000, Path: "/w/.flower/notes/交接-main.md"}
 	if r.Title(done) != "" {
 		t.Errorf("a done handoff leaves the title alone (the harness is about to go)")
 	}

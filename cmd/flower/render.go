@@ -5,12 +5,13 @@ import (
 	"io"
 	"os"
 
+	"github.com/flowerhq/flower/event"
+
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/manifest"
-	"github.com/flowerhq/flower/supervisor"
 )
 
 // The --output formats.
@@ -25,7 +26,7 @@ const (
 // nothing.
 type renderer struct {
 	live *console.Live
-	out  func(supervisor.Event) // nil with --quiet
+	out  func(event.Event) // nil with --quiet
 }
 
 func newRenderer(c *cli.Context, s streams) (*renderer, error) {
@@ -65,7 +66,7 @@ func newRenderer(c *cli.Context, s streams) (*renderer, error) {
 	return r, nil
 }
 
-func (r *renderer) event(ev supervisor.Event) {
+func (r *renderer) event(ev event.Event) {
 	r.live.Handle(ev)
 	if r.out != nil {
 		r.out(ev)

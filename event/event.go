@@ -1,0 +1,65 @@
+// Package event owns what a run reports as it goes: one Event type that the
+// engine emits and every front, console and log reads. It sits below the
+// supervisor so that a front can show events without importing the engine.
+package event
+
+import (
+	"github.com/flowerhq/flower/handoffwriter"
+)
+
+// Kind names what an Event reports.
+type Kind string
+
+// The event kinds. KindHandoff is the one event of SPEC R37; the others feed
+// what a person watches.
+const (
+	KindHandoff    Kind = "handoff"    // Phase: near | writing | done
+	KindGeneration Kind = "generation" // a harness process started for a generation (or a retry)
+	KindSession    Kind = "session"    // the harness reported the session id
+	KindText       Kind = "text"       // main-thread assistant text (never from the writing turn)
+	KindTool       Kind = "tool"       // a main-thread tool call
+	KindTurn       Kind = "turn"       // a turn's result
+	KindNotice     Kind = "notice"     // something a person should know (R6, warnings)
+	KindRetry      Kind = "retry"      // a failed attempt that will be retried
+	KindRaw        Kind = "raw"        // one harness stdout record as read, in Raw (never from the writing turn)
+)
+
+// The phases of a handoff event (R37).
+const (
+	PhaseNear    = "near"
+	PhaseWriting = "writing"
+	PhaseDone    = "done"
+)
+
+// Event is what the supervisor reports as a step runs. Fields not relevant
+// to a kind are zero.
+type Event struct {
+	Kind       Kind   `json:"kind"`
+	Phase      string `json:"phase,omitempty"`
+	Step       string `json:"step"`
+	Generation int    `json:"generation"`
+	SessionID  string `json:"session_id,omitempty"`
+
+	Context int `json:"context,omitempty"` // main-thread context, tokens
+	Window  int `json:"window,omitempty"`
+	At      int `json:"at,omitempty"`      // handoff threshold
+	WarnAt  int `json:"warn_at,omitempty"` // near-notice threshold
+
+	// Done handoffs (R37).
+	Degraded bool                   `json:"degraded,omitempty"`
+	Why      string                 `json:"why,omitempty"`
+	Path     string                 `json:"path,omitempty"`
+	Sections []string               `json:"sections,omitempty"`
+	Reason   string                 `json:"reason,omitempty"` // threshold | overflow
+	Handoff  *handoffwriter.Handoff `json:"handoff,omitempty"`
+
+	Text    string  `json:"text,omitempty"`     // text, notice, retry reason
+	Tool    string  `json:"tool,omitempty"`     // tool name
+	Input   string  `json:"input,omitempty"`    // tool input, raw JSON
+	CostUSD float64 `json:"cost_usd,omitempty"` // step cost so far
+	IsError bool    `json:"is_error,omitempty"`
+
+	// Raw is the harness's line for KindRaw (--output stream-json passes it
+	// on verbatim); it is not part of the event's own JSON.
+	Raw []byte `json:"-"`
+}
