@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/runlog"
 
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/handoffwriter"
-	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/transcript"
@@ -58,29 +58,31 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, prompt,
 	rt := s.rt
 	s.logState.Set(gen.N, resume, runlog.PhaseStarting)
 	log := s.log
-	p, err := harness.Start(ctx, harness.Config{
+	sess, err := rt.opts.Front.Launch(ctx, front.Spec{
+		Step: s.st.Name, Generation: gen.N,
 		Path: rt.opts.HarnessPath, Args: rt.opts.HarnessArgs, Model: rt.opts.Model, Resume: resume,
-		Dir: rt.opts.Workspace, Env: rt.env, Logger: log, Grace: rt.opts.Grace,
+		Prompt: prompt, Dir: rt.opts.Workspace, Env: rt.env, Logger: log, Grace: rt.opts.Grace,
 	})
 	if err != nil {
 		return outcome{kind: outcomeFailed, why: err.Error(), sessionID: resume}
 	}
-	defer p.Stop()
 	rt.emit(Event{Kind: KindGeneration, Step: s.st.Name, Generation: gen.N, SessionID: resume,
 		Window: rt.policy.Window, At: rt.policy.At(), WarnAt: rt.policy.WarnAt()})
-	log.Info("harness started", "pid", p.PID(), "resume", resume)
+	log.Info("harness started", "resume", resume)
 
-	a := &attemptRun{stepRun: s, gen: gen, p: p, log: log}
+	a := &attemptRun{stepRun: s, gen: gen, p: sess, log: log}
 	a.meter.SessionID = resume
-	defer a.finish() // issue 5 (stop.go): records skipped output lines
-	// Issue 5: a resumed session carries its own context; the futile guard
-	// is for fresh sessions only.
+	defer a.finish() // stops the harness; records skipped output lines
+	// A resumed session carries its own context; the futile guard is for
+	// fresh sessions only.
 	a.sawRound = resume != ""
-	a.probe(ctx)
+	if pr, ok := sess.(front.Prober); ok {
+		a.probe(ctx, pr)
+	}
 	if floor := gen.StartFloor; resume == "" && rt.policy.Enabled && floor >= rt.policy.At() {
 		return a.futile(floor, "before its first turn")
 	}
-	if err := p.SendUser(prompt); err != nil {
+	if err := sess.Begin(); err != nil {
 		return a.died(fmt.Sprintf("send prompt: %v", err))
 	}
 	a.setPhase(phaseWorking)
@@ -90,7 +92,7 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, prompt,
 type attemptRun struct {
 	*stepRun
 	gen   *manifest.Generation
-	p     *harness.Process
+	p     front.Session
 	log   *slog.Logger
 	meter transcript.Meter
 	phase phase
@@ -133,10 +135,10 @@ const probeTimeout = 20 * time.Second
 // probe asks the fresh session what the harness knows of it before the first
 // turn: its window, its start-up floor, and whether auto-compact is on.
 // A harness that does not answer is logged, not fatal.
-func (a *attemptRun) probe(ctx context.Context) {
+func (a *attemptRun) probe(ctx context.Context, pr front.Prober) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	resp, err := a.p.Control(ctx, "get_context_usage")
+	resp, err := pr.Probe(ctx)
 	if err != nil {
 		a.log.Warn("get_context_usage", "err", err)
 		return
@@ -178,10 +180,9 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 	arm(rt.opts.TurnTimeout)
 	for {
 		select {
-		case ev, ok := <-a.p.Events():
+		case ev, ok := <-a.p.Records():
 			if !ok {
-				<-a.p.Done()
-				return a.died(a.exitReason())
+				return a.exited()
 			}
 			before := a.phase
 			if out, end := a.handle(&ev); end {
@@ -212,15 +213,16 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 	}
 }
 
-func (a *attemptRun) exitReason() string {
-	why := "the harness exited before the turn ended"
-	if err := a.p.Err(); err != nil {
-		why += " (" + err.Error() + ")"
+// exited ends the attempt of a harness that is gone. A person who ends the
+// harness's own screen ends the step; any other exit while working is a
+// failure, and one in the middle of a handoff degrades it.
+func (a *attemptRun) exited() outcome {
+	x := a.p.Exit()
+	if x.ByPerson && a.phase == phaseWorking {
+		a.log.Info("harness ended by the person")
+		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}
 	}
-	if tail := lastLine(a.p.Stderr()); tail != "" {
-		why += ": " + tail
-	}
-	return why
+	return a.died(x.Why)
 }
 
 // died handles a harness that is gone. Mid-handoff, the handoff degrades
@@ -253,7 +255,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 	rt, st := a.rt, a.st
 	prevSession := a.meter.SessionID
 	a.meter.Observe(ev)
-	if a.phase != phaseWriting {
+	if a.phase != phaseWriting && ev.Raw != nil {
 		// The harness's own line, for programs following the run; the
 		// writing turn is not streamed (R16): its result is the done event.
 		e := a.event(KindRaw)
@@ -265,6 +267,10 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 		a.logState.SetSession(a.meter.SessionID)
 		rt.save(st)
 		rt.emit(a.event(KindSession))
+	}
+	if ev.Kind == transcript.KindSystem && ev.Subtype == SubtypeSessionSwitch {
+		a.switchSession(prevSession)
+		return
 	}
 	if ev.Kind != transcript.KindAssistant && bytes.Contains(ev.Raw, []byte("Autocompact is thrashing")) {
 		a.compaction(`"Autocompact is thrashing"`)
@@ -304,6 +310,15 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 		}
 		if out, end := a.check(); end {
 			return out, true
+		}
+	case transcript.KindUser:
+		if st.Task == "" && a.phase == phaseWorking && ev.MainThread() {
+			// A person typed the task on the harness's own screen: it is
+			// what a degraded handoff carries.
+			if text := transcript.UserText(ev); isPrompt(text) {
+				st.Task = text
+				rt.save(st)
+			}
 		}
 	case transcript.KindSystem:
 		if ev.Subtype == "compact_boundary" {
@@ -397,6 +412,11 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 			a.cutContext = a.meter.Context
 			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
 		}
+		if a.p.PersonDriven() {
+			// The person reads the turn's end (an error included) on the
+			// harness's screen and types the next one.
+			return outcome{}, false
+		}
 		if ev.IsError {
 			return a.fail("the turn ended in an error: " + firstNonEmpty(ev.Result, ev.Subtype, ev.TerminalReason)), true
 		}
@@ -413,7 +433,7 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 		e.Phase = PhaseWriting
 		e.Context = a.cutContext
 		rt.emit(e)
-		if err := a.p.SendUser(handoffwriter.HandoffPrompt(a.cutContext, rt.policy.Window)); err != nil {
+		if err := a.p.Send(handoffwriter.HandoffPrompt(a.cutContext, rt.policy.Window)); err != nil {
 			return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
 		}
 		return outcome{}, false
@@ -430,7 +450,7 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 			a.writingRetried, a.writingInterrupted = true, false
 			a.writing.Reset()
 			a.log.Warn("asking again for the handoff document only")
-			if err := a.p.SendUser(retryPrompt + handoffwriter.HandoffPrompt(a.cutContext, rt.policy.Window)); err != nil {
+			if err := a.p.Send(retryPrompt + handoffwriter.HandoffPrompt(a.cutContext, rt.policy.Window)); err != nil {
 				return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt again: "+err.Error()), true
 			}
 			return outcome{}, false
@@ -493,4 +513,37 @@ func firstNonEmpty(ss ...string) string {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// SubtypeSessionSwitch is the subtype of a system record a front makes up
+// when the harness moved to a new session inside one process (a person's
+// /clear): the old session is burned and the meter starts over.
+const SubtypeSessionSwitch = "flower_session_switch"
+
+// switchSession retires the session the harness left and starts the meter
+// over for the one it moved to.
+func (a *attemptRun) switchSession(prev string) {
+	if prev == "" || prev == a.meter.SessionID {
+		return
+	}
+	a.log.Info("the harness switched sessions", "from", prev, "to", a.meter.SessionID)
+	a.st.Retire(prev)
+	sid := a.meter.SessionID
+	cost, turns := a.meter.CostUSD, a.meter.Turns
+	a.meter = transcript.Meter{SessionID: sid, CostUSD: cost, Turns: turns}
+	a.warned = false
+	a.st.SetSessionID(sid)
+	a.st.SetContext(0)
+	a.logState.SetSession(sid)
+	a.rt.save(a.st)
+	a.rt.emit(a.event(KindSession))
+}
+
+// isPrompt tells a prompt a person typed from the user records the harness
+// writes of its own (tool results, reminders, notifications, commands,
+// interrupt notes) and from flower's handoff prompt.
+func isPrompt(text string) bool {
+	t := strings.TrimSpace(text)
+	return t != "" && !strings.HasPrefix(t, "<") && !strings.HasPrefix(t, "[Request interrupted") &&
+		!strings.Contains(t, handoffwriter.PromptTag)
 }

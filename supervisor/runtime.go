@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/runlog"
 
 	"github.com/flowerhq/flower/envinject"
@@ -63,6 +64,9 @@ type Options struct {
 	HarnessPath string
 	// HarnessArgs are passed through to the harness after flower's own.
 	HarnessArgs []string
+	// Front starts the harness of each attempt (Headless, the stream-json
+	// process, when nil).
+	Front front.Launcher
 	// Model is passed as --model and used to guess the window.
 	Model string
 	// Env is the base environment of the harness (os.Environ() when nil).
@@ -126,6 +130,9 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Front == nil {
+		opts.Front = Headless{}
 	}
 	if opts.Env == nil {
 		opts.Env = os.Environ()

@@ -18,12 +18,12 @@ import (
 // kills the group itself.
 func (a *attemptRun) interrupted(ctx context.Context) outcome {
 	_ = a.p.Interrupt()
-	_ = a.p.CloseInput()
+	_ = a.p.EndAfterTurn()
 	out := outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error(), sessionID: a.meter.SessionID}
 	deadline := time.After(2 * a.rt.opts.Grace)
 	for {
 		select {
-		case ev, ok := <-a.p.Events():
+		case ev, ok := <-a.p.Records():
 			if !ok {
 				out.sessionID = a.meter.SessionID
 				return out
@@ -33,8 +33,8 @@ func (a *attemptRun) interrupted(ctx context.Context) outcome {
 				a.bookInterrupted(&ev)
 			}
 		case <-deadline:
-			a.log.Warn("the harness did not exit after the interrupt; killing its process group")
-			a.p.Kill()
+			a.log.Warn("the harness did not exit after the interrupt; stopping it")
+			a.p.Stop()
 			out.sessionID = a.meter.SessionID
 			return out
 		}
@@ -60,7 +60,14 @@ func (a *attemptRun) bookInterrupted(ev *transcript.Event) {
 // clean.
 func (a *attemptRun) finish() {
 	a.p.Stop()
-	if n := a.p.Skipped(); n > 0 {
+	// Whatever the harness said after the attempt's end still counts.
+	for ev := range a.p.Records() {
+		a.meter.Observe(&ev)
+		if ev.Kind == transcript.KindResult {
+			a.bookInterrupted(&ev)
+		}
+	}
+	if n := a.p.Exit().Skipped; n > 0 {
 		a.st.AddError(fmt.Sprintf("generation %d: the harness wrote %d line(s) that were not JSON or too long; they were skipped (see the log)", a.gen.N, n))
 		a.rt.save(a.st)
 	}

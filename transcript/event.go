@@ -220,3 +220,20 @@ func messageText(content gjson.Result) string {
 	})
 	return strings.Join(parts, "\n")
 }
+
+// UserText is what was typed in a user record: a plain string, or its text
+// blocks joined with "\n" (tool results left out).
+func UserText(ev *Event) string {
+	c := gjson.GetBytes(ev.Raw, "message.content")
+	if c.Type == gjson.String {
+		return c.String()
+	}
+	var parts []string
+	c.ForEach(func(_, b gjson.Result) bool {
+		if b.Get("type").String() == "text" {
+			parts = append(parts, b.Get("text").String())
+		}
+		return true
+	})
+	return strings.Join(parts, "\n")
+}

@@ -1,0 +1,100 @@
+// Package front owns the seam between the generation engine (package
+// supervisor) and the kinds of harness child it drives: a stream-json
+// process, the harness's own screen in a pty, and whatever comes next. The
+// engine decides every rule of a handoff (thresholds, the cut, the writing
+// turn, degrading, freezing, launching, retries); a front only starts a
+// harness, translates what it shows into records of the harness's
+// stream-json vocabulary, and carries out the engine's few commands. See
+// docs/DESIGN.md, «One engine, several fronts».
+package front
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/flowerhq/flower/transcript"
+)
+
+// Spec says how to start the harness of one generation (or one retry of it).
+type Spec struct {
+	// Step and Generation name what the harness runs, for logs.
+	Step       string
+	Generation int
+	// Path is the harness executable; Args are its flags (flower's own
+	// mode flags are the front's business).
+	Path  string
+	Args  []string
+	Model string
+	// Resume is the session to resume; "" starts a fresh session.
+	Resume string
+	// Prompt is the generation's first prompt: the task, a handoff's
+	// prompt block, or a continuation message. Session.Begin sends it, or
+	// the front gives it to the harness at start.
+	Prompt string
+	Dir    string
+	Env    []string
+	// Grace bounds each stage of stopping the harness.
+	Grace  time.Duration
+	Logger *slog.Logger
+}
+
+// Launcher starts harness sessions. The engine calls Launch once per attempt
+// of a generation and never reuses a Session.
+type Launcher interface {
+	Launch(ctx context.Context, s Spec) (Session, error)
+}
+
+// Session is one running harness, as the engine sees it. Its methods are
+// called from the engine's goroutine only.
+type Session interface {
+	// Records delivers what the harness did, in order, in the vocabulary
+	// of its stream-json output (transcript.Event): assistant and user
+	// lines, system lines, and a result record at the end of every turn.
+	// A front that reads something else makes the result records up. The
+	// channel is closed once the harness is gone and all it said has been
+	// delivered.
+	Records() <-chan transcript.Event
+	// Begin starts the first turn with the Spec's prompt (a no-op for a
+	// front that gave the prompt to the harness at start).
+	Begin() error
+	// Send submits a prompt as a new turn of the same session.
+	Send(prompt string) error
+	// Interrupt ends the running turn at the next message boundary; the
+	// turn's result record follows.
+	Interrupt() error
+	// EndAfterTurn asks the harness to exit on its own once the running
+	// turn is over; its last records, then the end of Records, follow.
+	EndAfterTurn() error
+	// Stop ends the harness, gracefully then forcefully, and returns once
+	// it is gone. Records still unread stay readable until the channel is
+	// closed. Safe to call twice.
+	Stop()
+	// Exit says how the harness ended; valid once Records is closed.
+	Exit() Exit
+	// PersonDriven reports whether a person types the turns (the harness's
+	// own screen): a turn's end is then not the step's end, the harness's
+	// orderly exit is.
+	PersonDriven() bool
+}
+
+// Exit is how a harness ended.
+type Exit struct {
+	// Why describes the end for a person ("the harness exited (signal:
+	// killed): <last stderr line>").
+	Why string
+	// ByPerson: a person ended the harness in an orderly way.
+	ByPerson bool
+	// Skipped counts output lines that were not records (not JSON, or too
+	// long) and were dropped.
+	Skipped int
+}
+
+// Prober is a Session that can report the harness's view of its context
+// (the get_context_usage control request): window, start-up floor, and
+// whether auto-compact is on.
+type Prober interface {
+	Probe(ctx context.Context) (gjson.Result, error)
+}
