@@ -92,6 +92,11 @@ type Exit struct {
 	Skipped int
 }
 
+// SubtypeSessionSwitch is the subtype of a system record a front makes up
+// when the harness moved to a new session inside one process (a person's
+// /clear): the old session is burned and the meter starts over.
+const SubtypeSessionSwitch = "flower_session_switch"
+
 // Prober is a Session that can report the harness's view of its context
 // (the get_context_usage control request): window, start-up floor, and
 // whether auto-compact is on.

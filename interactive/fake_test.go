@@ -45,6 +45,10 @@ type fakeReply struct {
 	Context  int
 	Tool     bool // the reply calls a tool: the turn runs until Esc
 	Overflow bool // the API said the prompt is too long
+	// Before, when set, is the context of a round that comes first (a
+	// tool call answered at once): the session's first round is then not
+	// already at the threshold.
+	Before int
 }
 
 // fakeRecord is what the fake leaves in FAKE_DIR for the test.
@@ -177,6 +181,9 @@ func (f *fake) submit(text string) {
 	}
 	r := f.sc.Replies[min(f.replies, len(f.sc.Replies)-1)]
 	f.replies++
+	if r.Before > 0 {
+		f.assistant("looking around", r.Before, "tool_use")
+	}
 	switch {
 	case r.Overflow:
 		f.line(map[string]any{"type": "assistant", "isApiErrorMessage": true, "error": "invalid_request", "message": map[string]any{

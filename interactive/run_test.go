@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,6 @@ import (
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/supervisor"
-	"github.com/flowerhq/flower/workbench"
 )
 
 // person is the person's terminal in a test: Run gets the pty's slave end
@@ -100,13 +100,53 @@ func (p *person) waitFor(what string, cond func() bool) {
 	}
 }
 
+// runOptions configure Run, the engine with this package's front, as
+// cmd/flower wires them.
+type runOptions struct {
+	Workspace, HarnessPath string
+	Env                    []string
+	Policy                 policy.HandoffPolicy
+	RunDir                 string
+	Task                   string
+	In                     *os.File
+	Out                    *os.File
+	Grace                  time.Duration
+	Signals                []os.Signal
+	OnEvent                func(event.Event)
+	AfterFreeze            func(path string)
+}
+
+// Run runs one step interactively through the engine (package supervisor)
+// with this package's Front, and gives the terminal back however it ends.
+func Run(ctx context.Context, o runOptions) (*manifest.StepResult, error) {
+	f, ctx, cancel, err := Open(ctx, Options{In: o.In, Out: o.Out, Signals: o.Signals})
+	if err != nil {
+		return nil, err
+	}
+	defer cancel(nil)
+	defer f.Close()
+	var log *slog.Logger
+	if os.Getenv("FLOWER_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	rt, err := supervisor.New(supervisor.Options{
+		Logger: log, Workspace: o.Workspace, RunDir: o.RunDir, Workbench: true, Handoff: o.Policy,
+		HarnessPath: o.HarnessPath, Env: o.Env, Grace: o.Grace, Front: f,
+		OnEvent: f.Sink(o.OnEvent), AfterFreeze: o.AfterFreeze,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rt.RunStep(ctx, "main", o.Task)
+}
+
 // fakeRun is one Run against the fake harness.
 type fakeRun struct {
 	t         *testing.T
 	person    *person
 	dir       string // the fake's records
 	workspace string
-	opts      Options
+	opts      runOptions
 
 	mu     sync.Mutex
 	events []event.Event
@@ -119,16 +159,12 @@ func newFakeRun(t *testing.T, scripts ...fakeScript) *fakeRun {
 		t.Fatal(err)
 	}
 	f := &fakeRun{t: t, person: newPerson(t), dir: t.TempDir(), workspace: t.TempDir()}
-	wb, err := workbench.Open(filepath.Join(f.workspace, ".flower"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	env := append(os.Environ(), "FLOWER_FAKE_INTERACTIVE=1", "HOME="+t.TempDir(), "FAKE_DIR="+f.dir, "FAKE_SCRIPT="+string(b))
-	f.opts = Options{
+	f.opts = runOptions{
 		Workspace: f.workspace, HarnessPath: os.Args[0], Env: env,
-		Policy:    policy.HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 8},
-		Manifest:  manifest.New(filepath.Join(f.workspace, ".flower", "runs", "t"), f.workspace, time.Now()),
-		Workbench: wb, In: f.person.slave, Out: f.person.slave, Grace: 2 * time.Second,
+		Policy: policy.HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 8},
+		RunDir: filepath.Join(f.workspace, ".flower", "runs", "t"),
+		In:     f.person.slave, Out: f.person.slave, Grace: 2 * time.Second,
 		Signals: []os.Signal{}, // none: only the signal test listens, for its own
 
 		OnEvent: func(ev event.Event) {
@@ -281,7 +317,7 @@ func TestRunHandsOff(t *testing.T) {
 			t.Errorf("screen lacks %q", want)
 		}
 	}
-	if disk, err := manifest.Load(manifest.Path(f.opts.Manifest.RunDir)); err != nil || disk.Step("main").Status != manifest.StatusSucceeded {
+	if disk, err := manifest.Load(manifest.Path(f.opts.RunDir)); err != nil || disk.Step("main").Status != manifest.StatusSucceeded {
 		t.Errorf("manifest on disk: %v", err)
 	}
 }
@@ -297,7 +333,7 @@ func TestRunDegrades(t *testing.T) {
 		why    string
 	}{
 		{"overflow", fakeScript{Replies: []fakeReply{{Overflow: true}}}, manifest.ReasonOverflow, "overflow: Prompt is too long"},
-		{"no next section", fakeScript{Replies: []fakeReply{{Context: 160_000}}, Writing: "## 现在在做 (doing)\nhalf done\n"}, manifest.ReasonThreshold, "the handoff is missing next"},
+		{"no next section", fakeScript{Replies: []fakeReply{{Before: 100_000, Context: 160_000}}, Writing: "## 现在在做 (doing)\nhalf done\n"}, manifest.ReasonThreshold, "the handoff is missing next"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -331,7 +367,7 @@ func TestRunDegrades(t *testing.T) {
 
 func TestRunGenerationLimit(t *testing.T) {
 	t.Parallel()
-	f := newFakeRun(t, fakeScript{Replies: []fakeReply{{Context: 160_000}}, Writing: goodDoc})
+	f := newFakeRun(t, fakeScript{Replies: []fakeReply{{Before: 100_000, Context: 160_000}}, Writing: goodDoc})
 	f.opts.Policy.MaxGenerations = 1
 	f.opts.Task = "go"
 	st, err := f.start(context.Background())()
@@ -409,7 +445,7 @@ func TestRunNeedsATerminal(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	_, err = Run(context.Background(), Options{Workspace: t.TempDir(), HarnessPath: "claude", Manifest: &manifest.Manifest{}, In: r, Out: w})
+	_, _, _, err = Open(context.Background(), Options{In: r, Out: w})
 	if !errors.Is(err, ErrNotTerminal) {
 		t.Errorf("err = %v, want ErrNotTerminal", err)
 	}

@@ -268,7 +268,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 		rt.save(st)
 		rt.emit(a.event(KindSession))
 	}
-	if ev.Kind == transcript.KindSystem && ev.Subtype == SubtypeSessionSwitch {
+	if ev.Kind == transcript.KindSystem && ev.Subtype == front.SubtypeSessionSwitch {
 		a.switchSession(prevSession)
 		return
 	}
@@ -514,11 +514,6 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }
-
-// SubtypeSessionSwitch is the subtype of a system record a front makes up
-// when the harness moved to a new session inside one process (a person's
-// /clear): the old session is burned and the meter starts over.
-const SubtypeSessionSwitch = "flower_session_switch"
 
 // switchSession retires the session the harness left and starts the meter
 // over for the one it moved to.

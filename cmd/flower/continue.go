@@ -173,7 +173,7 @@ func pastRunJob(c *cli.Context, needManifest bool) (*job, string, error) {
 			}
 		}
 	}
-	j, err := setupJob(c, runDir)
+	j, err := setupJob(c, jobOptions{runDir: runDir})
 	if err != nil {
 		return nil, "", err
 	}

@@ -129,7 +129,7 @@ func demoAction(c *cli.Context) (err error) {
 	}
 	c.Context = context.WithValue(c.Context, harnessArgsKey{}, demo.HarnessArgs)
 	c.Context = context.WithValue(c.Context, harnessEnvKey{}, demo.HarnessEnv(os.Environ(), home, srv.Env()))
-	job, err := setupJob(c, "")
+	job, err := setupJob(c, jobOptions{})
 	if err != nil {
 		return err
 	}

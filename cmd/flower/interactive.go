@@ -1,20 +1,18 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
-
-	"github.com/flowerhq/flower/event"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
 	"github.com/flowerhq/flower/console"
+	"github.com/flowerhq/flower/event"
+	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/interactive"
-	"github.com/flowerhq/flower/manifest"
-	"github.com/flowerhq/flower/workbench"
 )
 
 // interactiveFlag is -i: run the harness's own terminal UI under handoff.
@@ -34,7 +32,8 @@ func isTerminal(r any) bool {
 }
 
 // runInteractive runs the step with the harness's terminal UI in a pty on
-// this terminal (package interactive).
+// this terminal: the same engine as a headless run, with package
+// interactive as its front.
 func runInteractive(c *cli.Context) error {
 	s := streamsOf(c)
 	in, ok := s.stdin.(*os.File)
@@ -56,46 +55,42 @@ func runInteractive(c *cli.Context) error {
 	if err != nil {
 		return usageError{err}
 	}
-	job, err := setupJob(c, "")
+	home, _ := os.UserHomeDir()
+	var (
+		f       *interactive.Front
+		ctx     = c.Context
+		cancel  context.CancelCauseFunc
+		openErr error
+	)
+	job, err := setupJob(c, jobOptions{front: func(log *slog.Logger) (front.Launcher, func(event.Event)) {
+		f, ctx, cancel, openErr = interactive.Open(c.Context, interactive.Options{
+			In: in, Out: s.stdout, Render: screenRenderer{lang: lang, home: home}, Logger: log,
+		})
+		if openErr != nil {
+			return nil, nil // reported below, before anything runs
+		}
+		return f, f.Sink(nil)
+	}})
+	if f != nil {
+		defer cancel(nil)
+	}
 	if err != nil {
+		if f != nil {
+			f.Close()
+		}
 		return err
 	}
 	defer job.close()
-	rt, step := job.rt, c.String("step")
-	workspace, err := filepath.Abs(c.String("workspace"))
-	if err != nil {
-		return err
+	if openErr != nil {
+		return openErr
 	}
-	// The Runtime opened the workbench (at its default place) unless it
-	// could not; the same folder, or none, holds the handoffs here.
-	var wb *workbench.Workbench
-	if rt.HandoffPath(step) != "" {
-		if wb, err = workbench.Open(filepath.Join(workspace, ".flower")); err != nil {
-			wb = nil
-		}
-	}
-	args := harnessArgsOf(c)
-	if m := c.String("model"); m != "" {
-		args = append([]string{"--model", m}, args...)
-	}
-	source := manifest.WindowFromModel
-	if c.Int("window") > 0 {
-		source = manifest.WindowFromFlag
-	}
-	logger := slog.New(slog.NewJSONHandler(job.logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	home, _ := os.UserHomeDir()
-	st, err := interactive.Run(c.Context, interactive.Options{
-		Workspace: workspace, HarnessPath: job.harnessPath, HarnessArgs: args, Model: c.String("model"),
-		Env: rt.ChildEnv(), Policy: rt.Policy(), WindowSource: source, Manifest: rt.Manifest(), Workbench: wb,
-		Step: step, Task: task, In: in, Out: s.stdout,
-		Render: screenRenderer{lang: lang, home: home},
-		Logger: logger,
-	})
+	st, err := job.rt.RunStep(ctx, c.String("step"), task)
+	f.Close()
 	job.finish(st)
 	return err
 }
 
-// screenRenderer shows the interactive run's events as the R40 lines
+// screenRenderer shows the interactive run's events as the status lines
 // (between harnesses) and, for the near notice and the writing turn, as the
 // window title (while a harness owns the screen).
 type screenRenderer struct {

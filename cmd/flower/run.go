@@ -14,6 +14,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/flowerhq/flower/envinject"
+	"github.com/flowerhq/flower/event"
+	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/supervisor"
@@ -64,7 +66,7 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	job, err := setupJob(c, "")
+	job, err := setupJob(c, jobOptions{})
 	if err != nil {
 		return err
 	}
@@ -82,6 +84,7 @@ type job struct {
 	harnessPath string
 	render      *renderer
 	logFile     *os.File
+	logger      *slog.Logger
 }
 
 func (j *job) close() {
@@ -95,9 +98,19 @@ func (j *job) finish(st *manifest.StepResult) {
 	}
 }
 
-// setupJob reads the run flags and builds the Runtime. An empty runDir means
-// the flag's, or a new one under <workspace>/.flower/runs.
-func setupJob(c *cli.Context, runDir string) (*job, error) {
+// jobOptions say what differs between the commands that share setupJob.
+type jobOptions struct {
+	// runDir: "" means the flag's, or a new one under <workspace>/.flower/runs.
+	runDir string
+	// front, when set, gives the front that runs the harness and where the
+	// events go, once the run's log is open (the interactive mode); the
+	// headless front and the renderer otherwise.
+	front func(log *slog.Logger) (front.Launcher, func(event.Event))
+}
+
+// setupJob reads the run flags and builds the Runtime.
+func setupJob(c *cli.Context, o jobOptions) (*job, error) {
+	runDir := o.runDir
 	s := streamsOf(c)
 	compact, err := envinject.ParseCompactMode(c.String("compact"))
 	if err != nil {
@@ -140,11 +153,16 @@ func setupJob(c *cli.Context, runDir string) (*job, error) {
 	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pol := policy.HandoffPolicy{Enabled: !c.Bool("no-handoff"), Window: c.Int("window"),
 		Headroom: c.Int("headroom"), MaxGenerations: c.Int("max-generations")}
+	var launcher front.Launcher
+	onEvent := render.event
+	if o.front != nil {
+		launcher, onEvent = o.front(logger)
+	}
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol, Compact: compact,
 		HarnessPath: harnessPath, HarnessArgs: harnessArgsOf(c), Env: harnessEnvOf(c), Model: c.String("model"),
 		MaxAttempts: c.Int("max-attempts"), TurnTimeout: c.Duration("turn-timeout"), Logger: logger,
-		OnEvent: render.event, AfterFreeze: pauseAfterFreeze(),
+		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher,
 	})
 	if err != nil {
 		render.close()
@@ -155,7 +173,7 @@ func setupJob(c *cli.Context, runDir string) (*job, error) {
 	if c.Bool("verbose") {
 		printVerbose(s.stderr, rt, harnessPath)
 	}
-	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile}, nil
+	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger}, nil
 }
 
 // logFileName is the structured log in each run dir.

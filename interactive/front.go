@@ -1,0 +1,354 @@
+package interactive
+
+import (
+	"context"
+		"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/flowerhq/flower/console"
+	"github.com/flowerhq/flower/event"
+	"github.com/flowerhq/flower/front"
+	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/transcript"
+)
+
+// Defaults for Options.
+const (
+	DefaultGrace = harness.DefaultGrace
+	// DefaultSubmitTimeout bounds the wait for a typed prompt to show up in
+	// the transcript.
+	DefaultSubmitTimeout = 30 * time.Second
+)
+
+// Options configure a Front.
+type Options struct {
+	// In is the person's terminal (keys, modes, size); Out is the screen.
+	In  *os.File
+	Out io.Writer
+	// Render decides what the person sees of events (PlainRenderer when nil).
+	Render Renderer
+	// Logger receives the front's own log (discarded when nil); each
+	// harness logs to the logger of its front.Spec.
+	Logger *slog.Logger
+	// SubmitTimeout bounds the wait for a typed prompt to arrive.
+	SubmitTimeout time.Duration
+	// Signals end the run when received (SIGINT, SIGTERM and SIGHUP when
+	// nil, none when empty); the terminal is restored at once.
+	Signals []os.Signal
+}
+
+// Front runs each generation's harness on the person's terminal: its own
+// screen in a pty, the person's keys passed through a Gate, and the meter
+// read from the transcript file it writes. It implements front.Launcher for
+// the engine (package supervisor), which decides every rule of a handoff.
+type Front struct {
+	opts   Options
+	term   *Terminal
+	screen *Screen
+	gate   *Gate
+	log    *slog.Logger
+
+	used map[string]bool // transcripts earlier generations followed (engine goroutine only)
+
+	mu      sync.Mutex
+	cur     *proc         // the running harness, for SIGWINCH
+	waiting []event.Event // events whose lines wait for a free screen
+
+	keys    *keyReader
+	stopSig func()
+}
+
+var _ front.Launcher = (*Front)(nil)
+
+// Open takes the terminal for an interactive run. The returned context is
+// ctx, cancelled when one of opts.Signals arrives (the terminal is restored
+// at once then). Close gives the terminal back; call it however the run
+// ends.
+func Open(ctx context.Context, opts Options) (*Front, context.Context, context.CancelCauseFunc, error) {
+	if opts.Render == nil {
+		opts.Render = PlainRenderer{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.SubmitTimeout <= 0 {
+		opts.SubmitTimeout = DefaultSubmitTimeout
+	}
+	if opts.Signals == nil {
+		opts.Signals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+	}
+	t, err := NewTerminal(opts.In, opts.Out)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	f := &Front{opts: opts, term: t, screen: NewScreen(opts.Out), gate: &Gate{}, log: opts.Logger, used: map[string]bool{}}
+	ctx, cancel := context.WithCancelCause(ctx)
+	f.stopSig = f.handleSignals(cancel)
+	if f.keys, err = readKeys(opts.In, f.gate); err != nil {
+		f.log.Warn("keys: the terminal cannot be read with a deadline; reading it directly", "err", err)
+	}
+	return f, ctx, cancel, nil
+}
+
+// Close stops reading keys and following signals, restores the terminal and
+// prints the lines still waiting for a free screen.
+func (f *Front) Close() {
+	f.stopSig()
+	f.keys.stop()
+	_ = f.term.Restore()
+	f.flushLines()
+}
+
+// Sink wraps an event handler: every event goes to the log and to next;
+// handoff events also become the window title now and their lines are
+// printed when the screen is free.
+func (f *Front) Sink(next func(event.Event)) func(event.Event) {
+	return func(ev event.Event) {
+		f.logEvent(ev)
+		if next != nil {
+			next(ev)
+		}
+		if ev.Kind != event.KindHandoff {
+			return
+		}
+		if t := f.opts.Render.Title(ev); t != "" {
+			f.screen.SetTitle(t)
+		}
+		if f.opts.Render.Lines(ev) != "" {
+			f.mu.Lock()
+			f.waiting = append(f.waiting, ev)
+			f.mu.Unlock()
+		}
+	}
+}
+
+// logEvent records an event in the run's log: the screen is the harness's,
+// so the log is where `flower logs` finds what flower did.
+func (f *Front) logEvent(ev event.Event) {
+	if ev.Kind == event.KindRaw {
+		return
+	}
+	level := slog.LevelInfo
+	if ev.Kind == event.KindText || ev.Kind == event.KindTool {
+		level = slog.LevelDebug
+	}
+	attrs := []any{"kind", string(ev.Kind), "mode", "interactive"}
+	for _, kv := range []struct {
+		k   string
+		v   any
+		set bool
+	}{
+		{"handoff", ev.Phase, ev.Phase != ""},
+		{"context", ev.Context, ev.Context != 0},
+		{"window", ev.Window, ev.Window != 0},
+		{"path", ev.Path, ev.Path != ""},
+		{"degraded", ev.Degraded, ev.Kind == event.KindHandoff && ev.Phase == event.PhaseDone},
+		{"why", ev.Why, ev.Why != ""},
+		{"tool", ev.Tool, ev.Tool != ""},
+		{"text", console.Abbrev(ev.Text, 200), ev.Text != ""},
+	} {
+		if kv.set {
+			attrs = append(attrs, kv.k, kv.v)
+		}
+	}
+	f.log.Log(context.Background(), level, "event", attrs...)
+}
+
+// flushLines prints the waiting lines; the terminal is not raw then, so
+// "\n" starts a new line.
+func (f *Front) flushLines() {
+	f.mu.Lock()
+	evs := f.waiting
+	f.waiting = nil
+	f.mu.Unlock()
+	for _, ev := range evs {
+		_, _ = io.WriteString(f.opts.Out, f.opts.Render.Lines(ev))
+	}
+}
+
+// handleSignals restores the terminal as soon as a terminating signal
+// arrives (a second one may make the process exit at once) and ends the run;
+// it also follows window-size changes. stop waits for its goroutine.
+func (f *Front) handleSignals(cancel context.CancelCauseFunc) (stop func()) {
+	sigs := make(chan os.Signal, 4)
+	if len(f.opts.Signals) > 0 {
+		signal.Notify(sigs, f.opts.Signals...)
+	}
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	done, exited := make(chan struct{}), make(chan struct{})
+	go f.guard(func() {
+		defer close(exited)
+		for {
+			select {
+			case sig := <-sigs:
+				_ = f.term.Restore()
+				f.log.Warn("signal: ending the interactive run", "signal", sig.String())
+				cancel(fmt.Errorf("%w by %v", context.Canceled, sig))
+			case <-winch:
+				// Under the lock: a harness is detached before its pty
+				// is closed.
+				f.mu.Lock()
+				if f.cur != nil {
+					f.cur.Resize(f.term.Size())
+				}
+				f.mu.Unlock()
+			case <-done:
+				return
+			}
+		}
+	})
+	return func() {
+		signal.Stop(sigs)
+		signal.Stop(winch)
+		close(done)
+		<-exited
+	}
+}
+
+// guard runs fn; a panic restores the terminal before it takes the process
+// down, since only the panicking goroutine's deferred calls run.
+func (f *Front) guard(fn func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			_ = f.term.Restore()
+			panic(v)
+		}
+	}()
+	fn()
+}
+
+// maxArgPrompt bounds a first prompt given on the command line (Linux allows
+// 128 KiB for one argument); a longer one is typed.
+const maxArgPrompt = 100 << 10
+
+// Launch starts one harness in a pty on the person's terminal, which is raw
+// for exactly as long as a harness runs.
+func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error) {
+	f.flushLines()
+	log := s.Logger
+	if log == nil {
+		log = f.log
+	}
+	if err := f.term.MakeRaw(); err != nil {
+		return nil, err
+	}
+	f.screen.Reset()
+	args := append([]string(nil), s.Args...)
+	if s.Model != "" {
+		args = append([]string{"--model", s.Model}, args...)
+	}
+	if s.Resume != "" {
+		args = append(args, "--resume", s.Resume)
+	}
+	argPrompt, typed := s.Prompt, ""
+	if len(s.Prompt) > maxArgPrompt {
+		argPrompt, typed = "", s.Prompt
+	}
+	grace := s.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	launched := time.Now()
+	// The harness is stopped by the engine, gracefully, not by ctx.
+	p, err := startProc(context.WithoutCancel(ctx), procConfig{
+		Path: s.Path, Args: args, Prompt: argPrompt, Dir: s.Dir, Env: s.Env,
+		Size: f.term.Size(), Grace: grace, Logger: log,
+	}, f.screen)
+	if err != nil {
+		_ = f.term.Restore()
+		return nil, err
+	}
+	f.mu.Lock()
+	f.cur = p
+	f.mu.Unlock()
+	// Keys held over from the last harness wait until this one is up: a
+	// pty echoes what it is given before the harness makes it raw.
+	f.gate.Hold()
+	f.gate.Attach(p.pty)
+	configDir := transcript.ConfigDir(s.Env)
+	g := newSession(ctx, f, p, log, sessionConfig{
+		configDir: configDir, cwd: s.Dir, typed: typed, argPrompt: argPrompt != "", resumed: s.Resume,
+		loc: locator{configDir: configDir, cwd: s.Dir, pid: p.PID(), since: launched.Add(-time.Second), used: f.used},
+	})
+	log.Info("harness started", "pid", p.PID(), "interactive", true)
+	return g, nil
+}
+
+// detach forgets the stopped harness p and gives the terminal back.
+func (f *Front) detach(p *proc) {
+	f.mu.Lock()
+	if f.cur == p {
+		f.cur = nil
+	}
+	f.mu.Unlock()
+	f.gate.Attach(nil)
+	_ = f.term.Restore()
+}
+
+// keyReader copies the person's keys into the gate for as long as the
+// terminal gives them. It reads a second descriptor of the terminal opened
+// non-blocking, so that stop can end the read and wait for the goroutine.
+type keyReader struct {
+	f    *os.File
+	done chan struct{}
+}
+
+func readKeys(in *os.File, g *Gate) (*keyReader, error) {
+	// Opening /proc/self/fd/N opens the terminal anew: O_NONBLOCK on this
+	// descriptor leaves the person's shell's own descriptor blocking.
+	f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", in.Fd()), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err == nil {
+		if err = f.SetReadDeadline(time.Time{}); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		// No second descriptor: read the terminal itself. Nothing can end
+		// that read, so this goroutine lives as long as the program.
+		go func() {
+			buf := make([]byte, 4096)
+			for {
+				n, err := in.Read(buf)
+				if n > 0 {
+					_, _ = g.Write(buf[:n])
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		return nil, err
+	}
+	k := &keyReader{f: f, done: make(chan struct{})}
+	go func() {
+		defer close(k.done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			if n > 0 {
+				_, _ = g.Write(buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return k, nil
+}
+
+// stop ends the reader and waits for it.
+func (k *keyReader) stop() {
+	if k == nil {
+		return
+	}
+	_ = k.f.SetReadDeadline(time.Now())
+	<-k.done
+	_ = k.f.Close()
+}
