@@ -2,7 +2,7 @@ package interactive
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -49,6 +49,7 @@ type Options struct {
 // the engine (package supervisor), which decides every rule of a handoff.
 type Front struct {
 	opts   Options
+	evLog  *slog.Logger // where events are logged: the engine's logger of the running harness
 	term   *Terminal
 	screen *Screen
 	gate   *Gate
@@ -87,7 +88,7 @@ func Open(ctx context.Context, opts Options) (*Front, context.Context, context.C
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	f := &Front{opts: opts, term: t, screen: NewScreen(opts.Out), gate: &Gate{}, log: opts.Logger, used: map[string]bool{}}
+	f := &Front{opts: opts, term: t, screen: NewScreen(opts.Out), gate: &Gate{}, log: opts.Logger, evLog: opts.Logger, used: map[string]bool{}}
 	ctx, cancel := context.WithCancelCause(ctx)
 	f.stopSig = f.handleSignals(cancel)
 	if f.keys, err = readKeys(opts.In, f.gate); err != nil {
@@ -157,7 +158,10 @@ func (f *Front) logEvent(ev event.Event) {
 			attrs = append(attrs, kv.k, kv.v)
 		}
 	}
-	f.log.Log(context.Background(), level, "event", attrs...)
+	f.mu.Lock()
+	log := f.evLog
+	f.mu.Unlock()
+	log.Log(context.Background(), level, "event", attrs...)
 }
 
 // flushLines prints the waiting lines; the terminal is not raw then, so
@@ -236,6 +240,11 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 	if log == nil {
 		log = f.log
 	}
+	// The engine's logger stamps step, generation, session and phase on
+	// every record: events are logged through it from now on.
+	f.mu.Lock()
+	f.evLog = log
+	f.mu.Unlock()
 	if err := f.term.MakeRaw(); err != nil {
 		return nil, err
 	}
