@@ -85,41 +85,44 @@ var (
 	spawnCh   = make(chan func())
 )
 
-// live holds every Process whose harness may still have a process group,
-// so that KillAll can reach them all from a signal handler.
+// live holds a killer for every harness this program started that may
+// still be running, so that KillAll can reach them all from a signal
+// handler.
 var live = struct {
 	sync.Mutex
-	m map[*Process]struct{}
-}{m: map[*Process]struct{}{}}
+	m map[*func()]struct{}
+}{m: map[*func()]struct{}{}}
 
-func register(p *Process) {
+// Track registers kill, which SIGKILLs one running harness and all it
+// started, for KillAll; call untrack once that harness has exited. kill
+// runs under the registry's lock: it must not block, nor call Track or an
+// untrack. A Process tracks itself; a harness started otherwise (in a pty)
+// is tracked by whoever started it.
+func Track(kill func()) (untrack func()) {
+	k := &kill
 	live.Lock()
 	defer live.Unlock()
-	live.m[p] = struct{}{}
-}
-
-func unregister(p *Process) {
-	live.Lock()
-	defer live.Unlock()
-	delete(live.m, p)
+	live.m[k] = struct{}{}
+	return func() {
+		live.Lock()
+		defer live.Unlock()
+		delete(live.m, k)
+	}
 }
 
 // KillAll sends SIGKILL at once to every harness this program started that
 // is still running — its process group and every process carrying its tag —
-// and returns how many harnesses it reached. It is what a second Ctrl-C
+// and returns how many harnesses it reached: those tracked, whose exit has
+// not yet been seen. It is what a second Ctrl-C
 // does: each Process then ends as if its harness had crashed (Events closes,
 // Done follows).
 func KillAll() int {
 	live.Lock()
 	defer live.Unlock()
-	n := 0
-	for p := range live.m {
-		if p.signalGroup(syscall.SIGKILL) == nil {
-			n++
-		}
-		p.guard.KillTagged()
+	for kill := range live.m {
+		(*kill)()
 	}
-	return n
+	return len(live.m)
 }
 
 // reaperScript ($1: the tag) waits for EOF on stdin, which comes when the

@@ -169,7 +169,10 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	outW.Close()
 	log.Debug("harness started", "pid", cmd.Process.Pid, "args", cfg.Argv())
 	p.guard.Watch(cmd.Process.Pid, log)
-	register(p)
+	untrack := Track(func() {
+		_ = p.signalGroup(syscall.SIGKILL)
+		p.guard.KillTagged()
+	})
 
 	q := newQueue()
 	readerDone := make(chan struct{})
@@ -200,7 +203,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		p.guard.Release()
 		p.stdin.Close()
 		p.failPending()
-		unregister(p)
+		untrack()
 		close(p.done)
 	}()
 	return p, nil

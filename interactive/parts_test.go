@@ -6,9 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -17,89 +15,6 @@ import (
 
 	"github.com/flowerhq/flower/transcript"
 )
-
-// lockedBuffer is a harness's input as the gate sees it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func TestGateHoldsThePersonsKeysWhileFlowerTypes(t *testing.T) {
-	var h lockedBuffer
-	var g Gate
-	g.Attach(&h)
-	g.Write([]byte("before "))
-	g.Hold()
-	// The person keeps typing while flower types a prompt, from another
-	// goroutine, many small writes each way.
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for range 200 {
-			g.Write([]byte("k"))
-		}
-	}()
-	for i := range 200 {
-		if err := g.Type([]byte(strconv.Itoa(i % 10))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wg.Wait()
-	var want strings.Builder
-	want.WriteString("before ")
-	for i := range 200 {
-		want.WriteString(strconv.Itoa(i % 10))
-	}
-	if got := h.String(); got != want.String() {
-		t.Fatalf("flower's typing was interleaved or keys leaked:\n%s", got)
-	}
-	if waiting, _ := g.Held(); waiting != 200 {
-		t.Fatalf("%d bytes held, want 200", waiting)
-	}
-	// Released into the next harness, in order.
-	var next lockedBuffer
-	g.Attach(&next)
-	if err := g.Release(); err != nil {
-		t.Fatal(err)
-	}
-	g.Write([]byte("after"))
-	if got := next.String(); got != strings.Repeat("k", 200)+"after" {
-		t.Fatalf("next harness got %q", got)
-	}
-}
-
-func TestGateWithoutHarness(t *testing.T) {
-	var g Gate
-	if err := g.Type([]byte("x")); !errors.Is(err, errNoTarget) {
-		t.Errorf("Type with no harness: %v", err)
-	}
-	// Keys with nowhere to go are held, open gate or not; the oldest go
-	// first past the bound.
-	g.Write(bytes.Repeat([]byte("a"), MaxHeld))
-	g.Write([]byte("bc"))
-	if waiting, dropped := g.Held(); waiting != MaxHeld || dropped != 2 {
-		t.Errorf("held %d, dropped %d", waiting, dropped)
-	}
-	var h lockedBuffer
-	g.Attach(&h)
-	g.Release()
-	if got := h.String(); !strings.HasSuffix(got, "abc") || len(got) != MaxHeld {
-		t.Errorf("released %d bytes ending %q", len(got), got[len(got)-3:])
-	}
-}
 
 func TestPasteChunks(t *testing.T) {
 	long := strings.Repeat("x", 1500)

@@ -14,6 +14,8 @@ import (
 	"github.com/flowerhq/flower/harness"
 
 	"github.com/creack/pty"
+
+	"github.com/flowerhq/flower/harness"
 )
 
 // procConfig says how to start one interactive harness.
@@ -93,6 +95,13 @@ func startProc(ctx context.Context, cfg procConfig, screen io.Writer) (*proc, er
 	// The harness leads a session of its own, so the reaper cannot join its
 	// group; it kills by tag (the harness and all it starts carry it).
 	p.guard.Watch(0, log)
+	// A second Ctrl-C (harness.KillAll) reaches this harness too: its
+	// session's group and whatever carries its tag.
+	pid := cmd.Process.Pid
+	untrack := harness.Track(func() {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		p.guard.KillTagged()
+	})
 	log.Debug("interactive harness started", "pid", cmd.Process.Pid, "args", len(cfg.argv()))
 	go func() {
 		// Linux answers EIO once the last holder of the pty's other end is
@@ -103,6 +112,7 @@ func startProc(ctx context.Context, cfg procConfig, screen io.Writer) (*proc, er
 	}()
 	go func() {
 		p.err = cmd.Wait()
+		untrack()
 		// What the harness left behind (a tool in a session of its own) goes
 		// with it.
 		if n := p.guard.KillTagged(); n > 0 {
