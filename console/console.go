@@ -1,9 +1,9 @@
 // Package console owns what a person or a program watching a run sees: the
-// status lines of a handoff (SPEC R40, with the seed's Chinese labels or
-// English ones) and a gauge of the running step on stderr (Live), the
-// assistant's text and tool calls (Output) or a JSON stream for programs
-// (Stream) on stdout, and a closing summary. It renders supervisor events;
-// it decides nothing.
+// status lines of a handoff (DESIGN.md «Status lines», with the original
+// design's Chinese labels or English ones) and a gauge of the running step
+// on stderr (Live), the assistant's text and tool calls (Output) or a JSON
+// stream for programs (Stream) on stdout, and a closing summary. It renders
+// supervisor events; it decides nothing.
 package console
 
 import (
@@ -20,7 +20,7 @@ import (
 // Lang selects the labels of the status lines.
 type Lang string
 
-// The languages. Chinese is the seed's and the default.
+// The languages. Chinese is the original design's and the default.
 const (
 	LangZh Lang = "zh"
 	LangEn Lang = "en"
@@ -60,7 +60,7 @@ var zh = labels{
 	noFile:   "<- 没有工作台,交接只随提示词交给新会话",
 	takeover: "<- 新会话接手,上下文从 %s 重新开始",
 	sections: map[string]string{"doing": "现在在做", "decided": "已定的事", "deadends": "走不通的", "next": "下一步"},
-	width:    8, // display columns: the seed pads 下一步 to line up with the four-character labels
+	width:    8, // display columns: the design's example pads 下一步 to line up with the four-character labels
 
 	gen:      "第 %d 代",
 	ctx:      "上下文 %s/%s",
@@ -95,7 +95,8 @@ func labelsOf(lang Lang) labels {
 	return zh
 }
 
-// Status renders handoff events as the R40 lines.
+// Status renders handoff events as the status lines of DESIGN.md
+// «Status lines».
 type Status struct {
 	mu   sync.Mutex
 	w    io.Writer
@@ -108,7 +109,7 @@ func NewStatus(w io.Writer, lang Lang) *Status {
 	return &Status{w: w, lab: labelsOf(lang)}
 }
 
-// ShortenHome makes paths under home show as ~/…, as the seed's example
+// ShortenHome makes paths under home show as ~/…, as the design's example
 // does; "" turns it off.
 func (s *Status) ShortenHome(home string) {
 	s.mu.Lock()
@@ -175,13 +176,13 @@ func (s *Status) short(path string) string {
 }
 
 // pad pads a label to width display columns (CJK characters take two) and
-// adds two spaces, as the seed's example lines up its labels.
+// adds two spaces, as the design's example lines up its labels.
 func pad(label string, width int) string {
 	return label + strings.Repeat(" ", max(width-columns(label), 0)+2)
 }
 
 // firstLine is the section's first non-empty line without its list marker,
-// or (空) when empty. Only a marker followed by a space is one: the seed's
+// or (空) when empty. Only a marker followed by a space is one: the example's
 // "-D_ANSI_SOURCE …" keeps its dash.
 func firstLine(s string) string {
 	for _, l := range strings.Split(s, "\n") {

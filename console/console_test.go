@@ -13,7 +13,7 @@ import (
 	"github.com/flowerhq/flower/handoffwriter"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata (never seed_r40.txt)")
+var update = flag.Bool("update", false, "rewrite the golden files under testdata (never status_example.txt)")
 
 // golden compares got with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name string, got []byte) {
@@ -34,7 +34,8 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// The seed's example handoff (the section texts of its R40 block).
+// The design's example handoff: the section texts of the status lines in
+// DESIGN.md «Status lines».
 var seedHandoff = handoffwriter.Handoff{
 	Doing:    "在给 Makefile 加 macOS 垫片头,让 sigemptyset 宏不再展开成语法错误。",
 	Decided:  "不改业务源码 —— 用户明确说过边界,所以走 Makefile 生成 shim 这条路。",
@@ -45,7 +46,7 @@ var seedHandoff = handoffwriter.Handoff{
 
 const seedPath = "~/proj/.flower/notes/交接-干活.md"
 
-// seedEvents are the three handoff events behind the seed's example.
+// seedEvents are the three handoff events behind the design's example.
 func seedEvents() []event.Event {
 	h := seedHandoff
 	base := event.Event{Kind: event.KindHandoff, Step: "干活", Generation: 1, Window: 200_000, At: 150_000, WarnAt: 130_000}
@@ -66,19 +67,20 @@ func render(lang Lang, evs []event.Event) []byte {
 	return b.Bytes()
 }
 
-// TestStatusMatchesSeed holds the R40 lines to the seed's example, byte for
-// byte. testdata/seed_r40.txt is cut from the seed; -update never touches it.
+// TestStatusMatchesSeed holds the status lines to the design's example
+// (DESIGN.md «Status lines»), byte for byte. testdata/status_example.txt is
+// cut from the original design page; -update never touches it.
 func TestStatusMatchesSeed(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join("testdata", "seed_r40.txt"))
+	want, err := os.ReadFile(filepath.Join("testdata", "status_example.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := render(LangZh, seedEvents())
 	if !bytes.Equal(got, want) {
-		t.Errorf("status lines differ from the seed\n--- got\n%s--- want\n%s", got, want)
+		t.Errorf("status lines differ from the design's example\n--- got\n%s--- want\n%s", got, want)
 	}
 	if n := bytes.Count(got, []byte("\n")); n != 8 {
-		t.Errorf("%d lines, the seed shows 8", n)
+		t.Errorf("%d lines, the design's example shows 8", n)
 	}
 }
 

@@ -38,11 +38,12 @@ type LiveOptions struct {
 	Now func() time.Time
 }
 
-// Live is the status stream (stderr) of a run: the R40 lines, notices, and a
-// gauge of the running step. On a terminal the gauge is one line redrawn in
-// place and taken down before any other line is printed, so nothing is
-// overwritten; otherwise it is a plain line printed at each generation's
-// start and then at most every Every while the step moves.
+// Live is the status stream (stderr) of a run: the status lines (DESIGN.md
+// «Status lines»), notices, and a gauge of the running step. On a terminal
+// the gauge is one line redrawn in place and taken down before any other
+// line is printed, so nothing is overwritten; otherwise it is a plain line
+// printed at each generation's start and then at most every Every while the
+// step moves.
 type Live struct {
 	mu     sync.Mutex
 	w      io.Writer

@@ -19,8 +19,9 @@ const FlowerType = "flower"
 // objects of type "flower", one per line. Every line is one JSON object.
 //
 // Text and tool events are left out: the harness's assistant lines carry
-// them already. The handoff-writing turn's lines never arrive (R16); its
-// result is the done event, whose "handoff" holds the parsed sections.
+// them already. The handoff-writing turn's lines never arrive: it is not
+// streamed (DESIGN.md «Writing turn»); its result is the done event, whose
+// "handoff" holds the parsed sections.
 type Stream struct {
 	mu sync.Mutex
 	w  io.Writer
@@ -31,7 +32,7 @@ func NewStream(w io.Writer) *Stream { return &Stream{w: w} }
 
 // flowerLine is the wire form of an event. Its fields shadow the event's:
 // Handoff gives the sections lower-case keys, Degraded is always there on a
-// done handoff (R37), false included.
+// done handoff (DESIGN.md «Events»), false included.
 type flowerLine struct {
 	Type string `json:"type"`
 	event.Event

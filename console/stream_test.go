@@ -64,7 +64,8 @@ func TestStream(t *testing.T) {
 		t.Errorf("flower lines %q, want %q", got, want)
 	}
 
-	// The done line carries R37's fields and the sections by key.
+	// The done line carries the fields of DESIGN.md «Events» and the
+	// sections by key.
 	var done struct {
 		Type     string            `json:"type"`
 		Kind     string            `json:"kind"`

@@ -140,7 +140,7 @@ func TestAuthStringShowsConfiguration(t *testing.T) {
 
 // TestAuthNeverHoldsSecrets prints an Auth every way a caller might and
 // checks that no secret, nor any piece of one beyond its first four
-// characters, comes out (R39).
+// characters, comes out (DESIGN.md «Policy», on -v).
 func TestAuthNeverHoldsSecrets(t *testing.T) {
 	tests := []struct {
 		name    string

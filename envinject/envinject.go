@@ -38,10 +38,10 @@ func ParseCompactMode(s string) (CompactMode, error) {
 	return CompactUnset, fmt.Errorf("parse compact mode %q: want %q, %q or empty", s, CompactNoSummary, CompactAuto)
 }
 
-// Effective is the compact mode an attempt runs with. With handoff on, an
-// unset mode becomes no_summary (R5) so a lost context has one explanation;
-// an explicit mode, "auto" included, is respected (R6). With handoff off the
-// spec's mode is used as given (R7).
+// Effective is the compact mode an attempt runs with (DESIGN.md
+// «Auto-compact off»). With handoff on, an unset mode becomes no_summary so a
+// lost context has one explanation; an explicit mode, "auto" included, is
+// respected. With handoff off the spec's mode is used as given.
 func Effective(spec CompactMode, handoff bool) CompactMode {
 	if handoff && spec == CompactUnset {
 		return CompactNoSummary
@@ -66,10 +66,10 @@ type Plan struct {
 // injected variables beat inherited ones, and no key appears twice.
 //
 // The effective compact mode (see Effective) owns DISABLE_AUTO_COMPACT:
-//   - no_summary: it is set to "1", whatever base or extra said (R5);
+//   - no_summary: it is set to "1", whatever base or extra said;
 //   - auto: it is removed, since an inherited "1" would silently defeat the
-//     explicit request; the Notice says auto-compact stays on (R6);
-//   - unset (handoff off, no spec): nothing is injected (R7) and the user's
+//     explicit request; the Notice says auto-compact stays on;
+//   - unset (handoff off, no spec): nothing is injected and the user's
 //     own value, if any, is left alone, as plain `claude` would see it. An
 //     inherited DISABLE_AUTO_COMPACT that is not empty or "0" then keeps
 //     auto-compact off despite --no-handoff, so the Notice says so.

@@ -40,16 +40,16 @@ func TestParseCompactMode(t *testing.T) {
 	}
 }
 
-func TestEffective(t *testing.T) { // R5, R6, R7
+func TestEffective(t *testing.T) { // DESIGN.md «Auto-compact off»
 	tests := []struct {
 		spec    CompactMode
 		handoff bool
 		want    CompactMode
 	}{
-		{CompactUnset, true, CompactNoSummary},     // R5
-		{CompactAuto, true, CompactAuto},           // R6
+		{CompactUnset, true, CompactNoSummary},     // handoff forces it off
+		{CompactAuto, true, CompactAuto},           // explicit auto is respected
 		{CompactNoSummary, true, CompactNoSummary}, // explicit, same as forced
-		{CompactUnset, false, CompactUnset},        // R7
+		{CompactUnset, false, CompactUnset},        // no handoff: the harness's own way
 		{CompactAuto, false, CompactAuto},
 		{CompactNoSummary, false, CompactNoSummary},
 	}
@@ -73,7 +73,7 @@ func keysOnce(t *testing.T, env []string) {
 	}
 }
 
-func TestChildCompact(t *testing.T) { // R5, R6, R7 as they reach the child
+func TestChildCompact(t *testing.T) { // DESIGN.md «Auto-compact off», as it reaches the child
 	const dac = DisableAutoCompact
 	tests := []struct {
 		name       string
@@ -84,16 +84,16 @@ func TestChildCompact(t *testing.T) { // R5, R6, R7 as they reach the child
 		wantInject bool   // DISABLE_AUTO_COMPACT in Injected
 		notice     string // substring of Notice; "" = Notice empty
 	}{
-		{name: "R5 handoff, unset", spec: CompactUnset, handoff: true, wantDAC: "1", wantInject: true},
-		{name: "R5 overrides inherited 0", base: []string{dac + "=0"}, spec: CompactUnset, handoff: true, wantDAC: "1", wantInject: true},
+		{name: "handoff, unset", spec: CompactUnset, handoff: true, wantDAC: "1", wantInject: true},
+		{name: "handoff, unset, overrides inherited 0", base: []string{dac + "=0"}, spec: CompactUnset, handoff: true, wantDAC: "1", wantInject: true},
 		{name: "explicit no_summary, handoff", spec: CompactNoSummary, handoff: true, wantDAC: "1", wantInject: true},
 		{name: "explicit no_summary, no handoff", spec: CompactNoSummary, handoff: false, wantDAC: "1", wantInject: true},
-		{name: "R6 auto with handoff", spec: CompactAuto, handoff: true, notice: "auto-compact stays on"},
-		{name: "R6 auto removes inherited 1", base: []string{dac + "=1"}, spec: CompactAuto, handoff: true, notice: "explicitly"},
+		{name: "auto with handoff", spec: CompactAuto, handoff: true, notice: "auto-compact stays on"},
+		{name: "auto with handoff removes inherited 1", base: []string{dac + "=1"}, spec: CompactAuto, handoff: true, notice: "explicitly"},
 		{name: "auto without handoff", base: []string{dac + "=1"}, spec: CompactAuto, handoff: false},
-		{name: "R7 no handoff, nothing inherited", spec: CompactUnset, handoff: false},
-		{name: "R7 user's own value kept, made visible", base: []string{dac + "=1"}, spec: CompactUnset, handoff: false, wantDAC: "1", notice: "keeps the harness's auto-compact off"},
-		{name: "R7 user's 0 kept quietly", base: []string{dac + "=0"}, spec: CompactUnset, handoff: false, wantDAC: "0"},
+		{name: "no handoff, nothing inherited", spec: CompactUnset, handoff: false},
+		{name: "no handoff, user's own value kept, made visible", base: []string{dac + "=1"}, spec: CompactUnset, handoff: false, wantDAC: "1", notice: "keeps the harness's auto-compact off"},
+		{name: "no handoff, user's 0 kept quietly", base: []string{dac + "=0"}, spec: CompactUnset, handoff: false, wantDAC: "0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

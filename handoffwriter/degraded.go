@@ -5,17 +5,17 @@ import (
 )
 
 // taskRunes is how much of the original task a degraded handoff carries in
-// scene (R23), counted in characters so a CJK task is not cut mid-rune.
+// scene, counted in characters so a CJK task is not cut mid-rune.
 const taskRunes = 1200
 
 // whyRunes bounds the reason quoted in doing; an error message can be long.
 const whyRunes = 300
 
 // Degraded assembles a handoff mechanically when the writing turn failed or
-// could not run (R23, R26). doing carries DegradedMarker and why; next is a
-// mechanical first move; scene holds the first 1200 characters of the
-// original task. It is complete (doing and next are filled), so it is handed
-// off like any other.
+// could not run (DESIGN.md «Degraded handoff», «Overflow path»). doing
+// carries DegradedMarker and why; next is a mechanical first move; scene
+// holds the first 1200 characters of the original task. It is complete
+// (doing and next are filled), so it is handed off like any other.
 func Degraded(step, task, why string) Handoff {
 	doing := DegradedMarker + " The previous session could not write its handoff"
 	if why = cutRunes(strings.Join(strings.Fields(why), " "), whyRunes); why != "" {
@@ -44,7 +44,8 @@ func cutRunes(s string, n int) string {
 }
 
 // overflowPhrases are how APIs and the harness say the prompt does not fit
-// (R11; HARNESS.md: the harness's own line is "Prompt is too long").
+// (DESIGN.md «Overflow path»; the harness's own text is "Prompt is too long",
+// see «Overflow reports»).
 var overflowPhrases = []string{
 	"prompt is too long",
 	"context length exceeded",

@@ -1,8 +1,10 @@
-// Package handoffwriter owns the handoff document (SPEC R18–R24): its five
-// sections, how it is written as markdown and parsed back from what a model
-// wrote, the prompt that asks a session to write it, the prompt block that
-// hands it to the successor, the mechanical degraded handoff used when the
-// writing turn fails, and the recogniser for "the prompt does not fit" (R11).
+// Package handoffwriter owns the handoff document: its five sections, how it
+// is written as markdown and parsed back from what a model wrote, the prompt
+// that asks a session to write it, the prompt block that hands it to the
+// successor, the mechanical degraded handoff used when the writing turn
+// fails, and the recogniser for "the prompt does not fit". The rules are in
+// DESIGN.md «Handoff document», «Writing turn», «Dead ends», «Prompt block»,
+// «Degraded handoff» and «Overflow path».
 //
 // It does no I/O: where the document is stored and which session reads it
 // belong to the callers.
@@ -13,8 +15,8 @@ import (
 )
 
 // DegradedMarker opens the doing section of a handoff that was assembled
-// mechanically because the writing turn failed (R23). Its presence is what
-// Handoff.IsDegraded checks.
+// mechanically because the writing turn failed; its presence is what
+// Handoff.IsDegraded checks (DESIGN.md «Degraded handoff»).
 const DegradedMarker = "[降级:交接没写成]"
 
 // Section names one part of the handoff: its key (as used in events and
@@ -23,7 +25,7 @@ const DegradedMarker = "[降级:交接没写成]"
 type Section struct{ Key, Zh, En string }
 
 // Sections lists the five sections in document order. Each prevents one kind
-// of successor mistake (R18).
+// of successor mistake (DESIGN.md «Handoff document»).
 var Sections = []Section{
 	{Key: "doing", Zh: "现在在做", En: "Doing"},
 	{Key: "decided", Zh: "已定的事", En: "Decided"},
@@ -32,11 +34,11 @@ var Sections = []Section{
 	{Key: "scene", Zh: "现场", En: "Scene"},
 }
 
-// Required lists the keys a handoff must fill to be complete (R19). The other
+// Required lists the keys a handoff must fill to be complete. The other
 // three stay optional: forcing dead ends invites fabrication.
 var Required = []string{"doing", "next"}
 
-// emptyBody is what Markdown writes for a blank section (R20).
+// emptyBody is what Markdown writes for a blank section.
 const emptyBody = "(空)"
 
 // Handoff is one handoff document. Step only titles the markdown; Parse
@@ -77,7 +79,7 @@ func (h Handoff) Get(key string) string {
 }
 
 // Missing returns the required keys whose section is blank, in the order of
-// Required. Only Required is checked (R19).
+// Required. Only Required is checked.
 func (h Handoff) Missing() []string {
 	var missing []string
 	for _, key := range Required {
@@ -92,11 +94,11 @@ func (h Handoff) Missing() []string {
 func (h Handoff) Complete() bool { return len(h.Missing()) == 0 }
 
 // IsDegraded reports whether the handoff was assembled mechanically, i.e.
-// whether doing carries DegradedMarker (R24).
+// whether doing carries DegradedMarker.
 func (h Handoff) IsDegraded() bool { return strings.Contains(h.Doing, DegradedMarker) }
 
 // Filled returns the keys of the non-blank sections in document order, as
-// the "done" event reports them (R37).
+// the "done" event reports them (DESIGN.md «Events»).
 func (h Handoff) Filled() []string {
 	var keys []string
 	for _, s := range Sections {
@@ -113,7 +115,7 @@ func (s Section) Heading() string { return "## " + s.Zh + " (" + s.Key + ")" }
 
 // Markdown writes the document: a title line carrying Step, then one
 // canonical heading per section in order, each followed by its text or
-// "(空)" when blank (R20). Parse reads it back to the same sections.
+// "(空)" when blank. Parse reads it back to the same sections.
 //
 // Two things are rewritten so that the text cannot break the structure: a
 // line of section text that would itself read as a section heading is

@@ -9,7 +9,8 @@ import (
 // Parse reads a handoff document: what Markdown wrote, a person's edit of it,
 // or what a model wrote back when asked for one. It never fails; sections it
 // cannot find stay empty, and Missing tells the caller whether that matters.
-// Step is left empty: the title is not part of the content (R20).
+// Step is left empty: the title is not part of the content (DESIGN.md
+// «Handoff document»).
 //
 // What it accepts, and the choices it makes where a model's text is loose:
 //   - A section starts at a heading of any level ("#" to "######") or at a

@@ -171,8 +171,8 @@ func TestParseWhatThePromptAsksFor(t *testing.T) {
 	}
 }
 
-// TestRoundTrip checks R20 over generated documents: Parse(h.Markdown())
-// gives h back without its step.
+// TestRoundTrip checks the round trip of DESIGN.md «Handoff document» over
+// generated documents: Parse(h.Markdown()) gives h back without its step.
 //
 // Precondition on each field, which the generator keeps: trimmed, no "\r"
 // (Markdown normalises line ends), not itself an empty marker such as "(空)"

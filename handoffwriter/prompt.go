@@ -9,8 +9,9 @@ import (
 // server (or a log reader) can tell the writing turn from a working turn.
 const PromptTag = "<<flower:handoff-request>>"
 
-// PromptTemplate is the handoff prompt (R14, R22): the one extra turn, in
-// the same session, that asks it to write the handoff. {used} and {window}
+// PromptTemplate is the handoff prompt: the one extra turn, in the same
+// session, that asks it to write the handoff (DESIGN.md «Writing turn»), with
+// a paragraph of its own for dead ends («Dead ends»). {used} and {window}
 // are replaced by HandoffPrompt. The headings it shows are exactly those
 // Markdown writes and Parse reads.
 const PromptTemplate = PromptTag + `
@@ -62,10 +63,12 @@ func groupDigits(n int) string {
 	return sign + b.String()
 }
 
-// PromptBlock is the successor's first prompt (R21, R30): a plain statement
-// that it is taking over, so it does not go back to a person for background;
-// the document; and where to start. A degraded handoff also says plainly that
-// it is incomplete and that the workspace is the source of truth.
+// PromptBlock is the successor's first prompt (DESIGN.md «Prompt block»): a
+// plain statement that it is taking over, so it does not go back to a person
+// for background; the document; and where to start. A degraded handoff also
+// says plainly that it is incomplete and that the workspace is the source of
+// truth. Callers build it from the file as it is on disk at launch
+// («Launch from disk»).
 func (h Handoff) PromptBlock() string {
 	var b strings.Builder
 	b.WriteString("You are taking over an ongoing task from a previous session of yourself whose context window ran out. " +

@@ -47,9 +47,9 @@ func TestPromptTemplateContent(t *testing.T) {
 		"write (空) under its heading",
 		"why",                                   // decided carries why
 		"not their contents",                    // scene is pointers
-		"optimism bias",                         // R22
-		"record what they did, not what failed", // R22
-		"an hour went into a compile problem",   // R22's measured cost
+		"optimism bias",                         // DESIGN.md «Dead ends»
+		"record what they did, not what failed", // DESIGN.md «Dead ends»
+		"an hour went into a compile problem",   // its measured cost
 		"walked the same loop again",
 		"every approach you tried that did not work, and why",
 	} {
@@ -72,7 +72,7 @@ func TestPromptTemplateContent(t *testing.T) {
 			t.Errorf("heading %d = %q, want %q", i, shown[i], s.Heading())
 		}
 	}
-	// Dead ends get a paragraph of their own (R22).
+	// Dead ends get a paragraph of their own (DESIGN.md «Dead ends»).
 	var deadends int
 	for _, para := range strings.Split(PromptTemplate, "\n\n") {
 		if strings.Contains(para, "optimism bias") && strings.Contains(para, "compile problem") && !strings.Contains(para, "\n- ") {

@@ -63,9 +63,9 @@ func killTagged(tag string) int {
 
 // Spawn runs f (a cmd.Start) on one OS thread that never exits. The
 // harness's Pdeathsig fires when the thread that forked it exits, not when
-// the process does (Go issue 27505), and Go ends a thread when a goroutine
-// locked to it returns: forked from an ordinary goroutine's thread, the
-// harness could be killed while flower lives on.
+// the process does (https://go.dev/issue/27505), and Go ends a thread when a
+// goroutine locked to it returns: forked from an ordinary goroutine's
+// thread, the harness could be killed while flower lives on.
 func Spawn(f func()) {
 	spawnOnce.Do(func() {
 		go func() {

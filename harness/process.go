@@ -11,6 +11,10 @@
 // live harness (a second Ctrl-C); and if the program dies without cleaning
 // up, even by SIGKILL, the harness gets SIGKILL from the kernel (Pdeathsig)
 // and a small reaper process inside its group kills the rest.
+//
+// What the package relies on of the harness is in DESIGN.md «Harness facts»
+// («Stream-json», «Interrupt», «Result lines»); how a harness is stopped
+// and why nothing outlives flower, in «Signals and orphans».
 package harness
 
 import (
@@ -243,8 +247,8 @@ func (p *Process) SendUser(text string) error {
 }
 
 // Interrupt asks the harness to stop the running turn at the next message
-// boundary, as Ctrl-C does. It does not wait: the turn's result record
-// arrives on Events.
+// boundary, as Ctrl-C does (DESIGN.md «Interrupt»). It does not wait: the
+// turn's result record arrives on Events.
 func (p *Process) Interrupt() error {
 	id := p.newRequestID()
 	return p.writeJSON(controlRequest(id, "interrupt"))

@@ -102,6 +102,7 @@ func Open(ctx context.Context, opts Options) (*Front, context.Context, context.C
 func (f *Front) Close() {
 	f.stopSig()
 	f.keys.stop()
+	f.gate.Close() // every harness is stopped by now: its writer has ended
 	_ = f.term.Restore()
 	f.flushLines()
 }

@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flowerhq/flower/harness"
-
 	"github.com/creack/pty"
 
 	"github.com/flowerhq/flower/harness"

@@ -1,9 +1,10 @@
 // Package manifest owns <run_dir>/manifest.json, the run's bookkeeping
-// (SPEC R31–R36): one StepResult per step with its attempts, burned
-// sessions, latest session, context, accumulated cost, errors (including
-// degraded handoffs) and one Generation per session, so that from this file
-// alone a person can tell how many generations a step burned and what each
-// cost. A Manifest is not safe for concurrent use; one goroutine owns it.
+// (DESIGN.md «Manifest», «Receipts»): one StepResult per step with its
+// attempts, burned sessions, latest session, context, accumulated cost,
+// errors (including degraded handoffs) and one Generation per session, so
+// that from this file alone a person can tell how many generations a step
+// burned and what each cost. A Manifest is not safe for concurrent use; one
+// goroutine owns it.
 package manifest
 
 import (
@@ -69,20 +70,23 @@ type StepResult struct {
 	Name   string `json:"name"`
 	Task   string `json:"task"`
 	Status string `json:"status"`
-	// Attempts counts failed attempts only; a handoff is not one (R31).
+	// Attempts counts failed attempts only; a handoff is not one.
 	Attempts int `json:"attempts"`
-	// Retired lists the session ids this step burned, in order (R32).
+	// Retired lists the session ids this step burned, in order.
 	Retired []string `json:"retired"`
-	// SessionID is the latest successor, never a burned session (R33).
+	// SessionID is the latest successor, never a burned session: it is what
+	// continuation resumes (DESIGN.md «Continuation»).
 	SessionID string `json:"session_id"`
-	// Context is the main thread's context size in the last round (R34).
+	// Context is the main thread's context size in the last round
+	// (DESIGN.md «Context meter»).
 	Context      int    `json:"context"`
 	Window       int    `json:"window"`
 	WindowSource string `json:"window_source"`
-	// CostUSD and NumTurns accumulate over retries and generations (R35).
+	// CostUSD and NumTurns accumulate over retries and generations.
 	CostUSD  float64 `json:"cost_usd"`
 	NumTurns int     `json:"num_turns"`
-	// Errors includes one 交接降级(<why>) entry per degraded handoff (R36).
+	// Errors includes one 交接降级(<why>) entry per degraded handoff
+	// (DESIGN.md «Degraded handoff»).
 	Errors      []string     `json:"errors"`
 	Generations []Generation `json:"generations"`
 	HandoffPath string       `json:"handoff_path,omitempty"`
@@ -132,7 +136,8 @@ type HandoffRecord struct {
 	WritingSeconds float64  `json:"writing_seconds"`
 	WritingCostUSD float64  `json:"writing_cost_usd"`
 	// SHA256Written and SHA256Launched differ when a person edited the
-	// file between freezing and the successor's launch (R30).
+	// file between freezing and the successor's launch (DESIGN.md
+	// «Launch from disk»).
 	SHA256Written  string `json:"sha256_written,omitempty"`
 	SHA256Launched string `json:"sha256_launched,omitempty"`
 	// WindowSource says where Window came from (flag, harness, model name).
@@ -300,14 +305,15 @@ func (s *StepResult) AddError(msg string) {
 }
 
 // DegradedError records, and returns, the entry for a degraded handoff:
-// "交接降级(" + why + ")" (R25). The step does not fail because of it.
+// "交接降级(" + why + ")" (DESIGN.md «Degraded handoff»). The step does not
+// fail because of it.
 func (s *StepResult) DegradedError(why string) string {
 	msg := "交接降级(" + why + ")"
 	s.AddError(msg)
 	return msg
 }
 
-// Retire records sessionID as burned (R32). Empty ids and an immediate
+// Retire records sessionID as burned. Empty ids and an immediate
 // repeat of the last one are ignored, so callers may retire defensively.
 func (s *StepResult) Retire(sessionID string) {
 	if sessionID == "" {
@@ -349,7 +355,7 @@ func (s *StepResult) BeginGeneration(sessionID string, now time.Time) *Generatio
 }
 
 // SetSessionID records the session the harness reported as the step's
-// latest (R33) and as the current generation's, if one began.
+// latest and as the current generation's, if one began.
 func (s *StepResult) SetSessionID(id string) {
 	if id == "" {
 		return
@@ -361,7 +367,7 @@ func (s *StepResult) SetSessionID(id string) {
 }
 
 // AddUsage adds cost and turns to both the step and the current generation,
-// keeping the step's totals equal to the sum over its generations (R35–R36).
+// keeping the step's totals equal to the sum over its generations.
 // Usage before any generation counts for the step only.
 func (s *StepResult) AddUsage(costUSD float64, turns int) {
 	s.CostUSD += costUSD
@@ -373,7 +379,7 @@ func (s *StepResult) AddUsage(costUSD float64, turns int) {
 }
 
 // SetContext records the main thread's context of the last round on both
-// the step (R34) and the current generation.
+// the step and the current generation.
 func (s *StepResult) SetContext(tokens int) {
 	s.Context = tokens
 	if g := s.Current(); g != nil {

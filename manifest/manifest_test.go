@@ -316,8 +316,9 @@ func TestGenerations(t *testing.T) {
 	}
 }
 
-// R36: from manifest.json alone, one can tell how many generations a step
-// burned and what each cost. Built through the helpers, saved, reloaded.
+// From manifest.json alone, one can tell how many generations a step burned
+// and what each cost (DESIGN.md «Manifest»). Built through the helpers,
+// saved, reloaded.
 func TestReconstructGenerationsFromFile(t *testing.T) {
 	runDir := t.TempDir()
 	m := New(runDir, "/ws", t0)

@@ -12,7 +12,8 @@ type State struct {
 	Policy HandoffPolicy
 	// WritingTurn is true while the session is writing its handoff document.
 	WritingTurn bool
-	// Context is the main thread's context size in its latest round (R9).
+	// Context is the main thread's context size in its latest round
+	// (DESIGN.md «Context meter»).
 	Context int
 	// SessionID is the running session's id, "" until the harness reports one.
 	SessionID string
@@ -21,12 +22,13 @@ type State struct {
 	Warned bool
 }
 
-// HandoffDue is the threshold path's single decision (R8): handoff enabled,
-// not the handoff-writing turn, Context >= At(), and a session id known.
+// HandoffDue is the threshold path's single decision (DESIGN.md
+// «Threshold path»): handoff enabled, not the handoff-writing turn,
+// Context >= At(), and a session id known.
 //
-// The writing turn is exempt (R15) because it runs above the threshold by
-// construction: without the exemption it is cut before it writes a word and
-// every generation silently degrades.
+// The writing turn is exempt (DESIGN.md «Writing turn») because it runs
+// above the threshold by construction: without the exemption it is cut
+// before it writes a word and every generation silently degrades.
 func HandoffDue(s State) bool {
 	return s.Policy.Enabled &&
 		!s.WritingTurn &&
@@ -34,9 +36,9 @@ func HandoffDue(s State) bool {
 		s.SessionID != ""
 }
 
-// NearDue reports whether the near notice should be shown now (R10): handoff
-// enabled, not the writing turn, not yet warned in this generation, and
-// WarnAt() <= Context < At().
+// NearDue reports whether the near notice should be shown now (DESIGN.md
+// «Near notice»): handoff enabled, not the writing turn, not yet warned in
+// this generation, and WarnAt() <= Context < At().
 //
 // A round that jumps straight past At() gets no near notice: the handoff
 // announces itself, and a "near" line saying a negative distance remains
@@ -54,9 +56,11 @@ func NearDue(s State) bool {
 // *GenerationLimitError.
 var ErrGenerationLimit = errors.New("handoff generation limit reached")
 
-// GenerationLimitError is the runaway guard's error (R27): a step handed off
-// Max times. In practice that means the threshold sits below what the role
-// needs just to start, so every fresh session crosses it at once.
+// GenerationLimitError is the error of the runaway guard and of the futile
+// guard (DESIGN.md «Runaway guard», «Futile guard»): a step handed off Max
+// times, or a fresh session started at or above the threshold. In practice
+// that means the threshold sits below what the role needs just to start, so
+// every fresh session crosses it at once.
 type GenerationLimitError struct {
 	// Futile: stopped early because a fresh session's start-up floor is
 	// already at or above the threshold (Floor says how far).

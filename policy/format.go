@@ -4,10 +4,10 @@ import (
 	"strconv"
 )
 
-// Token counts are shown two ways, as in the seed's status lines
-// ("上下文 130.0K/200K · 还有约 20K 到换代"): a measured size with one decimal,
-// and a window or an approximate distance without. One function cannot give
-// both "130.0K" and "20K" for round numbers, hence two.
+// Token counts are shown two ways, as in the status lines of DESIGN.md
+// «Status lines» ("上下文 130.0K/200K · 还有约 20K 到换代"): a measured size
+// with one decimal, and a window or an approximate distance without. One
+// function cannot give both "130.0K" and "20K" for round numbers, hence two.
 
 // FormatUsed shows a measured token count: below 1000 as is ("950"), below a
 // million in thousands with one decimal ("130.0K", "152.3K"), above in

@@ -54,8 +54,9 @@ func TestFormatRound(t *testing.T) {
 	}
 }
 
-// TestSeedStatusLines rebuilds the seed's two status lines (R40) from a
-// policy and context sizes, so the number formats are checked in place.
+// TestSeedStatusLines rebuilds the first two status lines of the design's
+// example (DESIGN.md «Status lines») from a policy and context sizes, so the
+// number formats are checked in place.
 func TestSeedStatusLines(t *testing.T) {
 	p := HandoffPolicy{Enabled: true, Window: 200_000, Headroom: DefaultHeadroom}
 	near := "上下文 " + FormatUsed(130_000) + "/" + FormatRound(p.Window) + " · 还有约 " + FormatRound(p.At()-130_000) + " 到换代"

@@ -34,9 +34,10 @@ const warnLead = 20_000
 // HandoffPolicy says whether and when the main thread hands off to a fresh
 // session.
 //
-// Unlike the seed's Python keyword defaults, Go's zero value of Enabled is
-// false: a literal HandoffPolicy{Window: 200_000} is a disabled policy. Start
-// from Default and change fields, or set Enabled explicitly.
+// Unlike the keyword defaults of the original (Python) design, Go's zero
+// value of Enabled is false: a literal HandoffPolicy{Window: 200_000} is a
+// disabled policy. Start from Default and change fields, or set Enabled
+// explicitly (DESIGN.md «Policy»).
 type HandoffPolicy struct {
 	// Enabled turns generational handoff on; it also forces the harness's
 	// auto-compact off (see package envinject).
@@ -50,9 +51,10 @@ type HandoffPolicy struct {
 	MaxGenerations int
 }
 
-// Default is the policy used when nothing is configured (R1): enabled, the
-// window guessed from env by DefaultWindow, DefaultHeadroom and
-// DefaultMaxGenerations. env is a KEY=VALUE list such as os.Environ().
+// Default is the policy used when nothing is configured (DESIGN.md
+// «Policy»): enabled, the window guessed from env by DefaultWindow,
+// DefaultHeadroom and DefaultMaxGenerations. env is a KEY=VALUE list such as
+// os.Environ().
 func Default(env []string) HandoffPolicy {
 	return HandoffPolicy{
 		Enabled:        true,
@@ -63,7 +65,7 @@ func Default(env []string) HandoffPolicy {
 }
 
 // Resolve turns what a library caller passed as its handoff setting into a
-// complete policy (R4):
+// complete policy (DESIGN.md «Policy»):
 //   - nil (or a nil *HandoffPolicy) gives Default(env);
 //   - a bool b gives Default(env) with Enabled = b;
 //   - a HandoffPolicy or *HandoffPolicy is taken as given, with a zero Window,
@@ -113,14 +115,16 @@ func fill(p HandoffPolicy, env []string) (HandoffPolicy, error) {
 	return p, nil
 }
 
-// At is the context size at which the main thread hands off (R2):
+// At is the context size at which the main thread hands off (DESIGN.md
+// «Thresholds»):
 // max(10_000, Window-Headroom). The floor exists because below it the
 // handoff document itself could not be written.
 func (p HandoffPolicy) At() int {
 	return max(minAt, p.Window-p.Headroom)
 }
 
-// WarnAt is the context size at which the near notice is shown (R2):
+// WarnAt is the context size at which the near notice is shown (DESIGN.md
+// «Thresholds»):
 // max(1_000, At()-20_000).
 func (p HandoffPolicy) WarnAt() int {
 	return max(minWarnAt, p.At()-warnLead)

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestDefault(t *testing.T) { // R1
+func TestDefault(t *testing.T) { // DESIGN.md «Policy»
 	tests := []struct {
 		name string
 		env  []string
@@ -24,12 +24,12 @@ func TestDefault(t *testing.T) { // R1
 	}
 }
 
-func TestThresholds(t *testing.T) { // R2
+func TestThresholds(t *testing.T) { // DESIGN.md «Thresholds»
 	tests := []struct {
 		window, headroom int
 		at, warnAt       int
 	}{
-		{200_000, 50_000, 150_000, 130_000}, // the seed's scale drawing
+		{200_000, 50_000, 150_000, 130_000}, // the scale drawing in DESIGN.md «Thresholds»
 		{1_000_000, 50_000, 950_000, 930_000},
 		{70_000, 50_000, 20_000, 1_000},   // warn floor: 20k-20k = 0
 		{60_000, 50_000, 10_000, 1_000},   // at exactly at its floor
@@ -52,7 +52,7 @@ func TestThresholds(t *testing.T) { // R2
 	}
 }
 
-func TestDefaultWindow(t *testing.T) { // R3
+func TestDefaultWindow(t *testing.T) { // DESIGN.md «Window guess»
 	tests := []struct {
 		name string
 		env  []string
@@ -101,7 +101,7 @@ func TestDefaultWindow(t *testing.T) { // R3
 	}
 }
 
-func TestResolve(t *testing.T) { // R4
+func TestResolve(t *testing.T) { // DESIGN.md «Policy»
 	haiku := []string{"ANTHROPIC_MODEL=claude-haiku-4-5"}
 	tests := []struct {
 		name    string
@@ -157,7 +157,7 @@ func TestResolveDoesNotModifyCallersPolicy(t *testing.T) {
 	}
 }
 
-func TestHandoffDue(t *testing.T) { // R8, R15
+func TestHandoffDue(t *testing.T) { // DESIGN.md «Threshold path», «Writing turn»
 	on := HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 8} // at 150k
 	off := on
 	off.Enabled = false
@@ -187,7 +187,7 @@ func TestHandoffDue(t *testing.T) { // R8, R15
 	}
 }
 
-func TestNearDue(t *testing.T) { // R10
+func TestNearDue(t *testing.T) { // DESIGN.md «Near notice»
 	on := HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000} // warn 130k, at 150k
 	off := on
 	off.Enabled = false
@@ -218,8 +218,8 @@ func TestNearDue(t *testing.T) { // R10
 }
 
 // TestNearOncePerGeneration walks the rounds of two generations the way a
-// supervisor would and counts notices (R10: one per generation, not one per
-// message).
+// supervisor would and counts notices (DESIGN.md «Near notice»: one per
+// generation, not one per message).
 func TestNearOncePerGeneration(t *testing.T) {
 	p := HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000}
 	s := State{Policy: p, SessionID: "s1"}
@@ -245,7 +245,7 @@ func TestNearOncePerGeneration(t *testing.T) {
 	}
 }
 
-func TestGenerationLimitError(t *testing.T) { // R27
+func TestGenerationLimitError(t *testing.T) { // DESIGN.md «Runaway guard»
 	tests := []struct {
 		name     string
 		err      *GenerationLimitError

@@ -11,13 +11,15 @@ const (
 	windowHaiku = 200_000
 )
 
-// modelVars are the only environment variables DefaultWindow reads (R3).
+// modelVars are the only environment variables DefaultWindow reads
+// (DESIGN.md «Window guess»).
 var modelVars = []string{"ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL"}
 
-// DefaultWindow guesses the context window from the model names in env (R3),
-// a KEY=VALUE list in which the last entry for a key wins, as with os/exec.
-// It reads only ANTHROPIC_MODEL and ANTHROPIC_DEFAULT_OPUS_MODEL, and applies
-// the seed's table to both names together, rule by rule:
+// DefaultWindow guesses the context window from the model names in env
+// (DESIGN.md «Window guess»), a KEY=VALUE list in which the last entry for a
+// key wins, as with os/exec. It reads only ANTHROPIC_MODEL and
+// ANTHROPIC_DEFAULT_OPUS_MODEL, and applies the rules to both names
+// together, rule by rule:
 //
 //  1. either name has the standalone word "1m" (any case) → 1_000_000;
 //     this rule comes first, so "claude-haiku[1m]" is 1M;

@@ -44,7 +44,7 @@ type Usage struct {
 }
 
 // Context is the size of the prompt that produced the response: what the
-// model saw (SPEC R9). Output tokens are not part of it.
+// model saw (DESIGN.md «Context meter»). Output tokens are not part of it.
 func (u Usage) Context() int {
 	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
 }

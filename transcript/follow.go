@@ -18,8 +18,7 @@ import (
 
 // An interactive harness has no stdout flower can read: its screen belongs to
 // the person. What it says of the session goes to a transcript file instead,
-// appended line by line as the session runs (HARNESS.md, "The transcript on
-// disk"):
+// appended line by line as the session runs (DESIGN.md «Transcript file»):
 //
 //	<config dir>/projects/<Slug(cwd)>/<session id>.jsonl
 //

@@ -180,7 +180,7 @@ func TestFollowStartsOverWhenTheFileShrinks(t *testing.T) {
 // wrote in an interactive session (a tool call running a subagent, a
 // background-task turn, then an overflow), with the subagent's own reply
 // spliced in as a sidechain line: the meter must follow the main thread
-// only (R9), and overflow must be recognisable.
+// only (DESIGN.md «Context meter»), and overflow must be recognisable.
 func TestMeterOnInteractiveTranscript(t *testing.T) {
 	path := filepath.Join("testdata", "interactive-2.1.328.jsonl")
 	ctx, cancel := context.WithCancel(context.Background())

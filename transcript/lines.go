@@ -2,7 +2,7 @@
 // output on stdout (and, for interactive sessions, the same records in the
 // transcript file on disk). It splits the byte stream into lines of any
 // length, decodes the fields flower needs with gjson, and keeps the
-// main-thread context meter (SPEC R9).
+// main-thread context meter (DESIGN.md «Context meter», «Harness facts»).
 package transcript
 
 import (

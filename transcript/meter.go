@@ -1,7 +1,8 @@
 package transcript
 
 // Meter keeps what flower tracks of one harness session from its records:
-// the main thread's context (SPEC R9), the session id, and the turn results.
+// the main thread's context (DESIGN.md «Context meter»), the session id, and
+// the turn results.
 // It is not safe for concurrent use; one goroutine feeds it.
 type Meter struct {
 	// Context is the prompt size of the latest main-thread API response:
@@ -39,7 +40,7 @@ func (m *Meter) Observe(ev *Event) (contextChanged bool) {
 			return false
 		}
 		// One API response can arrive as several lines with the same id and
-		// the same usage; count it once.
+		// the same usage; count it once (DESIGN.md «Duplicate lines»).
 		if ev.MessageID != "" && ev.MessageID == m.lastMessageID {
 			return false
 		}

@@ -90,7 +90,8 @@ func TestLineReaderReadError(t *testing.T) {
 	}
 }
 
-// Lines shaped as the real harness 2.1.328 prints them (HARNESS.md).
+// Lines shaped as the real harness 2.1.328 prints them (DESIGN.md
+// «Stream-json»).
 const (
 	initLine      = `{"type":"system","subtype":"init","session_id":"s-1","model":"claude-haiku-4-5","cwd":"/w","tools":["Bash","Task"],"claude_code_version":"2.1.328"}`
 	mainLine      = `{"type":"assistant","message":{"id":"msg_1","model":"claude-haiku-4-5","content":[{"type":"text","text":"working"},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}],"usage":{"input_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":150000,"output_tokens":7}},"parent_tool_use_id":null,"session_id":"s-1"}`
@@ -200,7 +201,7 @@ func TestMeter(t *testing.T) {
 		t.Errorf("a repeated message id must not count again")
 	}
 	if feed(subagentLine) || m.Context != 150210 {
-		t.Errorf("subagent usage moved the meter to %d (R9)", m.Context)
+		t.Errorf("subagent usage moved the meter to %d (subagents never count)", m.Context)
 	}
 	if feed(syntheticLine) || m.Context != 150210 {
 		t.Errorf("a synthetic error message moved the meter to %d", m.Context)

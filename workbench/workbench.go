@@ -1,6 +1,7 @@
 // Package workbench owns the on-disk place where handoff documents are
-// frozen (SPEC R28–R29): <workbench>/notes/交接-<step>.md holds the current
-// generation's handoff, and every earlier generation is preserved under
+// frozen (DESIGN.md «Handoff files», «No workbench»):
+// <workbench>/notes/交接-<step>.md holds the current generation's handoff,
+// and every earlier generation is preserved under
 // <workbench>/notes/archive/交接/. It also owns turning an arbitrary step
 // name into a file name that cannot escape that directory.
 package workbench
@@ -21,12 +22,13 @@ import (
 )
 
 // ErrNoWorkbench is returned by reads on a nil *Workbench: without a
-// workbench there is no file (R29), the handoff lives only in the prompt.
+// workbench there is no file (DESIGN.md «No workbench»), the handoff lives
+// only in the prompt.
 var ErrNoWorkbench = errors.New("no workbench")
 
 const (
 	notesDir     = "notes"
-	handoffLabel = "交接" // file prefix and archive folder name, as in the seed
+	handoffLabel = "交接" // file prefix and archive folder name (DESIGN.md «Handoff files»)
 	timeLayout   = "20060102T150405Z"
 	// maxArchiveTries bounds the -2, -3 … search for a free archive name so
 	// a broken file system cannot loop forever.
@@ -78,7 +80,8 @@ func (w *Workbench) archiveDir() string {
 // existing handoff is first preserved as
 // notes/archive/交接/<safe>-<now as 20060102T150405Z>[-N].md, so the current
 // path always holds the old or the new document, never half of one and never
-// nothing once it existed. For a nil *Workbench it returns "", nil (R29).
+// nothing once it existed. For a nil *Workbench it returns "", nil
+// (DESIGN.md «No workbench»).
 func (w *Workbench) Freeze(step string, doc []byte, now time.Time) (string, error) {
 	if w == nil {
 		return "", nil
@@ -183,9 +186,10 @@ func syncDir(dir string) error {
 	return errors.Join(d.Sync(), d.Close())
 }
 
-// ReadHandoff returns step's current handoff as it is on disk now (R30: a
-// person may have edited it). A missing file gives an error wrapping
-// fs.ErrNotExist that names the path; a nil *Workbench gives ErrNoWorkbench.
+// ReadHandoff returns step's current handoff as it is on disk now: a person
+// may have edited it (DESIGN.md «Launch from disk»). A missing file gives an
+// error wrapping fs.ErrNotExist that names the path; a nil *Workbench gives
+// ErrNoWorkbench.
 func (w *Workbench) ReadHandoff(step string) ([]byte, error) {
 	if w == nil {
 		return nil, ErrNoWorkbench

@@ -172,8 +172,9 @@ func TestFreezeGenerations(t *testing.T) {
 	}
 }
 
-// A person may edit the current file between generations (R30); the
-// archive must keep the edited text, and ReadHandoff must return it.
+// A person may edit the current file between generations (DESIGN.md
+// «Launch from disk»); the archive must keep the edited text, and
+// ReadHandoff must return it.
 func TestFreezeArchivesEditedFile(t *testing.T) {
 	w := openTemp(t)
 	p, err := w.Freeze("s", []byte("written"), t0)
