@@ -351,7 +351,7 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 	p.keys("/exit")
 	time.Sleep(500 * time.Millisecond)
 	p.press("Enter")
-	p.waitText("FLOWER-EXIT=", 2*waitLimit)
+	p.waitText("TTY-", 2*waitLimit) // the line after FLOWER-EXIT: both are on screen then
 	screen := p.capture()
 	for _, want := range []string{"FLOWER-EXIT=0", "TTY-RESTORED",
 		"# 上下文 140.0K/200K · 还有约 10K 到换代", "# 上下文 155.0K/200K —— 写交接准备换代",
@@ -471,7 +471,7 @@ func TestInteractiveSignalRestoresTerminal(t *testing.T) {
 	if err := syscall.Kill(p.flowerPID(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	p.waitText("FLOWER-EXIT=", 2*waitLimit)
+	p.waitText("TTY-", 2*waitLimit) // the line after FLOWER-EXIT: both are on screen then
 	screen := p.capture()
 	if !strings.Contains(screen, "FLOWER-EXIT=130") || !strings.Contains(screen, "TTY-RESTORED") {
 		t.Errorf("want exit 130 and the terminal restored")
@@ -503,7 +503,7 @@ func TestInteractiveHarnessErrorRestoresTerminal(t *testing.T) {
 	if mode := p.ttyMode(); !rawMode(mode) {
 		t.Fatalf("the terminal is not raw while the harness runs:\n%s", mode)
 	}
-	p.waitText("FLOWER-EXIT=", 2*waitLimit)
+	p.waitText("TTY-", 2*waitLimit) // the line after FLOWER-EXIT: both are on screen then
 	screen := p.capture()
 	if !strings.Contains(screen, "FLOWER-EXIT=1") || !strings.Contains(screen, "TTY-RESTORED") {
 		t.Errorf("want exit 1 and the terminal restored")
