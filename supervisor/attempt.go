@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/envinject"
+	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
@@ -412,7 +413,7 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 		e.Phase = PhaseWriting
 		e.Context = a.cutContext
 		rt.emit(e)
-		if err := a.p.SendUser(handoffwriter.HandoffPrompt(a.cutContext, rt.policy.Window)); err != nil {
+		if err := a.p.SendUser(handoff.WritingPrompt(a.cutContext, rt.policy.Window, a.st.Task, rt.opts.TaskCarry)); err != nil {
 			return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
 		}
 		return outcome{}, false
@@ -429,7 +430,7 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 			a.writingRetried, a.writingInterrupted = true, false
 			a.writing.Reset()
 			a.log.Warn("asking again for the handoff document only")
-			if err := a.p.SendUser(retryPrompt + handoffwriter.HandoffPrompt(a.cutContext, rt.policy.Window)); err != nil {
+			if err := a.p.SendUser(retryPrompt + handoff.WritingPrompt(a.cutContext, rt.policy.Window, a.st.Task, rt.opts.TaskCarry)); err != nil {
 				return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt again: "+err.Error()), true
 			}
 			return outcome{}, false
