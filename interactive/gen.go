@@ -404,7 +404,7 @@ func (g *genRun) handle(ctx context.Context, ev *transcript.Event) (outcome, boo
 			// The person typed the task: it is what a degraded handoff
 			// carries (R23).
 			g.st.Task = text
-			g.save()
+			g.books().FreezeTask() // saves
 		case g.phase == phaseSubmitted && strings.Contains(text, handoffwriter.PromptTag):
 			g.setPhase(phaseWriting)
 			g.writingStart = g.opts.Now()
@@ -500,7 +500,7 @@ func (g *genRun) typeHandoff(ctx context.Context) (outcome, bool) {
 		err = sleep(ctx, clearWait)
 	}
 	if err == nil {
-		prompt := handoffwriter.HandoffPrompt(g.cutContext, g.opts.Policy.Window)
+		prompt := handoff.WritingPrompt(g.cutContext, g.opts.Policy.Window, g.st.Task, g.opts.TaskCarry)
 		err = Typist{Type: g.gate.Type, Gap: pasteGap, Settle: settle}.Submit(ctx, prompt)
 	}
 	if err != nil {

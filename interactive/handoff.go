@@ -10,8 +10,7 @@ import (
 // R23–R33), shows the done event, and returns the successor's first prompt
 // as read back from disk (R30) — exactly as a headless run does.
 func (r *run) handOff(gen *manifest.Generation, c handoff.Cut) (string, error) {
-	books := handoff.Books{Step: r.st, Policy: r.opts.Policy, WindowSource: r.st.WindowSource,
-		Workbench: r.opts.Workbench, Now: r.opts.Now, Save: r.save, Log: r.log}
+	books := r.books()
 	f, err := books.Freeze(gen, c)
 	r.show(supervisor.DoneEvent(r.st, gen, f, r.opts.Policy))
 	if err != nil {
@@ -21,4 +20,11 @@ func (r *run) handOff(gen *manifest.Generation, c handoff.Cut) (string, error) {
 		r.opts.AfterFreeze(f.Path)
 	}
 	return books.Launch(f), nil
+}
+
+// books is what package handoff records this step's handoffs and task in.
+func (r *run) books() handoff.Books {
+	return handoff.Books{Step: r.st, Policy: r.opts.Policy, WindowSource: r.st.WindowSource,
+		Workbench: r.opts.Workbench, Now: r.opts.Now, Save: r.save, Log: r.log,
+		TaskCarry: r.opts.TaskCarry, ManifestPath: manifest.Path(r.opts.Manifest.RunDir)}
 }

@@ -75,6 +75,9 @@ type Options struct {
 	// AfterFreeze, if set, is called with the handoff's path after it is
 	// written and before the successor's prompt is read back from it.
 	AfterFreeze func(path string)
+	// TaskCarry bounds how many characters of the task a successor's first
+	// prompt carries verbatim (0: handoff.DefaultTaskCarry; negative: none).
+	TaskCarry int
 	// Signals end the run when received (SIGINT, SIGTERM and SIGHUP when
 	// nil, none when empty); the terminal is restored at once.
 	Signals []os.Signal
@@ -328,6 +331,7 @@ func (r *run) step(ctx context.Context) (*manifest.StepResult, error) {
 		st.StartedAt = now
 	}
 	prompt := o.Task
+	r.books().FreezeTask()
 	st.BeginGeneration("", now)
 	r.save()
 	for {
