@@ -88,7 +88,7 @@ func runInteractive(c *cli.Context) error {
 		Env: rt.ChildEnv(), Policy: rt.Policy(), WindowSource: source, Manifest: rt.Manifest(), Workbench: wb,
 		Step: step, Task: task, In: in, Out: s.stdout,
 		Render: screenRenderer{lang: lang, home: home},
-		Logger: logger,
+		Logger: logger, TaskCarry: taskCarryOf(c),
 	})
 	job.finish(st)
 	return err
