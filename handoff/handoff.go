@@ -1,8 +1,11 @@
 // Package handoff owns what happens between two generations of a step: the
 // cut session's handoff is degraded if it must be (SPEC R23–R25), frozen to
 // the workbench (R28–R29), recorded on the step (R31–R33), and read back from
-// disk for the successor (R30). The headless supervisor and the interactive
-// mode both hand off through it.
+// disk for the successor (R30). It also owns the step's task as a successor
+// sees it: frozen to the workbench at the step's start, read back from disk
+// (a person may edit it) and carried verbatim, up to a limit, in every
+// successor's first prompt next to the handoff. The headless supervisor and
+// the interactive mode both hand off through it.
 package handoff
 
 import (
@@ -11,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +52,30 @@ type Books struct {
 	// Save writes the manifest; it is called after every change.
 	Save func()
 	Log  *slog.Logger
+	// TaskCarry bounds how many characters of the task a successor's first
+	// prompt carries verbatim: 0 means DefaultTaskCarry, a negative value
+	// carries nothing (the prompt is the handoff alone).
+	TaskCarry int
+	// ManifestPath is the run's manifest.json, where the task is kept
+	// without a workbench; a task too long to carry whole points there.
+	ManifestPath string
+}
+
+// DefaultTaskCarry is how many characters (runes) of the task a successor's
+// first prompt carries unless told otherwise: enough for a detailed brief,
+// small next to any window flower hands off in.
+const DefaultTaskCarry = 8000
+
+// CarryLimit resolves a TaskCarry setting to a limit in characters: 0 gives
+// DefaultTaskCarry, a negative setting 0 (carry nothing).
+func CarryLimit(setting int) int {
+	switch {
+	case setting == 0:
+		return DefaultTaskCarry
+	case setting < 0:
+		return 0
+	}
+	return setting
 }
 
 // Frozen is a handoff on its way to the successor.
@@ -81,7 +109,8 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 		if c.Why == "" {
 			c.Why = "the handoff is missing " + strings.Join(h.Missing(), ", ")
 		}
-		h = handoffwriter.Degraded(st.Name, st.Task, c.Why)
+		task, _ := b.Task()
+		h = handoffwriter.Degraded(st.Name, task, c.Why) // scene: the task as a person left it
 	}
 	if h.IsDegraded() {
 		rec.Degraded, rec.Why = true, c.Why
@@ -128,7 +157,8 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 // disk now (R30): a person may have edited the file since Freeze. An
 // unreadable file, or one an edit left without doing or next, is recorded
 // and the document as written is used instead. The receipt gets the sha256
-// of what was read.
+// of what was read. The prompt is SuccessorPrompt's: the handoff, then the
+// task as it was given.
 func (b Books) Launch(f Frozen) string {
 	st := b.Step
 	launch := f.Handoff
@@ -148,7 +178,121 @@ func (b Books) Launch(f Frozen) string {
 		}
 		b.Save()
 	}
-	return launch.PromptBlock()
+	return b.SuccessorPrompt(launch, f.Record)
+}
+
+// SuccessorPrompt is the first prompt of every fresh session that takes a
+// step over from a handoff h (a launch after Freeze, or a continue or rerun
+// starting afresh): h's prompt block, then the task in the person's words,
+// read from disk now and marked "the task, as it was given". A task of at
+// most the carry limit goes in whole; a longer one as its first part, with
+// the path of the full file and a sentence telling the successor to read it.
+// The handoff alone carries the work's state; the task is carried because a
+// chain of paraphrases loses its exact wording, limits and criteria.
+//
+// When rec is non-nil it records the task's sha256 as read, where it was
+// read, and how much went in. With carrying off the prompt is h's block
+// alone and nothing is read or recorded.
+func (b Books) SuccessorPrompt(h handoffwriter.Handoff, rec *manifest.HandoffRecord) string {
+	prompt := h.PromptBlock()
+	limit := CarryLimit(b.TaskCarry)
+	if limit == 0 {
+		return prompt
+	}
+	task, path := b.Task()
+	where := path
+	if where == "" {
+		where = "the run's manifest.json (the step's \"task\" field)"
+		if b.ManifestPath != "" {
+			where = fmt.Sprintf("the \"task\" field of step %q in %s", b.Step.Name, b.ManifestPath)
+		}
+	}
+	block, whole := handoffwriter.TaskBlock(task, where, limit)
+	if block == "" {
+		return prompt
+	}
+	if rec != nil {
+		rec.TaskSHA256, rec.TaskPath, rec.TaskCarried = Digest([]byte(task)), path, manifest.TaskCarriedPart
+		if whole {
+			rec.TaskCarried = manifest.TaskCarriedWhole
+		}
+		b.Save()
+	}
+	return prompt + "\n" + block
+}
+
+// FreezeTask writes the step's task, as it was given, to the workbench at
+// the step's start (an earlier, different task file is archived, never
+// overwritten) and records the file's path and the task's sha256 on the
+// step. Without a workbench, or when the write fails (recorded in the
+// step's errors, not returned), the manifest's copy is the task's only home
+// and the path is "". A step with no task yet (an interactive one whose
+// person has not typed it) writes nothing.
+func (b Books) FreezeTask() string {
+	st := b.Step
+	if st.Task == "" {
+		return ""
+	}
+	st.TaskSHA256 = Digest([]byte(st.Task))
+	path, err := b.Workbench.FreezeTask(st.Name, []byte(st.Task), b.Now())
+	if err != nil {
+		st.AddError("write task: " + err.Error() + "; successors get the task from the manifest")
+		b.Log.Error("write task", "err", err)
+	}
+	st.TaskPath = path
+	b.Save()
+	return path
+}
+
+// Task returns the step's task as it is now and where it was read: the
+// workbench file, as a person may have edited it, or the manifest's copy
+// (path "") without one. A frozen task file that has since gone missing,
+// cannot be read or was emptied is said in the step's errors (once) and the
+// manifest's copy is used.
+func (b Books) Task() (task, path string) {
+	st := b.Step
+	path = st.TaskPath
+	if path == "" {
+		if st.TaskSHA256 != "" {
+			return st.Task, "" // frozen without a file: the manifest is its home
+		}
+		// Never frozen in this run (a rerun of a step new to it): the file
+		// an earlier run froze is the task, if there is one.
+		if p := b.Workbench.TaskPath(st.Name); p != "" {
+			if data, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(data)) != "" {
+				return string(data), p
+			}
+		}
+		return st.Task, ""
+	}
+	data, err := os.ReadFile(path)
+	problem := ""
+	switch {
+	case err != nil:
+		problem = err.Error()
+	case strings.TrimSpace(string(data)) == "":
+		problem = "the file is empty"
+	default:
+		return string(data), path
+	}
+	msg := fmt.Sprintf("read task %s: %s; successors get the task as recorded in the manifest", path, problem)
+	if !slices.Contains(st.Errors, msg) {
+		st.AddError(msg)
+		b.Log.Warn(msg)
+		b.Save()
+	}
+	return st.Task, ""
+}
+
+// WritingPrompt is the handoff prompt for the writing turn. When the
+// successor will get the task verbatim (carrying on and a task to carry)
+// it tells the session so, and its document can leave the task to the task;
+// otherwise it is handoffwriter.HandoffPrompt, which says nothing of it.
+func WritingPrompt(used, window int, task string, carry int) string {
+	if CarryLimit(carry) > 0 && strings.TrimSpace(task) != "" {
+		return handoffwriter.HandoffPromptCarryingTask(used, window)
+	}
+	return handoffwriter.HandoffPrompt(used, window)
 }
 
 // Digest is the hex sha256 the receipts carry.

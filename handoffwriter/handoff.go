@@ -1,7 +1,8 @@
 // Package handoffwriter owns the handoff document: its five sections, how it
 // is written as markdown and parsed back from what a model wrote, the prompt
 // that asks a session to write it, the prompt block that hands it to the
-// successor, the mechanical degraded handoff used when the writing turn
+// successor, the block that carries the step's task to the successor in the
+// person's words, the mechanical degraded handoff used when the writing turn
 // fails, and the recogniser for "the prompt does not fit". The rules are in
 // DESIGN.md «Handoff document», «Writing turn», «Dead ends», «Prompt block»,
 // «Degraded handoff» and «Overflow path».

@@ -345,6 +345,10 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 	if s := successor[0].LastUserText; !strings.Contains(s, "You are taking over") || !strings.Contains(s, "NEXT-MARK-1") {
 		t.Errorf("successor's first prompt is not the prompt block:\n%s", clip(s, 2000))
 	}
+	// It carries the task the person typed, verbatim, as a headless run's does.
+	if s := successor[0].LastUserText; !strings.Contains(s, handoffwriter.TaskBegin+"\n"+task+"\n"+handoffwriter.TaskEnd) {
+		t.Errorf("successor's first prompt does not carry the typed task:\n%s", clip(s, 3000))
+	}
 
 	// The person ends the session; flower ends with it.
 	p.press("C-u")

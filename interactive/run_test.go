@@ -286,12 +286,13 @@ func TestRunHandsOff(t *testing.T) {
 	}
 
 	gen1 := f.record(1).Prompts
-	want := handoffwriter.HandoffPrompt(155_000, 200_000)
+	want := handoffwriter.HandoffPromptCarryingTask(155_000, 200_000) // the typed task is carried
 	if len(gen1) != 3 || gen1[2] != want {
 		t.Fatalf("generation 1 got prompts %q; the third should be the handoff prompt verbatim", gen1)
 	}
 	gen2 := f.record(2).Prompts
-	if len(gen2) != 1 || !strings.Contains(gen2[0], "You are taking over") || !strings.Contains(gen2[0], "EDITED-BY-A-PERSON") {
+	if len(gen2) != 1 || !strings.Contains(gen2[0], "You are taking over") || !strings.Contains(gen2[0], "EDITED-BY-A-PERSON") ||
+		!strings.Contains(gen2[0], handoffwriter.TaskBegin+"\nport the parser\n"+handoffwriter.TaskEnd) {
 		t.Fatalf("generation 2's first prompt should be the edited file's prompt block: %q", gen2)
 	}
 	if n := len(f.handoffs(event.PhaseNear)); n != 1 {

@@ -90,9 +90,15 @@ type StepResult struct {
 	Errors      []string     `json:"errors"`
 	Generations []Generation `json:"generations"`
 	HandoffPath string       `json:"handoff_path,omitempty"`
-	StartedAt   time.Time    `json:"started_at"`
-	EndedAt     *time.Time   `json:"ended_at,omitempty"`
-	Model       string       `json:"model,omitempty"`
+	// TaskPath is the workbench file the task was frozen to at the step's
+	// start (a person may edit it; successors read it). Without a workbench
+	// it is empty and Task is the only copy. TaskSHA256 is the sha256 of
+	// the task as given (compare the receipts' task_sha256).
+	TaskPath   string     `json:"task_path,omitempty"`
+	TaskSHA256 string     `json:"task_sha256,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	EndedAt    *time.Time `json:"ended_at,omitempty"`
+	Model      string     `json:"model,omitempty"`
 }
 
 // Generation is one session's share of a step.
@@ -123,6 +129,13 @@ const (
 	OutcomeNoWritingTurn  = "no writing turn"
 )
 
+// How much of the task a successor's first prompt carried.
+const (
+	TaskCarriedWhole = "whole"
+	// TaskCarriedPart: the first part, and where to read the rest.
+	TaskCarriedPart = "first part"
+)
+
 // HandoffRecord describes one handoff from a generation to its successor.
 type HandoffRecord struct {
 	Reason         string   `json:"reason"` // ReasonThreshold, ReasonOverflow or ReasonCompaction
@@ -140,6 +153,15 @@ type HandoffRecord struct {
 	// «Launch from disk»).
 	SHA256Written  string `json:"sha256_written,omitempty"`
 	SHA256Launched string `json:"sha256_launched,omitempty"`
+	// TaskSHA256 is the sha256 of the task as read for the successor's
+	// first prompt (the file on disk, or Task without one); it differs from
+	// the task as given when a person edited the file. TaskPath is where it
+	// was read ("" when it came from the manifest) and TaskCarried says how
+	// much of it went into the prompt: TaskCarriedWhole or TaskCarriedPart.
+	// All three are empty when carrying is off.
+	TaskSHA256  string `json:"task_sha256,omitempty"`
+	TaskPath    string `json:"task_path,omitempty"`
+	TaskCarried string `json:"task_carried,omitempty"`
 	// WindowSource says where Window came from (flag, harness, model name).
 	WindowSource string `json:"window_source,omitempty"`
 	// Outcome of the writing turn: OutcomeWritten, OutcomeWrittenOnRetry,

@@ -12,6 +12,7 @@ import (
 	"github.com/flowerhq/flower/runlog"
 
 	"github.com/flowerhq/flower/envinject"
+	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
@@ -317,7 +318,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 			// what a degraded handoff carries.
 			if text := transcript.UserText(ev); isPrompt(text) {
 				st.Task = text
-				rt.save(st)
+				a.books().FreezeTask() // saves
 			}
 		}
 	case transcript.KindSystem:
@@ -433,7 +434,7 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 		e.Phase = PhaseWriting
 		e.Context = a.cutContext
 		rt.emit(e)
-		if err := a.p.Send(handoffwriter.HandoffPrompt(a.cutContext, rt.policy.Window)); err != nil {
+		if err := a.p.Send(handoff.WritingPrompt(a.cutContext, rt.policy.Window, a.st.Task, rt.opts.TaskCarry)); err != nil {
 			return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
 		}
 		return outcome{}, false
@@ -450,7 +451,7 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 			a.writingRetried, a.writingInterrupted = true, false
 			a.writing.Reset()
 			a.log.Warn("asking again for the handoff document only")
-			if err := a.p.Send(retryPrompt + handoffwriter.HandoffPrompt(a.cutContext, rt.policy.Window)); err != nil {
+			if err := a.p.Send(retryPrompt + handoff.WritingPrompt(a.cutContext, rt.policy.Window, a.st.Task, rt.opts.TaskCarry)); err != nil {
 				return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt again: "+err.Error()), true
 			}
 			return outcome{}, false

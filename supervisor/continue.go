@@ -115,7 +115,8 @@ func (s *stepRun) continuation(message string) (launch, error) {
 	switch {
 	case gen == nil:
 		begin()
-		return launch{prompt: withMessage(st.Task), newGeneration: true, fallback: s.taskFallback}, nil
+		task, _ := s.books().Task() // as a person may have edited it
+		return launch{prompt: withMessage(task), newGeneration: true, fallback: s.taskFallback}, nil
 
 	case gen.Handoff != nil || session == "":
 		// Stopped after a handoff was recorded, or before this
@@ -126,7 +127,8 @@ func (s *stepRun) continuation(message string) (launch, error) {
 			return launch{}, err
 		}
 		if s.lastHandoff() == nil {
-			prompt, from = st.Task, "the task" // nothing was done yet
+			prompt, _ = s.books().Task() // nothing was done yet
+			from = "the task"
 		}
 		begin()
 		// A generation that never had a session runs on; one whose
@@ -236,8 +238,9 @@ func (s *stepRun) lastHandoff() *manifest.HandoffRecord {
 // taskFallback starts a fresh session of a step that has no handoff yet
 // from its task, warning that a session worked on it before.
 func (s *stepRun) taskFallback() (prompt, from string, err error) {
+	task, _ := s.books().Task()
 	return "A session that worked on this task before could not be resumed, so this is a fresh start: " +
-		"check the workspace for work already done before you redo anything.\n\n" + s.st.Task, "the task", nil
+		"check the workspace for work already done before you redo anything.\n\n" + task, "the task", nil
 }
 
 // handoffFallback starts a fresh session from the step's latest handoff,
@@ -251,14 +254,14 @@ func (s *stepRun) handoffFallback() (prompt, from string, err error) {
 		return s.taskFallback()
 	case rec.Path == "":
 		h := handoffwriter.Degraded(s.st.Name, s.st.Task, "the last handoff was not kept on disk (no workbench)")
-		return h.PromptBlock(), "a degraded handoff from the task", nil
+		return s.books().SuccessorPrompt(h, rec), "a degraded handoff from the task", nil
 	}
 	h, _, err := ReadHandoffFile(rec.Path)
 	if err != nil {
 		return "", "", err
 	}
 	h.Step = s.st.Name
-	return h.PromptBlock(), rec.Path, nil
+	return s.books().SuccessorPrompt(h, rec), rec.Path, nil
 }
 
 // resumeRefused handles a harness that will not resume the session (it does
@@ -335,9 +338,9 @@ func (rt *Runtime) Rerun(ctx context.Context, name string) (*manifest.StepResult
 	fallback := func() (string, string, error) {
 		h, _, err := ReadHandoffFile(path)
 		h.Step = name
-		return h.PromptBlock(), path, err
+		return s.books().SuccessorPrompt(h, s.lastHandoff()), path, err
 	}
-	return s.run(ctx, launch{prompt: h.PromptBlock(), newGeneration: !reuse, fallback: fallback})
+	return s.run(ctx, launch{prompt: s.books().SuccessorPrompt(h, s.lastHandoff()), newGeneration: !reuse, fallback: fallback})
 }
 
 // HandoffFileError says why a handoff file cannot start a generation: it is

@@ -90,6 +90,10 @@ type Options struct {
 	// written and before the successor reads it back (a person may edit the
 	// file at that point; tests use this hook to do so).
 	AfterFreeze func(path string)
+	// TaskCarry bounds how many characters of the task every successor's
+	// first prompt carries verbatim next to the handoff: 0 means
+	// handoff.DefaultTaskCarry, a negative value carries nothing.
+	TaskCarry int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -263,6 +267,7 @@ func (rt *Runtime) RunStep(ctx context.Context, name, task string) (*manifest.St
 	s.st = rt.m.EnsureStep(name, task, rt.opts.Now())
 	s.st.Task = task
 	s.begin()
+	s.books().FreezeTask()
 	return s.run(ctx, launch{prompt: task, newGeneration: true, fallback: s.taskFallback})
 }
 
@@ -408,7 +413,8 @@ func (s *stepRun) handOff(gen *manifest.Generation, out outcome) (string, error)
 func (s *stepRun) books() handoff.Books {
 	rt := s.rt
 	return handoff.Books{Step: s.st, Policy: rt.policy, WindowSource: rt.windowSource, Workbench: rt.wb,
-		Now: rt.opts.Now, Save: func() { rt.save(s.st) }, Log: s.log}
+		Now: rt.opts.Now, Save: func() { rt.save(s.st) }, Log: s.log,
+		TaskCarry: rt.opts.TaskCarry, ManifestPath: manifest.Path(rt.opts.RunDir)}
 }
 
 // launch reports a frozen handoff and returns the successor's first prompt

@@ -2,11 +2,14 @@
 // frozen (DESIGN.md «Handoff files», «No workbench»):
 // <workbench>/notes/交接-<step>.md holds the current generation's handoff,
 // and every earlier generation is preserved under
-// <workbench>/notes/archive/交接/. It also owns turning an arbitrary step
-// name into a file name that cannot escape that directory.
+// <workbench>/notes/archive/交接/. Beside it, <workbench>/notes/任务-<step>.md
+// holds the step's task as it was given, frozen at the step's start, with
+// earlier tasks preserved under notes/archive/任务/. It also owns turning an
+// arbitrary step name into a file name that cannot escape that directory.
 package workbench
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +32,7 @@ var ErrNoWorkbench = errors.New("no workbench")
 const (
 	notesDir     = "notes"
 	handoffLabel = "交接" // file prefix and archive folder name (DESIGN.md «Handoff files»)
+	taskLabel    = "任务" // the task's file prefix and archive folder name
 	timeLayout   = "20060102T150405Z"
 	// maxArchiveTries bounds the -2, -3 … search for a free archive name so
 	// a broken file system cannot loop forever.
@@ -72,8 +76,10 @@ func (w *Workbench) HandoffPath(step string) string {
 	return filepath.Join(w.Dir, notesDir, handoffLabel+"-"+SafeStepName(step)+".md")
 }
 
-func (w *Workbench) archiveDir() string {
-	return filepath.Join(w.Dir, notesDir, "archive", handoffLabel)
+func (w *Workbench) archiveDir() string { return w.archiveDirOf(handoffLabel) }
+
+func (w *Workbench) archiveDirOf(label string) string {
+	return filepath.Join(w.Dir, notesDir, "archive", label)
 }
 
 // Freeze writes doc as step's current handoff and returns its path. An
@@ -92,7 +98,7 @@ func (w *Workbench) Freeze(step string, doc []byte, now time.Time) (string, erro
 	case err == nil && fi.IsDir():
 		return "", fmt.Errorf("freeze handoff: %s is a directory", cur)
 	case err == nil:
-		if _, err := w.preserve(cur, SafeStepName(step), now); err != nil {
+		if _, err := w.preserve(w.archiveDir(), cur, SafeStepName(step), now); err != nil {
 			return "", fmt.Errorf("freeze handoff: %w", err)
 		}
 	case errors.Is(err, fs.ErrNotExist):
@@ -108,11 +114,10 @@ func (w *Workbench) Freeze(step string, doc []byte, now time.Time) (string, erro
 	return cur, nil
 }
 
-// preserve puts a copy of cur into the archive under a name nobody used
+// preserve puts a copy of cur into the archive dir under a name nobody used
 // before and returns that name. The current file stays in place; the caller
 // then replaces it atomically.
-func (w *Workbench) preserve(cur, safe string, now time.Time) (string, error) {
-	dir := w.archiveDir()
+func (w *Workbench) preserve(dir, cur, safe string, now time.Time) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("archive: %w", err)
 	}
@@ -184,6 +189,64 @@ func syncDir(dir string) error {
 		return err
 	}
 	return errors.Join(d.Sync(), d.Close())
+}
+
+// TaskPath is where step's task lives: dir/notes/任务-<SafeStepName(step)>.md.
+// It is "" for a nil *Workbench.
+func (w *Workbench) TaskPath(step string) string {
+	if w == nil {
+		return ""
+	}
+	return filepath.Join(w.Dir, notesDir, taskLabel+"-"+SafeStepName(step)+".md")
+}
+
+// FreezeTask writes task, as it was given at the step's start, as step's
+// task file and returns its path. A file that already holds exactly task is
+// left alone. One that holds anything else (an earlier run's task, or a
+// person's edit of it) is first preserved as
+// notes/archive/任务/<safe>-<now>[-N].md, so nothing a person wrote is ever
+// lost; the write itself is atomic. For a nil *Workbench it returns "", nil:
+// the task then lives in the manifest only.
+func (w *Workbench) FreezeTask(step string, task []byte, now time.Time) (string, error) {
+	if w == nil {
+		return "", nil
+	}
+	cur := w.TaskPath(step)
+	old, err := os.ReadFile(cur)
+	switch {
+	case err == nil && bytes.Equal(old, task):
+		return cur, nil
+	case err == nil:
+		if _, err := w.preserve(w.archiveDirOf(taskLabel), cur, SafeStepName(step), now); err != nil {
+			return "", fmt.Errorf("freeze task: %w", err)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(cur), 0o755); err != nil {
+			return "", fmt.Errorf("freeze task: %w", err)
+		}
+	default:
+		// A directory in its place lands here too (EISDIR).
+		return "", fmt.Errorf("freeze task: %w", err)
+	}
+	if err := atomicfile.WriteFile(cur, task, 0o644); err != nil {
+		return "", fmt.Errorf("freeze task: %w", err)
+	}
+	return cur, nil
+}
+
+// ReadTask returns step's task file as it is on disk now: a person may have
+// edited it since it was frozen, and the edit is what successors get. A
+// missing file gives an error wrapping fs.ErrNotExist that names the path; a
+// nil *Workbench gives ErrNoWorkbench.
+func (w *Workbench) ReadTask(step string) ([]byte, error) {
+	if w == nil {
+		return nil, ErrNoWorkbench
+	}
+	data, err := os.ReadFile(w.TaskPath(step))
+	if err != nil {
+		return nil, fmt.Errorf("read task: %w", err)
+	}
+	return data, nil
 }
 
 // ReadHandoff returns step's current handoff as it is on disk now: a person

@@ -16,6 +16,7 @@ import (
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/front"
+	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/supervisor"
@@ -44,6 +45,7 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "window", Usage: "the model's context window in tokens (default: guessed from the model name: 200000 for haiku, else 1000000)"},
 		&cli.IntFlag{Name: "headroom", Value: policy.DefaultHeadroom, Usage: "hand off this many tokens before the window"},
 		&cli.IntFlag{Name: "max-generations", Value: policy.DefaultMaxGenerations, Usage: "stop after this many sessions (the runaway brake)"},
+		&cli.IntFlag{Name: "task-carry", Value: handoff.DefaultTaskCarry, Usage: "every successor's first prompt carries up to `N` characters of the task verbatim (notes/任务-STEP.md as it is on disk; a longer task: its start and the file's path); 0: none"},
 		&cli.BoolFlag{Name: "no-handoff", Usage: "no generational handoff: the harness's own auto-compact works"},
 		&cli.StringFlag{Name: "compact", Usage: "the agent's compact `MODE`: auto keeps the harness's auto-compact on even with handoff"},
 		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the claude executable (default: claude on PATH, else the copy make installed)"},
@@ -116,7 +118,7 @@ func setupJob(c *cli.Context, o jobOptions) (*job, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	for _, name := range []string{"window", "headroom", "max-generations", "max-attempts"} {
+	for _, name := range []string{"window", "headroom", "max-generations", "max-attempts", "task-carry"} {
 		if c.Int(name) < 0 {
 			return nil, usagef("--%s must not be negative", name)
 		}
@@ -162,7 +164,7 @@ func setupJob(c *cli.Context, o jobOptions) (*job, error) {
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol, Compact: compact,
 		HarnessPath: harnessPath, HarnessArgs: harnessArgsOf(c), Env: harnessEnvOf(c), Model: c.String("model"),
 		MaxAttempts: c.Int("max-attempts"), TurnTimeout: c.Duration("turn-timeout"), Logger: logger,
-		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher,
+		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, TaskCarry: taskCarryOf(c),
 	})
 	if err != nil {
 		render.close()
@@ -174,6 +176,15 @@ func setupJob(c *cli.Context, o jobOptions) (*job, error) {
 		printVerbose(s.stderr, rt, harnessPath)
 	}
 	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger}, nil
+}
+
+// taskCarryOf maps --task-carry to the library's setting, where 0 means the
+// default and off is negative.
+func taskCarryOf(c *cli.Context) int {
+	if n := c.Int("task-carry"); n > 0 {
+		return n
+	}
+	return -1
 }
 
 // logFileName is the structured log in each run dir.

@@ -36,6 +36,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"bad compact", []string{"--compact", "sometimes", "x"}, "sometimes"},
 		{"bad lang", []string{"--lang", "fr", "x"}, "fr"},
 		{"negative window", []string{"--window", "-5", "x"}, "--window must not be negative"},
+		{"negative task carry", []string{"--task-carry", "-1", "x"}, "--task-carry must not be negative"},
 		{"missing harness", []string{"--harness", "/nonexistent/claude", "x"}, "/nonexistent/claude"},
 		{"workspace is a file", []string{"-C", task, "x"}, "is not a directory"},
 	}

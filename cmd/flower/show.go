@@ -23,7 +23,8 @@ var showCommand = &cli.Command{
 	Name:      "show",
 	Usage:     "show what a run did, from its manifest",
 	UsageText: "flower show [--json] [-C WORKSPACE] [RUN_DIR]",
-	Description: `Prints a run's manifest.json as a person reads it: per step its status,
+	Description: `Prints a run's manifest.json as a person reads it: per step the task's
+first line and the file it is frozen in (notes/任务-STEP.md), its status,
 failed attempts, total cost and turns, context and window, latest session,
 retired sessions and errors (交接降级(…) marks a degraded handoff), then
 one row per generation: its session, context at the handoff, cost, turns,
@@ -135,7 +136,13 @@ func writeShow(w io.Writer, m *manifest.Manifest, dir string) error {
 		fmt.Fprintf(&b, "\nstep %s: %s\n", s.Name, s.Status)
 		const in = "  "
 		if s.Task != "" {
-			kv(in, "task", "%s", console.Abbrev(s.Task, 100))
+			kv(in, "task", "%s", firstLine(s.Task))
+		}
+		switch {
+		case s.TaskPath != "":
+			kv(in, "task file", "%s", underWorkspace(m, s.TaskPath))
+		case s.TaskSHA256 != "":
+			kv(in, "task file", "none: the task is kept in the manifest (no workbench)")
 		}
 		kv(in, "attempts", "%d failed (handoffs are not attempts)", s.Attempts)
 		kv(in, "cost", "%s over %d turns", dollars(s.CostUSD), s.NumTurns)
@@ -190,6 +197,21 @@ func writeShow(w io.Writer, m *manifest.Manifest, dir string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// firstLine is the task's first non-blank line, shortened, and how many
+// lines follow it: what a person needs to recognise the task, while the
+// file holds all of it.
+func firstLine(task string) string {
+	lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(task, "\r\n", "\n")), "\n")
+	out := console.Abbrev(lines[0], 100)
+	switch rest := len(lines) - 1; {
+	case rest == 1:
+		out += " (+1 line)"
+	case rest > 1:
+		out += fmt.Sprintf(" (+%d lines)", rest)
+	}
+	return out
 }
 
 func contextOf(s *manifest.StepResult) string {

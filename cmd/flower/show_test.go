@@ -54,6 +54,7 @@ func sampleManifest(runDir string) *manifest.Manifest {
 	m := manifest.New(runDir, "/ws", showT0)
 	s := m.EnsureStep("干活", "port the parser to Go\nand make the tests pass", showT0)
 	s.Window, s.WindowSource, s.Model = 200000, manifest.WindowFromFlag, "claude-haiku-4-5"
+	s.TaskPath, s.TaskSHA256 = "/ws/.flower/notes/任务-干活.md", "0f0e"
 	s.Attempts = 1
 
 	s.BeginGeneration("0b1c2d3e-aaaa-4bbb-8ccc-000000000001", showT0)
@@ -82,7 +83,7 @@ func sampleManifest(runDir string) *manifest.Manifest {
 	r.Window, r.WindowSource = 1000000, manifest.WindowFromModel
 	r.BeginGeneration("", showT0.Add(90*time.Minute))
 
-	m.EnsureStep("ship", "tag and push", showT0.Add(91*time.Minute))
+	m.EnsureStep("ship", "tag and push", showT0.Add(91*time.Minute)).TaskSHA256 = "0a0b" // frozen without a workbench
 	m.UpdatedAt = showT0.Add(91 * time.Minute)
 	return m
 }
