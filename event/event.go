@@ -10,7 +10,7 @@ import (
 // Kind names what an Event reports.
 type Kind string
 
-// The event kinds. KindHandoff is the one event of SPEC R37; the others feed
+// The event kinds. KindHandoff is the one event of DESIGN.md «Events»; the others feed
 // what a person watches.
 const (
 	KindHandoff    Kind = "handoff"    // Phase: near | writing | done
@@ -19,12 +19,12 @@ const (
 	KindText       Kind = "text"       // main-thread assistant text (never from the writing turn)
 	KindTool       Kind = "tool"       // a main-thread tool call
 	KindTurn       Kind = "turn"       // a turn's result
-	KindNotice     Kind = "notice"     // something a person should know (R6, warnings)
+	KindNotice     Kind = "notice"     // something a person should know (DESIGN.md «Auto-compact off», warnings)
 	KindRetry      Kind = "retry"      // a failed attempt that will be retried
 	KindRaw        Kind = "raw"        // one harness stdout record as read, in Raw (never from the writing turn)
 )
 
-// The phases of a handoff event (R37).
+// The phases of a handoff event (DESIGN.md «Events»).
 const (
 	PhaseNear    = "near"
 	PhaseWriting = "writing"
@@ -45,7 +45,7 @@ type Event struct {
 	At      int `json:"at,omitempty"`      // handoff threshold
 	WarnAt  int `json:"warn_at,omitempty"` // near-notice threshold
 
-	// Done handoffs (R37).
+	// Done handoffs (DESIGN.md «Events»).
 	Degraded bool                   `json:"degraded,omitempty"`
 	Why      string                 `json:"why,omitempty"`
 	Path     string                 `json:"path,omitempty"`

@@ -1,7 +1,7 @@
 // Package handoff owns what happens between two generations of a step: the
-// cut session's handoff is degraded if it must be (SPEC R23–R25), frozen to
-// the workbench (R28–R29), recorded on the step (R31–R33), and read back from
-// disk for the successor (R30). It also owns the step's task as a successor
+// cut session's handoff is degraded if it must be (DESIGN.md «Degraded handoff»), frozen to
+// the workbench (DESIGN.md «Handoff files», «No workbench»), recorded on the step (DESIGN.md «Manifest», «Continuation»), and read back from
+// disk for the successor (DESIGN.md «Launch from disk»). It also owns the step's task as a successor
 // sees it: frozen to the workbench at the step's start, read back from disk
 // (a person may edit it) and carried verbatim, up to a limit, in every
 // successor's first prompt next to the handoff. The headless supervisor and
@@ -29,7 +29,7 @@ type Cut struct {
 	// Handoff is what the writing turn produced; zero when there was none
 	// (overflow, a harness that died).
 	Handoff handoffwriter.Handoff
-	// Why, when non-empty, is why the handoff degrades (R23).
+	// Why, when non-empty, is why the handoff degrades (DESIGN.md «Degraded handoff»).
 	Why string
 	// Reason is manifest.ReasonThreshold, ReasonOverflow or ReasonCompaction.
 	Reason string
@@ -46,7 +46,7 @@ type Books struct {
 	Step         *manifest.StepResult
 	Policy       policy.HandoffPolicy
 	WindowSource string
-	// Workbench is where the file goes; nil means no file (R29).
+	// Workbench is where the file goes; nil means no file (DESIGN.md «No workbench»).
 	Workbench *workbench.Workbench
 	Now       func() time.Time
 	// Save writes the manifest; it is called after every change.
@@ -94,7 +94,7 @@ type Frozen struct {
 // records the receipt on gen, and retires gen's session. A failure to write
 // the file is recorded, not returned: the successor still gets the document
 // through its prompt. Once gen is the last generation the policy allows,
-// Freeze returns a *policy.GenerationLimitError (R27) with the step finished
+// Freeze returns a *policy.GenerationLimitError (DESIGN.md «Runaway guard») with the step finished
 // and the handoff on disk for a rerun.
 func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 	st := b.Step
@@ -114,7 +114,7 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 	}
 	if h.IsDegraded() {
 		rec.Degraded, rec.Why = true, c.Why
-		st.DegradedError(c.Why) // R25
+		st.DegradedError(c.Why) // DESIGN.md «Degraded handoff»
 		if rec.Outcome == "" || rec.Outcome == manifest.OutcomeWritten || rec.Outcome == manifest.OutcomeWrittenOnRetry {
 			rec.Outcome = manifest.OutcomeDegraded
 		}
@@ -136,9 +136,9 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 	gen.Handoff = rec
 	end := b.Now()
 	gen.EndedAt = &end
-	st.Retire(gen.SessionID) // R32: this session is burned
+	st.Retire(gen.SessionID) // DESIGN.md «Manifest»: this session is burned
 	if st.SessionID == gen.SessionID {
-		st.SessionID = "" // R33: never point continuation at a burned session
+		st.SessionID = "" // DESIGN.md «Continuation»: never point continuation at a burned session
 	}
 	b.Save()
 	b.Log.Info("handoff written", "gen", gen.N, "reason", c.Reason, "context", c.Context, "degraded", rec.Degraded, "path", path)
@@ -154,7 +154,7 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 }
 
 // Launch returns the successor's first prompt from the handoff as it is on
-// disk now (R30): a person may have edited the file since Freeze. An
+// disk now (DESIGN.md «Launch from disk»): a person may have edited the file since Freeze. An
 // unreadable file, or one an edit left without doing or next, is recorded
 // and the document as written is used instead. The receipt gets the sha256
 // of what was read. The prompt is SuccessorPrompt's: the handoff, then the

@@ -110,7 +110,7 @@ func TestFreezeDegrades(t *testing.T) {
 	}
 }
 
-// R29: no workbench, no file, the handoff still reaches the successor.
+// DESIGN.md «No workbench»: no workbench, no file, the handoff still reaches the successor.
 func TestNoWorkbench(t *testing.T) {
 	f := newFixture(t, false, 8)
 	fr, err := f.books.Freeze(f.gen, Cut{Handoff: good})
@@ -141,7 +141,7 @@ func TestWriteFailureIsRecorded(t *testing.T) {
 	}
 }
 
-// R27: the last generation's handoff is still written, then the limit error.
+// DESIGN.md «Runaway guard»: the last generation's handoff is still written, then the limit error.
 func TestGenerationLimit(t *testing.T) {
 	f := newFixture(t, true, 1)
 	fr, err := f.books.Freeze(f.gen, Cut{Handoff: good})
@@ -157,7 +157,7 @@ func TestGenerationLimit(t *testing.T) {
 	}
 }
 
-// R30: the successor reads the file as it is at launch.
+// DESIGN.md «Launch from disk»: the successor reads the file as it is at launch.
 func TestLaunchReadsTheFileAsEdited(t *testing.T) {
 	for _, tc := range []struct {
 		name     string

@@ -1,6 +1,6 @@
 package integration_test
 
-// Issue 5: continuation (継続) on the real harness. A step is interrupted in
+// Continuation (継続, DESIGN.md «Continuation») on the real harness. A step is interrupted in
 // its second generation; Continue resumes the successor's session (never
 // the retired one) and keeps handing off — or, when the harness no longer
 // knows the session, starts a fresh generation from the handoff file.

@@ -1,6 +1,6 @@
 package integration_test
 
-// Issue 5: flower as a process of its own meets SIGKILL, Ctrl-C and a second
+// Flower as a process of its own meets SIGKILL, Ctrl-C and a second
 // flower, and `flower continue` picks up after each. These tests build
 // cmd/flower and run it against the real harness and the scripted API (or,
 // where the real harness cannot show the fault, against this test binary

@@ -1,8 +1,8 @@
 package integration_test
 
-// These tests re-verify /work/shared/HARNESS.md on the real, pinned harness
+// These tests re-verify the harness facts of DESIGN.md «Harness facts» on the real, pinned harness
 // against the scripted server of package scriptedapi. What they found beyond
-// or against HARNESS.md (Claude Code 2.1.328):
+// or against DESIGN.md «Harness facts» (Claude Code 2.1.328):
 //
 //   - The init line lists the subagent tool as "Task", but the API request
 //     offers it as "Agent" (input: description, prompt, subagent_type
@@ -56,7 +56,7 @@ import (
 	"github.com/flowerhq/flower/scriptedapi"
 )
 
-// TestTurnsShareSession covers HARNESS.md's basic protocol: the init line,
+// TestTurnsShareSession covers the basic protocol (DESIGN.md «Stream-json»): the init line,
 // the assistant line carrying the scripted usage, one result per turn, and
 // a second turn on the same stdin continuing the same session.
 func TestTurnsShareSession(t *testing.T) {

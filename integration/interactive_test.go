@@ -410,7 +410,7 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 	if !strings.Contains(string(log), "interrupting at the message boundary") {
 		t.Errorf("flower.log does not show the interrupt")
 	}
-	// Every record says where in the run it was written (issue 4).
+	// Every record says where in the run it was written
 	phases := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
 		var rec map[string]any

@@ -202,7 +202,7 @@ func TestThreeGenerations(t *testing.T) {
 	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 3 {
 		t.Fatalf("status %s with %d generations, want succeeded with 3; errors %q", st.Status, len(st.Generations), st.Errors)
 	}
-	// Two handoffs, each at >= 150k, none degraded (case 2: R15).
+	// Two handoffs, each at >= 150k, none degraded (case 2: DESIGN.md «Writing turn»).
 	for i, g := range st.Generations[:2] {
 		h := g.Handoff
 		if h == nil {
@@ -301,7 +301,7 @@ func TestThreeGenerations(t *testing.T) {
 	}
 	// Events: one near per generation that passed 130k, writing and done per handoff.
 	if n := len(f.handoffEvents(supervisor.PhaseNear)); n != 2 {
-		t.Errorf("%d near events, want 2 (one per generation, R10)", n)
+		t.Errorf("%d near events, want 2 (one per generation)", n)
 	}
 	if n := len(f.handoffEvents(supervisor.PhaseWriting)); n != 2 {
 		t.Errorf("%d writing events, want 2", n)
@@ -314,7 +314,7 @@ func TestThreeGenerations(t *testing.T) {
 	if w, _ := os.ReadFile(filepath.Join(f.workspace, "work.txt")); !strings.Contains(string(w), "final") {
 		t.Errorf("work.txt = %q", w)
 	}
-	// Auto-compact was off in every generation (R5), as the harness says.
+	// Auto-compact was off in every generation (DESIGN.md «Auto-compact off»), as the harness says.
 	for _, g := range st.Generations {
 		if g.AutoCompactEnabled == nil || *g.AutoCompactEnabled {
 			t.Errorf("generation %d: harness auto-compact %v", g.N, g.AutoCompactEnabled)
@@ -376,7 +376,7 @@ func assertDegradedThenDone(t *testing.T, f *flowerRun, st *manifest.StepResult,
 		}
 	}
 	if !found {
-		t.Errorf("errors %q lack a 交接降级(…) entry (R25)", st.Errors)
+		t.Errorf("errors %q lack a 交接降级(…) entry", st.Errors)
 	}
 	b, _ := os.ReadFile(filepath.Join(f.workspace, ".flower", "notes", "交接-干活.md"))
 	if !strings.Contains(string(b), handoffwriter.DegradedMarker) || !strings.Contains(string(b), "OVERFLOW-TASK") {
@@ -401,7 +401,7 @@ func requestBySeq(srv *scriptedapi.Server, seq int) scriptedapi.Request {
 }
 
 // Case 5: a subagent's context above the threshold while the main thread is
-// below it does not hand off (R9).
+// below it does not hand off (DESIGN.md «Context meter»).
 func TestSubagentUsageDoesNotHandOff(t *testing.T) {
 	t.Parallel()
 	agent := scriptedapi.Reply{Usage: usage(50_000), ToolUses: []scriptedapi.ToolUse{{Name: "Agent", Input: map[string]any{
@@ -461,7 +461,7 @@ func TestCutInterruptsRunningTool(t *testing.T) {
 }
 
 // Case 7: a window so small that every session starts above the threshold:
-// the run stops after max_generations with the R27 message.
+// the run stops after max_generations with the runaway guard's message.
 func TestGenerationLimit(t *testing.T) {
 	t.Parallel()
 	// Each session starts below the threshold (10K) and crosses it in its
@@ -501,7 +501,7 @@ func TestAutoCompactAsHarnessReports(t *testing.T) {
 			}
 			got := st.Generations[0].AutoCompactEnabled
 			if tc.name == "no-handoff" {
-				// R7: no injection. The inherited variable is the user's own
+				// DESIGN.md «Auto-compact off»: no injection. The inherited variable is the user's own
 				// and stays; run again without it to see auto-compact on.
 				if got == nil || *got {
 					t.Errorf("with the user's own DISABLE_AUTO_COMPACT=1 the harness should report off, got %v", got)
@@ -551,7 +551,7 @@ func TestEditedHandoffReachesSuccessor(t *testing.T) {
 	}
 }
 
-// No workbench (R29): no file, the handoff still reaches the successor.
+// No workbench (DESIGN.md «No workbench»): no file, the handoff still reaches the successor.
 func TestNoWorkbenchStillHandsOff(t *testing.T) {
 	t.Parallel()
 	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo start"), bash(155_000, "echo a")}, {done(20_000)}}, handoff: goodHandoff}

@@ -1,6 +1,6 @@
 package integration_test
 
-// Issue 6: flower reads the truth from the harness (get_context_usage, the
+// Flower reads the truth from the harness (get_context_usage, the
 // result's modelUsage) instead of guessing from the model's name.
 
 import (

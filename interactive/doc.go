@@ -82,7 +82,7 @@
 // # How a handoff runs here
 //
 // After each main-thread round the meter and policy decide as in a headless
-// run (R8–R10). When a handoff is due the gate closes (the person's keys are
+// run (DESIGN.md «Threshold path», «Context meter», «Near notice»). When a handoff is due the gate closes (the person's keys are
 // held, not dropped), flower waits for the message boundary — a reply that
 // ended the turn needs no interrupt, a turn still running gets Esc — clears
 // the input, types the handoff prompt and submits it, reads the reply from

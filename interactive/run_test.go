@@ -246,7 +246,7 @@ Run go test ./parser NEXT-MARK.
 
 // TestRunHandsOff: near notice, a cut in the middle of a tool call, the
 // handoff typed verbatim while the person's keys wait, a person's edit of the
-// handoff file reaching the successor (R30), and the bookkeeping.
+// handoff file reaching the successor (DESIGN.md «Launch from disk»), and the bookkeeping.
 func TestRunHandsOff(t *testing.T) {
 	t.Parallel()
 	f := newFakeRun(t,
@@ -296,7 +296,7 @@ func TestRunHandsOff(t *testing.T) {
 		t.Fatalf("generation 2's first prompt should be the edited file's prompt block: %q", gen2)
 	}
 	if n := len(f.handoffs(event.PhaseNear)); n != 1 {
-		t.Errorf("%d near notices, want 1 (R10)", n)
+		t.Errorf("%d near notices, want 1", n)
 	}
 	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 2 || st.Task != "port the parser" {
 		t.Fatalf("step %s, %d generations, task %q; errors %q", st.Status, len(st.Generations), st.Task, st.Errors)
@@ -324,7 +324,7 @@ func TestRunHandsOff(t *testing.T) {
 }
 
 // TestRunDegrades: the paths that hand off without a complete document still
-// hand off, and say why (R23–R26).
+// hand off, and say why (DESIGN.md «Degraded handoff», «Overflow path»).
 func TestRunDegrades(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -356,7 +356,7 @@ func TestRunDegrades(t *testing.T) {
 				t.Fatalf("handoff %+v, want degraded %s because %q", h, tt.reason, tt.why)
 			}
 			if len(st.Errors) == 0 || !strings.HasPrefix(st.Errors[0], "交接降级(") {
-				t.Errorf("errors %q lack the degraded entry (R25)", st.Errors)
+				t.Errorf("errors %q lack the degraded entry", st.Errors)
 			}
 			p := f.record(2).Prompts[0]
 			if !strings.Contains(p, handoffwriter.DegradedMarker) || !strings.Contains(p, "TASK-MARK") {

@@ -49,7 +49,7 @@ type phase int
 const (
 	phaseWorking phase = iota
 	phaseCutting       // interrupt sent, waiting for the turn's result
-	phaseWriting       // the handoff-writing turn (exempt from the threshold, R15)
+	phaseWriting       // the handoff-writing turn (exempt from the threshold, DESIGN.md «Writing turn»)
 )
 
 // attempt runs one harness process for the current generation: it sends the
@@ -97,7 +97,7 @@ type attemptRun struct {
 	log   *slog.Logger
 	meter transcript.Meter
 	phase phase
-	// warned: the near notice was shown in this generation (R10).
+	// warned: the near notice was shown in this generation (DESIGN.md «Near notice»).
 	warned bool
 
 	lastCost     float64 // meter.CostUSD already booked
@@ -148,7 +148,7 @@ func (a *attemptRun) probe(ctx context.Context, pr front.Prober) {
 		a.gen.HarnessWindow = w
 		a.rt.adoptWindow(a.st, w, "get_context_usage")
 	}
-	if a.meter.SessionID == "" { // issue 5: a resumed session has no start-up floor
+	if a.meter.SessionID == "" { // a resumed session has no start-up floor
 		a.gen.StartFloor = int(resp.Get("totalTokens").Int())
 	}
 	if v := resp.Get("isAutoCompactEnabled"); v.Exists() {
@@ -209,7 +209,7 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 			}
 		case <-ctx.Done():
 			// Let the current turn end at a message boundary, then go.
-			return a.interrupted(ctx) // issue 5 (stop.go)
+			return a.interrupted(ctx) // stop.go
 		}
 	}
 }
@@ -258,7 +258,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 	a.meter.Observe(ev)
 	if a.phase != phaseWriting && ev.Raw != nil {
 		// The harness's own line, for programs following the run; the
-		// writing turn is not streamed (R16): its result is the done event.
+		// writing turn is not streamed (DESIGN.md «Writing turn»): its result is the done event.
 		e := a.event(KindRaw)
 		e.Raw = ev.Raw
 		rt.emit(e)
@@ -282,7 +282,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 			return
 		}
 		if a.phase == phaseWriting {
-			// The writing turn is not streamed to the UI (R16).
+			// The writing turn is not streamed to the UI (DESIGN.md «Writing turn»).
 			if ev.Text != "" {
 				a.writing.WriteString(ev.Text)
 				a.writing.WriteString("\n")
@@ -366,7 +366,7 @@ func (a *attemptRun) cut(reason string) {
 	}
 }
 
-// check applies the thresholds after a main-thread round (R8, R10) and the
+// check applies the thresholds after a main-thread round (DESIGN.md «Threshold path», «Near notice») and the
 // futile guard to the session's first round.
 func (a *attemptRun) check() (outcome, bool) {
 	if a.phase != phaseWorking {
@@ -408,7 +408,7 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 		e.Text, e.IsError = ev.Result, ev.IsError
 		rt.emit(e)
 		if overflow {
-			// R26: the session cannot run another turn; degrade and go on.
+			// DESIGN.md «Overflow path»: the session cannot run another turn; degrade and go on.
 			a.reason = manifest.ReasonOverflow
 			a.cutContext = a.meter.Context
 			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
@@ -470,7 +470,7 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 }
 
 // handoffOutcome ends the attempt with a handoff; a non-empty why degrades
-// it (R23). The process is stopped by attempt's deferred Stop.
+// it (DESIGN.md «Degraded handoff»). The process is stopped by attempt's deferred Stop.
 func (a *attemptRun) handoffOutcome(h handoffwriter.Handoff, why string) outcome {
 	if a.reason == "" {
 		a.reason = manifest.ReasonThreshold

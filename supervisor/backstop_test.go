@@ -10,7 +10,7 @@ import (
 	"github.com/flowerhq/flower/manifest"
 )
 
-// The compaction backstop (issue 6): while handoff is on, auto-compact must
+// The compaction backstop (DESIGN.md «Compaction backstop»): while handoff is on, auto-compact must
 // never run. The real harness with DISABLE_AUTO_COMPACT=1 does not compact
 // on its own (measured: not even with a settings.json that re-enables it, in
 // -p mode), so the fake prints the records a compaction leaves.
@@ -55,7 +55,7 @@ func TestBackstopHandsOffAfterCompaction(t *testing.T) {
 	}
 }
 
-// With compact mode auto asked for explicitly (R6), a compaction is what the
+// With compact mode auto asked for explicitly (DESIGN.md «Auto-compact off»), a compaction is what the
 // agent wanted: no backstop.
 func TestBackstopQuietWithCompactAuto(t *testing.T) {
 	line := `{"type":"system","subtype":"compact_boundary","session_id":"x"}`

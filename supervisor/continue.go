@@ -33,7 +33,7 @@ const ContinueMessage = "flower was stopped before this task was finished. This 
 // seed's 継続) and supervises it to its end like RunStep, handoffs
 // included; the generation count carries on.
 //
-//   - A step with a live session (the latest successor, R33: never a
+//   - A step with a live session (the latest successor, DESIGN.md «Continuation»: never a
 //     retired one) resumes it with --resume and is sent message
 //     (ContinueMessage when empty). If the harness refuses to resume it, a
 //     fresh generation starts from the step's handoff file when there is
@@ -92,7 +92,7 @@ func (s *stepRun) continuation(message string) (launch, error) {
 	gen := st.Current()
 	session := st.SessionID
 	if slices.Contains(st.Retired, session) {
-		session = "" // R33 holds even for a hand-edited manifest
+		session = "" // DESIGN.md «Continuation» holds even for a hand-edited manifest
 	}
 	withMessage := func(prompt string) string {
 		if m := strings.TrimSpace(message); m != "" {
@@ -244,7 +244,7 @@ func (s *stepRun) taskFallback() (prompt, from string, err error) {
 }
 
 // handoffFallback starts a fresh session from the step's latest handoff,
-// read from its file as it is on disk now (R30). Without a handoff it
+// read from its file as it is on disk now (DESIGN.md «Launch from disk»). Without a handoff it
 // falls back to the task; a handoff that was never on disk (no workbench)
 // gives a degraded handoff from the task.
 func (s *stepRun) handoffFallback() (prompt, from string, err error) {
@@ -361,7 +361,7 @@ func (e *HandoffFileError) Unwrap() error { return e.Err }
 
 // ReadHandoffFile reads and checks a handoff file before a generation starts
 // from it: it must exist, be UTF-8 text, not be empty, and fill the
-// required sections (R19). It returns the parsed handoff and the file's
+// required sections (DESIGN.md «Handoff document»). It returns the parsed handoff and the file's
 // bytes.
 func ReadHandoffFile(path string) (handoffwriter.Handoff, []byte, error) {
 	b, err := os.ReadFile(path)

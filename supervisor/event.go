@@ -31,7 +31,7 @@ const (
 	PhaseDone    = event.PhaseDone
 )
 
-// DoneEvent is the handoff "done" event (R37) of a frozen handoff: the cut's
+// DoneEvent is the handoff "done" event (DESIGN.md «Events») of a frozen handoff: the cut's
 // context, the window, whether it degraded, the file, and its sections.
 func DoneEvent(st *manifest.StepResult, gen *manifest.Generation, f handoff.Frozen, pol policy.HandoffPolicy) event.Event {
 	rec, h := f.Record, f.Handoff

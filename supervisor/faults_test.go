@@ -225,7 +225,7 @@ func TestDeadHoldersLockTakenOver(t *testing.T) {
 }
 
 // The workbench cannot be written (its notes path is a file): the handoff
-// still reaches the successor through its prompt (R29), and the manifest
+// still reaches the successor through its prompt (DESIGN.md «No workbench»), and the manifest
 // records why there is no file.
 func TestUnwritableWorkbenchStillHandsOff(t *testing.T) {
 	b := newBench(t, harnesstest.ModeStream, harnesstest.EnvContext+"=155000")

@@ -12,7 +12,7 @@ import (
 )
 
 // Every record of the run's log carries the generation, the session id and
-// the phase (issue 4), and no secret from the environment.
+// the phase, and no secret from the environment.
 func TestLogRecordsCarryGenerationSessionPhase(t *testing.T) {
 	const secret = "sk-ant-api03-LOGSECRET-abcdefghijklmnop"
 	var buf bytes.Buffer

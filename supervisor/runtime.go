@@ -44,21 +44,21 @@ var (
 )
 
 // Options configure a Runtime. Workspace is required; everything else has a
-// default (SPEC R4).
+// default (DESIGN.md «Policy»).
 type Options struct {
 	// Workspace is the harness's working directory. Required.
 	Workspace string
 	// RunDir holds manifest.json. Default: <workspace>/.flower/runs/<start time>.
 	RunDir string
-	// Workbench turns on handoff files under WorkbenchDir/notes (R28). With
-	// it off, handoffs reach the successor through its prompt only (R29).
+	// Workbench turns on handoff files under WorkbenchDir/notes (DESIGN.md «Handoff files»). With
+	// it off, handoffs reach the successor through its prompt only (DESIGN.md «No workbench»).
 	Workbench bool
 	// WorkbenchDir defaults to <workspace>/.flower.
 	WorkbenchDir string
 	// Handoff is a policy.HandoffPolicy, a *policy.HandoffPolicy, a bool, or
 	// nil for the default (on) — see policy.Resolve.
 	Handoff any
-	// Compact is the agent's own compact policy (R5, R6).
+	// Compact is the agent's own compact policy (DESIGN.md «Auto-compact off»).
 	Compact envinject.CompactMode
 	// HarnessPath is the claude executable. Required.
 	HarnessPath string
@@ -167,7 +167,7 @@ func New(opts Options) (*Runtime, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	// The model flag is what the harness will run, so the window guess
-	// (R3) must see it too.
+	// (DESIGN.md «Window guess») must see it too.
 	guessEnv := opts.Env
 	if opts.Model != "" {
 		guessEnv = envinject.Set(append([]string(nil), opts.Env...), "ANTHROPIC_MODEL", opts.Model)
@@ -186,7 +186,7 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if opts.Workbench {
 		if rt.wb, err = workbench.Open(opts.WorkbenchDir); err != nil {
-			// R29: no workbench means no file, not no handoff. Say so.
+			// DESIGN.md «No workbench»: no workbench means no file, not no handoff. Say so.
 			log.Warn("workbench unavailable; handoffs go through the prompt only", "err", err)
 			rt.emit(Event{Kind: KindNotice, Text: fmt.Sprintf("workbench unavailable (%v); handoffs will reach the successor through its prompt only", err)})
 			rt.wb, rt.wbErr = nil, err
@@ -294,7 +294,7 @@ func (s *stepRun) begin() {
 		st.StartedAt = now
 	}
 	if rt.wbErr != nil {
-		// R29 goes on without a file; the manifest says why there is none.
+		// DESIGN.md «No workbench» goes on without a file; the manifest says why there is none.
 		st.AddError(fmt.Sprintf("workbench unavailable (%v): handoffs reach the successor through its prompt only", rt.wbErr))
 	}
 	rt.save(st)
@@ -318,7 +318,7 @@ type launch struct {
 func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, error) {
 	rt, st := s.rt, s.st
 	// MaxAttempts bounds the failures of this call: a continued step gets
-	// a fresh budget, while Attempts keeps counting for the record (R31).
+	// a fresh budget, while Attempts keeps counting for the record (DESIGN.md «Manifest»).
 	failedBefore := st.Attempts
 	for {
 		if l.newGeneration {
@@ -347,7 +347,7 @@ func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, erro
 			return st, nil
 
 		case outcomeInterrupted:
-			// The session stays the step's latest (R33): continue resumes it.
+			// The session stays the step's latest (DESIGN.md «Continuation»): continue resumes it.
 			st.AddError("interrupted: " + out.why)
 			st.Finish(manifest.StatusInterrupted, rt.opts.Now())
 			rt.save(st)
@@ -383,8 +383,8 @@ func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, erro
 			}
 
 		case outcomeFutile:
-			// Issue 6: a fresh session at or above the threshold would
-			// hand off forever; stop now with the measured floor (R27).
+			// A fresh session at or above the threshold would
+			// hand off forever; stop now with the measured floor (DESIGN.md «Runaway guard»).
 			err := &policy.GenerationLimitError{Futile: true, Max: rt.policy.MaxGenerations, Window: rt.policy.Window, At: rt.policy.At(), Floor: out.floor}
 			st.AddError(err.Error())
 			st.Finish(manifest.StatusGenerationLimit, rt.opts.Now())
@@ -402,7 +402,7 @@ func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, erro
 }
 
 // handOff freezes the handoff, records it, and returns the successor's first
-// prompt, read back from disk (R28, R30).
+// prompt, read back from disk (DESIGN.md «Handoff files», «Launch from disk»).
 func (s *stepRun) handOff(gen *manifest.Generation, out outcome) (string, error) {
 	f, err := s.books().Freeze(gen, handoff.Cut{Handoff: out.handoff, Why: out.why, Reason: out.reason,
 		Context: out.context, WritingSeconds: out.writingSeconds, WritingCostUSD: out.writingCost, Outcome: out.writeOutcome})
@@ -423,7 +423,7 @@ func (s *stepRun) launch(gen *manifest.Generation, f handoff.Frozen, err error) 
 	rt := s.rt
 	rt.emit(DoneEvent(s.st, gen, f, rt.policy))
 	if err != nil {
-		return "", err // R27: the only brake; the handoff is on disk for a rerun
+		return "", err // DESIGN.md «Runaway guard»: the only brake; the handoff is on disk for a rerun
 	}
 	if rt.opts.AfterFreeze != nil && f.Path != "" {
 		rt.opts.AfterFreeze(f.Path)

@@ -42,7 +42,7 @@ func (a *attemptRun) interrupted(ctx context.Context) outcome {
 }
 
 // bookInterrupted books the interrupted turn's result: its cost and turns
-// count like any other (R35).
+// count like any other (DESIGN.md «Manifest»).
 func (a *attemptRun) bookInterrupted(ev *transcript.Event) {
 	st := a.st
 	st.AddUsage(a.meter.CostUSD-a.lastCost, ev.NumTurns)

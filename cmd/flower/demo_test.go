@@ -16,7 +16,7 @@ import (
 	"github.com/flowerhq/flower/manifest"
 )
 
-// demoScreenLines are the R40 lines the demo must show, each at least twice
+// demoScreenLines are the status lines the demo must show, each at least twice
 // (once per handoff). scripts/demo-tmux.sh checks the same patterns.
 var demoScreenLines = []string{
 	`(?m)^# 上下文 .*K/200K · 还有约 .*K 到换代$`,
@@ -164,7 +164,7 @@ func TestDemoUsageErrors(t *testing.T) {
 
 // TestDemoUnderTmux is `make demo` as a person sees it: bin/flower demo, at
 // its default pace, in a real terminal. scripts/demo-tmux.sh captures the
-// screen and checks it holds the R40 lines twice each and the exit status 0.
+// screen and checks it holds the status lines twice each and the exit status 0.
 // tmux is required: without it the demo's screen goes unchecked, so the test
 // fails rather than skips.
 func TestDemoUnderTmux(t *testing.T) {

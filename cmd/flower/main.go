@@ -22,7 +22,7 @@ const (
 	exitOK          = 0
 	exitFailed      = 1 // the step failed, or flower could not run it
 	exitUsage       = 2 // bad flags or input
-	exitLimit       = 3 // max generations reached (R27)
+	exitLimit       = 3 // max generations reached (DESIGN.md «Runaway guard»)
 	exitInterrupted = 130
 )
 

@@ -195,7 +195,7 @@ func TestGaugeOnTerminal(t *testing.T) {
 
 // TestStreamJSONHandoff runs the demo's scripted model on the real harness
 // with --output stream-json: two handoffs, every line JSON, and nothing of
-// the writing turns between a writing event and its done event (R16).
+// the writing turns between a writing event and its done event (DESIGN.md «Writing turn»).
 func TestStreamJSONHandoff(t *testing.T) {
 	harnessPath := realHarness(t)
 	root := t.TempDir()

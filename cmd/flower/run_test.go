@@ -126,7 +126,7 @@ func cliEnv(t *testing.T, srv *scriptedapi.Server, extra ...string) []string {
 
 // The whole CLI on the real harness: harness arguments after -- reach it
 // (Write is allowed, so the file is really written), the handoff shows as the
-// R40 lines, -v masks the key, and the exit code is 0.
+// status lines, -v masks the key, and the exit code is 0.
 func TestCLIEndToEnd(t *testing.T) {
 	t.Parallel()
 	const secret = "sk-ant-api03-SUPERSECRETVALUE-0123456789"
@@ -212,7 +212,7 @@ func TestCLIEndToEnd(t *testing.T) {
 	}
 }
 
-// Exit code 3 and the R27 message when the generation limit stops a run.
+// Exit code 3 and the runaway guard's message when the generation limit stops a run.
 func TestCLIGenerationLimitExitCode(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -248,7 +248,7 @@ func TestCLIGenerationLimitExitCode(t *testing.T) {
 		t.Fatalf("exit %v, want %d\n%s", err, exitLimit, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "start-up floor") || !strings.Contains(stderr.String(), "--no-handoff") {
-		t.Errorf("stderr lacks the R27 advice:\n%s", stderr.String())
+		t.Errorf("stderr lacks the runaway guard's advice:\n%s", stderr.String())
 	}
 }
 
