@@ -2,7 +2,9 @@
 // frozen (SPEC R28–R29): <workbench>/notes/交接-<step>.md holds the current
 // generation's handoff, and every earlier generation is preserved under
 // <workbench>/notes/archive/交接/. It also owns turning an arbitrary step
-// name into a file name that cannot escape that directory.
+// name into a file name that cannot escape that directory, and keeping
+// flower's folders (the workbench, a run dir) out of the person's git
+// history.
 package workbench
 
 import (
@@ -39,8 +41,8 @@ type Workbench struct {
 	Dir string
 }
 
-// Open makes sure dir/notes exists and is writable, and returns the
-// workbench rooted at dir.
+// Open makes sure dir/notes exists and is writable and that git ignores dir
+// (see Ignore), and returns the workbench rooted at dir.
 func Open(dir string) (*Workbench, error) {
 	if dir == "" {
 		return nil, errors.New("open workbench: empty dir")
@@ -56,6 +58,9 @@ func Open(dir string) (*Workbench, error) {
 	}
 	name := f.Name()
 	if err := errors.Join(f.Close(), os.Remove(name)); err != nil {
+		return nil, fmt.Errorf("open workbench: %w", err)
+	}
+	if err := Ignore(dir); err != nil {
 		return nil, fmt.Errorf("open workbench: %w", err)
 	}
 	return &Workbench{Dir: dir}, nil

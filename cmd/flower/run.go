@@ -17,6 +17,7 @@ import (
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/workbench"
 )
 
 var runCommand = &cli.Command{
@@ -130,8 +131,8 @@ func setupJob(c *cli.Context, runDir string) (*job, error) {
 	if runDir == "" {
 		runDir = filepath.Join(workspace, ".flower", "runs", time.Now().UTC().Format("20060102-150405"))
 	}
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return nil, fmt.Errorf("run dir: %w", err)
+	if err := workbench.MkdirRun(runDir, filepath.Join(workspace, ".flower")); err != nil {
+		return nil, err
 	}
 	logFile, err := os.OpenFile(filepath.Join(runDir, logFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
