@@ -12,7 +12,7 @@ import (
 // by leaving its alternate screen and printing, on the person's own screen,
 //
 //	Resume this session with:
-//	claude --resume <session id>
+//	claude [the flags it was started with] --resume <session id>
 //
 // (each line dimmed). When flower ends a generation that session is retired,
 // and resuming it is exactly what flower continue is built never to do; at

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -91,6 +92,11 @@ func runInteractive(c *cli.Context) error {
 		Logger: logger,
 	})
 	job.finish(st)
+	if st != nil {
+		// The harness's own goodbye was kept off the screen: this is
+		// the way to go on, never a retired session.
+		_, _ = io.WriteString(job.render.live, interactive.ContinueHint(rt.RunDir(), st, harnessArgsOf(c)))
+	}
 	return err
 }
 
