@@ -152,7 +152,7 @@ func setupJob(c *cli.Context, runDir string) (*job, error) {
 		logFile.Close()
 		return nil, err
 	}
-	linkLatest(runDir)
+	linkLatest(rt.RunDir(), filepath.Join(workspace, ".flower"))
 	if c.Bool("verbose") {
 		printVerbose(s.stderr, rt, harnessPath)
 	}
@@ -225,8 +225,12 @@ func readTask(c *cli.Context, stdin io.Reader) (string, error) {
 }
 
 // linkLatest points <runs>/latest at the run dir, so show and continue find
-// it; failing to is not worth stopping a run for.
-func linkLatest(runDir string) {
+// it; failing to is not worth stopping a run for. A run dir outside the
+// workbench gets no link: the folder it would go into is the person's.
+func linkLatest(runDir, workbenchDir string) {
+	if rel, err := filepath.Rel(workbenchDir, filepath.Dir(runDir)); err != nil || !filepath.IsLocal(rel) {
+		return
+	}
 	latest := filepath.Join(filepath.Dir(runDir), "latest")
 	tmp := latest + ".tmp"
 	_ = os.Remove(tmp)
