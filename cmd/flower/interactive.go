@@ -20,7 +20,7 @@ import (
 // interactiveFlag is -i: run the harness's own terminal UI under handoff.
 func interactiveFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "interactive", Aliases: []string{"i"},
-		Usage: "run the harness's own terminal UI (the default with no task on a terminal); a task, if given, is its first prompt"}
+		Usage: "run the harness's own terminal UI; a task, if given, is its first prompt", DefaultText: "with no task on a terminal"}
 }
 
 // wantsInteractive: -i, or no task at all while stdin is a terminal.
