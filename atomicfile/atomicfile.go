@@ -2,12 +2,14 @@
 // process or a person may read at any moment (handoff markdown,
 // manifest.json): temp file in the same directory, fsync, rename over the
 // target, fsync the directory. A crash leaves the old file or the new one,
-// never half of one.
+// never half of one. WriteNew is the same for a file that must only be
+// created, never replaced (a file a person may have written first).
 package atomicfile
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -19,21 +21,68 @@ import (
 // temp file is removed; path is left as it was, except when only the final
 // directory sync fails (the new contents are then in place but their
 // durability across a crash is not guaranteed).
-func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	dir, tmp, err := writeTemp(path, data, perm)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("rename %s: %w", path, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// WriteNew creates path holding data in full, or fails with an error
+// wrapping fs.ErrExist if anything is at path already: it never replaces a
+// file, not even one that appears while it writes. The new name is a hard
+// link to a complete temp file, so readers never see part of data. On a
+// file system without hard links it falls back to an exclusive create,
+// where a crash mid-write can leave a short file. As with WriteFile, only a
+// failed final directory sync leaves the file in place with an error.
+func WriteNew(path string, data []byte, perm os.FileMode) error {
+	dir, tmp, err := writeTemp(path, data, perm)
+	if err != nil {
+		return err
+	}
+	// The temp name goes whatever happens: the link, if made, is the file.
+	defer os.Remove(tmp)
+	err = os.Link(tmp, path)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("create %s: %w", path, err)
+	case err != nil:
+		if err := writeExcl(path, data, perm); err != nil {
+			return fmt.Errorf("create %s: %w", path, err)
+		}
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// writeTemp writes data to a synced temp file with mode perm next to path
+// and returns the directory and the temp file's name. On error nothing is
+// left behind.
+func writeTemp(path string, data []byte, perm os.FileMode) (dir, tmp string, err error) {
 	dir, base := filepath.Split(path)
 	if base == "" {
-		return fmt.Errorf("write %s: empty file name", path)
+		return "", "", fmt.Errorf("write %s: empty file name", path)
 	}
 	if dir == "" {
 		dir = "."
 	}
-	// The temp file must live in the target's directory: rename is only
-	// atomic within one file system.
+	// The temp file must live in the target's directory: rename and link
+	// only work within one file system.
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("create temp: %w", err)
+		return "", "", fmt.Errorf("create temp: %w", err)
 	}
-	tmp := f.Name()
+	tmp = f.Name()
 	closed := false
 	defer func() {
 		if err == nil {
@@ -42,32 +91,43 @@ func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 		if !closed {
 			_ = f.Close()
 		}
-		// After a successful rename the temp name is gone; the error from
-		// Remove is then expected and meaningless.
 		_ = os.Remove(tmp)
 	}()
 
 	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write temp: %w", err)
+		return "", "", fmt.Errorf("write temp: %w", err)
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync temp: %w", err)
+		return "", "", fmt.Errorf("sync temp: %w", err)
 	}
 	closed = true
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("close temp: %w", err)
+		return "", "", fmt.Errorf("close temp: %w", err)
 	}
-	// Chmod before rename so the final name never shows CreateTemp's 0600.
+	// Chmod before the final name exists so it never shows CreateTemp's 0600.
 	if err := os.Chmod(tmp, perm); err != nil {
-		return fmt.Errorf("chmod temp: %w", err)
+		return "", "", fmt.Errorf("chmod temp: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", path, err)
+	return dir, tmp, nil
+}
+
+// writeExcl creates path with O_EXCL and writes data to it, removing its
+// own file again if the write fails.
+func writeExcl(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
 	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
 	}
-	return nil
+	if err := errors.Join(werr, f.Close()); err != nil {
+		_ = os.Remove(path)
+		return err
+	}
+	// O_CREATE's perm is subject to the umask; WriteFile's is not.
+	return os.Chmod(path, perm)
 }
 
 // syncDir makes the rename itself durable: without it a crash may bring

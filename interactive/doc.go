@@ -70,8 +70,9 @@
 // assistant line ("model":"<synthetic>", "isApiErrorMessage":true, text
 // "Prompt is too long") and no turn_duration; a subagent's lines go to
 // <sessionId>/subagents/agent-*.jsonl with "isSidechain": true; on exit the
-// harness appends {"type":"cost-state","totalCostUSD":…} and prints "Resume
-// this session with: claude --resume <id>". /clear starts a new session in
+// harness appends {"type":"cost-state","totalCostUSD":…}, leaves its
+// alternate screen and prints "Resume this session with: claude [its flags]
+// --resume <id>" (kept off the screen: GoodbyeFilter). /clear starts a new session in
 // the same process: a new sessionId in the state file and a new transcript
 // (flower follows it, and counts the old session as burned). The harness sets
 // the terminal title once at start ("✳ Claude Code") and left it alone

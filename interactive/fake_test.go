@@ -75,6 +75,8 @@ func fakeHarness() int {
 	if old, err := term.MakeRaw(0); err == nil {
 		defer term.Restore(0, old)
 	}
+	// Like the real harness, it draws on the alternate screen.
+	fmt.Print("\x1b[?1049h")
 	// Say the pty's size whenever it changes, for the resize test.
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
@@ -248,7 +250,9 @@ func (f *fake) keys() int {
 				case time.Since(lastCtrlC) < 800*time.Millisecond:
 					f.save()
 					f.line(map[string]any{"type": "cost-state", "totalCostUSD": 0.25})
-					fmt.Print("bye\r\n")
+					// Like the real harness: off the alternate screen,
+					// then a goodbye naming its session.
+					fmt.Printf("\x1b[?1049lbye\r\nResume this session with:\r\nclaude --resume %s\r\n", f.sid)
 					return 0
 				}
 				lastCtrlC = time.Now()

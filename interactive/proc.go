@@ -40,10 +40,12 @@ func (c procConfig) argv() []string {
 }
 
 // proc is one harness running in a pty. Its output is copied to a writer
-// until it exits; its input is the pty, written through the Gate.
+// until it exits, less its goodbye (GoodbyeFilter); its input is the pty,
+// written through the Gate.
 type proc struct {
 	cmd    *exec.Cmd
 	pty    *os.File
+	out    *GoodbyeFilter
 	log    *slog.Logger
 	grace  time.Duration
 	exited chan struct{} // closed when Wait returned
@@ -68,7 +70,8 @@ func startProc(ctx context.Context, cfg procConfig, screen io.Writer) (*proc, er
 	if grace <= 0 {
 		grace = harness.DefaultGrace
 	}
-	p := &proc{log: log, grace: grace, exited: make(chan struct{}), copied: make(chan struct{}), guard: harness.NewGuard()}
+	p := &proc{log: log, grace: grace, exited: make(chan struct{}), copied: make(chan struct{}), guard: harness.NewGuard(),
+		out: NewGoodbyeFilter(screen)}
 	cmd := exec.CommandContext(ctx, cfg.Path, cfg.argv()...)
 	cmd.Dir = cfg.Dir
 	cmd.Env = append(cfg.Env[:len(cfg.Env):len(cfg.Env)], p.guard.Env())
@@ -105,7 +108,8 @@ func startProc(ctx context.Context, cfg procConfig, screen io.Writer) (*proc, er
 		// Linux answers EIO once the last holder of the pty's other end is
 		// gone: that, not the process exit, ends the copy, so the final
 		// screen reaches the person.
-		_, _ = io.Copy(screen, f)
+		_, _ = io.Copy(p.out, f)
+		_ = p.out.Flush()
 		close(p.copied)
 	}()
 	go func() {
@@ -150,8 +154,10 @@ func (p *proc) Resize(ws *pty.Winsize) {
 // by exit through the gate), then SIGTERM, then SIGKILL, each after the
 // grace period; then it waits for the output copy to finish (closing the pty
 // if a straggler keeps it open) and closes the pty. Safe to call after the
-// harness exited on its own.
+// harness exited on its own. The goodbye it prints meanwhile names a session
+// flower is about to retire, and is kept off the screen.
 func (p *proc) Stop(exit func() error) {
+	p.out.Arm()
 	if exit != nil {
 		select {
 		case <-p.exited:

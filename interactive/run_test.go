@@ -318,6 +318,11 @@ func TestRunHandsOff(t *testing.T) {
 			t.Errorf("screen lacks %q", want)
 		}
 	}
+	// Both harnesses said goodbye (flower ended the first, the person the
+	// second); neither offered to resume its session.
+	if n := strings.Count(screen, "bye\r\n"); n != 2 || strings.Contains(screen, "--resume") || strings.Contains(screen, g1.SessionID+"\r") {
+		t.Errorf("screen shows %d goodbyes (want 2) or a harness's resume line:\n%q", n, screen)
+	}
 	if disk, err := manifest.Load(manifest.Path(f.opts.RunDir)); err != nil || disk.Step("main").Status != manifest.StatusSucceeded {
 		t.Errorf("manifest on disk: %v", err)
 	}

@@ -199,8 +199,8 @@ func New(opts Options) (*Runtime, error) {
 	} else {
 		return nil, err
 	}
-	if err := os.MkdirAll(opts.RunDir, 0o755); err != nil {
-		return nil, fmt.Errorf("run dir: %w", err)
+	if err := workbench.MkdirRun(opts.RunDir, opts.WorkbenchDir); err != nil {
+		return nil, err
 	}
 	if err := rt.m.Save(); err != nil {
 		return nil, fmt.Errorf("run dir %s is not writable: %w", opts.RunDir, err)

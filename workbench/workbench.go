@@ -5,7 +5,9 @@
 // <workbench>/notes/archive/交接/. Beside it, <workbench>/notes/任务-<step>.md
 // holds the step's task as it was given, frozen at the step's start, with
 // earlier tasks preserved under notes/archive/任务/. It also owns turning an
-// arbitrary step name into a file name that cannot escape that directory.
+// arbitrary step name into a file name that cannot escape that directory,
+// and keeping flower's folders (the workbench, a run dir) out of the
+// person's git history.
 package workbench
 
 import (
@@ -45,8 +47,8 @@ type Workbench struct {
 	Dir string
 }
 
-// Open makes sure dir/notes exists and is writable, and returns the
-// workbench rooted at dir.
+// Open makes sure dir/notes exists and is writable and that git ignores dir
+// (see Ignore), and returns the workbench rooted at dir.
 func Open(dir string) (*Workbench, error) {
 	if dir == "" {
 		return nil, errors.New("open workbench: empty dir")
@@ -62,6 +64,9 @@ func Open(dir string) (*Workbench, error) {
 	}
 	name := f.Name()
 	if err := errors.Join(f.Close(), os.Remove(name)); err != nil {
+		return nil, fmt.Errorf("open workbench: %w", err)
+	}
+	if err := Ignore(dir); err != nil {
 		return nil, fmt.Errorf("open workbench: %w", err)
 	}
 	return &Workbench{Dir: dir}, nil

@@ -42,7 +42,7 @@ Examples:
    flower demo                      # see a handoff happen, no API key needed`,
 		Flags:                runFlags(),
 		Action:               runAction,
-		Commands:             []*cli.Command{runCommand, continueCommand, rerunCommand, showCommand, logsCommand, demoCommand},
+		Commands:             fresh(runCommand, continueCommand, rerunCommand, showCommand, logsCommand, demoCommand),
 		Reader:               stdin,
 		Writer:               stdout,
 		ErrWriter:            stderr,
@@ -54,6 +54,18 @@ Examples:
 		},
 	}
 	return app.RunContext(ctx, own)
+}
+
+// fresh copies the commands for one run: urfave/cli's setup rewrites a
+// command's HelpName in place, prefixing it again on every run, so a second
+// run in the same process (the tests) would show "flower flower run".
+func fresh(cmds ...*cli.Command) []*cli.Command {
+	out := make([]*cli.Command, len(cmds))
+	for i, c := range cmds {
+		cp := *c
+		out[i] = &cp
+	}
+	return out
 }
 
 type harnessArgsKey struct{}

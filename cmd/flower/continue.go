@@ -73,9 +73,9 @@ func pastRunFlags() []cli.Flag {
 		case "workspace":
 			flags = append(flags, workspaceFlag())
 		case "run-dir":
-			flags = append(flags, &cli.StringFlag{Name: "run-dir", Usage: "the run's `DIR` (default: WORKSPACE/.flower/runs/latest)"})
+			flags = append(flags, &cli.StringFlag{Name: "run-dir", Usage: "the run's `DIR`", DefaultText: "WORKSPACE/.flower/runs/latest"})
 		case "step":
-			flags = append(flags, &cli.StringFlag{Name: "step", Value: "main", Usage: "the step's `NAME` (default: the run's only step, else main)"})
+			flags = append(flags, &cli.StringFlag{Name: "step", Value: "main", Usage: "the step's `NAME`", DefaultText: "the run's only step, else main"})
 		default:
 			flags = append(flags, f)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -18,7 +19,7 @@ import (
 // interactiveFlag is -i: run the harness's own terminal UI under handoff.
 func interactiveFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "interactive", Aliases: []string{"i"},
-		Usage: "run the harness's own terminal UI (the default with no task on a terminal); a task, if given, is its first prompt"}
+		Usage: "run the harness's own terminal UI; a task, if given, is its first prompt", DefaultText: "with no task on a terminal"}
 }
 
 // wantsInteractive: -i, or no task at all while stdin is a terminal.
@@ -87,6 +88,11 @@ func runInteractive(c *cli.Context) error {
 	st, err := job.rt.RunStep(ctx, c.String("step"), task)
 	f.Close()
 	job.finish(st)
+	if st != nil {
+		// The harness's own goodbye was kept off the screen: this is
+		// the way to go on, never a retired session.
+		_, _ = io.WriteString(job.render.live, interactive.ContinueHint(job.rt.RunDir(), st, harnessArgsOf(c)))
+	}
 	return err
 }
 

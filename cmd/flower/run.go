@@ -20,6 +20,7 @@ import (
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/workbench"
 )
 
 var runCommand = &cli.Command{
@@ -40,18 +41,19 @@ func runFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "task-file", Aliases: []string{"f"}, Usage: "read the task from `FILE` (- for stdin)"},
 		&cli.StringFlag{Name: "workspace", Aliases: []string{"C"}, Value: ".", Usage: "the harness's working `DIR`; the workbench is DIR/.flower"},
-		&cli.StringFlag{Name: "run-dir", Usage: "where manifest.json and the log go (default: WORKSPACE/.flower/runs/<start time>)"},
+		&cli.StringFlag{Name: "run-dir", Usage: "where manifest.json and the log go", DefaultText: "WORKSPACE/.flower/runs/<start time>"},
 		&cli.StringFlag{Name: "step", Value: "main", Usage: "the step's `NAME` (names the handoff file 交接-NAME.md)"},
-		&cli.IntFlag{Name: "window", Usage: "the model's context window in tokens (default: guessed from the model name: 200000 for haiku, else 1000000)"},
+		&cli.IntFlag{Name: "window", Usage: "the model's context window in tokens",
+			DefaultText: "what the harness reports, else guessed from the model name: 200000 for haiku, else 1000000"},
 		&cli.IntFlag{Name: "headroom", Value: policy.DefaultHeadroom, Usage: "hand off this many tokens before the window"},
 		&cli.IntFlag{Name: "max-generations", Value: policy.DefaultMaxGenerations, Usage: "stop after this many sessions (the runaway brake)"},
 		&cli.IntFlag{Name: "task-carry", Value: handoff.DefaultTaskCarry, Usage: "every successor's first prompt carries up to `N` characters of the task verbatim (notes/任务-STEP.md as it is on disk; a longer task: its start and the file's path); 0: none"},
 		&cli.BoolFlag{Name: "no-handoff", Usage: "no generational handoff: the harness's own auto-compact works"},
 		&cli.StringFlag{Name: "compact", Usage: "the agent's compact `MODE`: auto keeps the harness's auto-compact on even with handoff"},
-		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the claude executable (default: claude on PATH, else the copy make installed)"},
+		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the claude executable", DefaultText: "claude on PATH, else the copy make installed"},
 		&cli.StringFlag{Name: "model", Usage: "the model the harness runs (--model)"},
 		&cli.IntFlag{Name: "max-attempts", Value: supervisor.DefaultMaxAttempts, Usage: "failed attempts allowed before the step fails (handoffs do not count)"},
-		&cli.DurationFlag{Name: "turn-timeout", Usage: "bound one working turn (0: none)"},
+		&cli.DurationFlag{Name: "turn-timeout", Usage: "bound one working turn", DefaultText: "none"},
 		&cli.StringFlag{Name: "lang", Value: "zh", Usage: "labels of the status lines: zh (as in the design) or en"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
 		&cli.StringFlag{Name: "output", Value: "text", Usage: "stdout `FORMAT`: text, or stream-json (the harness's lines plus flower's events, one JSON object per line)"},
@@ -145,8 +147,8 @@ func setupJob(c *cli.Context, o jobOptions) (*job, error) {
 	if runDir == "" {
 		runDir = filepath.Join(workspace, ".flower", "runs", time.Now().UTC().Format("20060102-150405"))
 	}
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return nil, fmt.Errorf("run dir: %w", err)
+	if err := workbench.MkdirRun(runDir, filepath.Join(workspace, ".flower")); err != nil {
+		return nil, err
 	}
 	logFile, err := os.OpenFile(filepath.Join(runDir, logFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -171,7 +173,7 @@ func setupJob(c *cli.Context, o jobOptions) (*job, error) {
 		logFile.Close()
 		return nil, err
 	}
-	linkLatest(runDir)
+	linkLatest(rt.RunDir(), filepath.Join(workspace, ".flower"))
 	if c.Bool("verbose") {
 		printVerbose(s.stderr, rt, harnessPath)
 	}
@@ -253,8 +255,12 @@ func readTask(c *cli.Context, stdin io.Reader) (string, error) {
 }
 
 // linkLatest points <runs>/latest at the run dir, so show and continue find
-// it; failing to is not worth stopping a run for.
-func linkLatest(runDir string) {
+// it; failing to is not worth stopping a run for. A run dir outside the
+// workbench gets no link: the folder it would go into is the person's.
+func linkLatest(runDir, workbenchDir string) {
+	if rel, err := filepath.Rel(workbenchDir, filepath.Dir(runDir)); err != nil || !filepath.IsLocal(rel) {
+		return
+	}
 	latest := filepath.Join(filepath.Dir(runDir), "latest")
 	tmp := latest + ".tmp"
 	_ = os.Remove(tmp)

@@ -1,0 +1,91 @@
+package workbench
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/flowerhq/flower/atomicfile"
+)
+
+// GitignoreName is the file that keeps a folder of flower's out of git.
+const GitignoreName = ".gitignore"
+
+// People run flower in a git working tree, and agents often finish with
+// `git add -A`: without these files every generation would commit run logs
+// (flower.log carries tool output), manifests, locks and handoffs into the
+// person's history. As tool caches do (.pytest_cache, .mypy_cache), the
+// folder ignores itself, so nothing outside it has to change. "/*" rather
+// than "*" so that one line, "!/notes/", brings back a whole subtree.
+const (
+	workbenchGitignore = `# Written by flower, which never overwrites this file: edit it as you like.
+# Everything here is flower's own: run logs (flower.log carries tool output),
+# manifests, locks, handoffs and their archive. It is ignored so that an
+# agent's "git add -A" does not commit it into your history.
+# To keep the handoffs (notes/) under version control, add the line
+#   !/notes/
+# below (and "!/.gitignore" to share that choice with every clone).
+/*
+`
+	runDirGitignore = `# Written by flower, which never overwrites this file: edit it as you like.
+# This is a flower run dir: its log (flower.log carries tool output), manifest
+# and locks. It is ignored so that an agent's "git add -A" does not commit it
+# into your history.
+/*
+`
+)
+
+// Ignore makes git ignore the workbench rooted at dir by creating
+// dir/.gitignore, unless something of that name is there already: a file the
+// person wrote (or deleted and replaced) is theirs and is never touched. The
+// file appears whole or not at all.
+func Ignore(dir string) error {
+	return writeGitignore(dir, workbenchGitignore)
+}
+
+// MkdirRun creates the run directory runDir if need be. A run dir inside
+// the workbench (workbenchDir, "" for none) is covered by the workbench's own
+// .gitignore, which it then makes sure of; one elsewhere that flower creates
+// here gets a .gitignore of its own. A folder that existed before is the
+// person's, and gets nothing.
+func MkdirRun(runDir, workbenchDir string) error {
+	runDir, err := filepath.Abs(runDir)
+	if err != nil {
+		return fmt.Errorf("run dir: %w", err)
+	}
+	_, err = os.Stat(runDir)
+	created := errors.Is(err, fs.ErrNotExist)
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return fmt.Errorf("run dir: %w", err)
+	}
+	if workbenchDir != "" {
+		wb, err := filepath.Abs(workbenchDir)
+		if err != nil {
+			return fmt.Errorf("run dir: %w", err)
+		}
+		if within(wb, runDir) {
+			return Ignore(wb)
+		}
+	}
+	if !created {
+		return nil
+	}
+	return writeGitignore(runDir, runDirGitignore)
+}
+
+// within reports whether path is dir or lies under it (both absolute).
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+func writeGitignore(dir, content string) error {
+	err := atomicfile.WriteNew(filepath.Join(dir, GitignoreName), []byte(content), 0o644)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("write %s: %w", GitignoreName, err)
+	}
+	return nil
+}
