@@ -322,35 +322,29 @@ func readKeys(in *os.File, g *Gate) (*keyReader, error) {
 	if err != nil {
 		// No second descriptor: read the terminal itself. Nothing can end
 		// that read, so this goroutine lives as long as the program.
-		go func() {
-			buf := make([]byte, 4096)
-			for {
-				n, err := in.Read(buf)
-				if n > 0 {
-					_, _ = g.Write(buf[:n])
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
+		go copyKeys(in, g)
 		return nil, err
 	}
 	k := &keyReader{f: f, done: make(chan struct{})}
 	go func() {
 		defer close(k.done)
-		buf := make([]byte, 4096)
-		for {
-			n, err := f.Read(buf)
-			if n > 0 {
-				_, _ = g.Write(buf[:n])
-			}
-			if err != nil {
-				return
-			}
-		}
+		copyKeys(f, g)
 	}()
 	return k, nil
+}
+
+// copyKeys passes what the terminal gives to the gate until a read fails.
+func copyKeys(r io.Reader, g *Gate) {
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			_, _ = g.Write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // stop ends the reader and waits for it.

@@ -371,11 +371,13 @@ func (s *session) translate(ev *transcript.Event) {
 
 	switch ev.Kind {
 	case transcript.KindAssistant:
-		if ev.MainThread() && ev.Synthetic() && handoffwriter.IsOverflow(ev.Text) {
-			// The API said the prompt does not fit: the turn ended so.
-			s.f.gate.Hold()
-			s.setState(stateWaiting)
-			s.result(true, ev.Text, "prompt_too_long")
+		if ev.MainThread() && ev.Synthetic() && state != stateSubmitted {
+			// The harness turned an API error into a reply: the turn ended
+			// in that error (the engine tells an overflow from the rest).
+			if state != stateWorking {
+				s.setState(stateWaiting)
+			}
+			s.result(true, ev.Text, "")
 		}
 	case transcript.KindUser:
 		if !ev.MainThread() {
