@@ -13,6 +13,7 @@ import (
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/workbench"
 )
 
 // Errors of Continue and Rerun a caller can branch on. A handoff file that
@@ -20,7 +21,7 @@ import (
 var (
 	ErrNoStep            = errors.New("no such step")
 	ErrNothingToContinue = errors.New("nothing to continue")
-	ErrNoWorkbench       = errors.New("no workbench")
+	ErrNoWorkbench       = workbench.ErrNoWorkbench // the same error, so errors.Is holds across packages
 	ErrBrokenHandoff     = errors.New("broken handoff file")
 )
 
