@@ -114,7 +114,7 @@ func TestPersonsGitignoreLeftAlone(t *testing.T) {
 		t.Fatalf(".flower/.gitignore now %q (%v, %v), want the person's untouched", b, err, serr)
 	}
 	got := gitStatus(t, ws)
-	want := []string{"?? .flower/.gitignore", "?? .flower/notes/archive/交接/", "?? .flower/notes/交接-main.md", "?? work.txt"}
+	want := []string{"?? .flower/.gitignore", "?? .flower/notes/archive/交接/", "?? .flower/notes/交接-main.md", "?? .flower/notes/任务-main.md", "?? work.txt"}
 	if len(got) != len(want) {
 		t.Fatalf("git status %q, want %q", got, want)
 	}

@@ -18,7 +18,8 @@ import (
 type twoHandoffs struct {
 	mu         sync.Mutex
 	successors int
-	gen        int // writing turns answered
+	then       string // the reply after the first round's tool result
+	gen        int    // writing turns answered
 }
 
 func (s *twoHandoffs) reply(r *scriptedapi.Request) scriptedapi.Reply {
@@ -34,11 +35,19 @@ func (s *twoHandoffs) reply(r *scriptedapi.Request) scriptedapi.Reply {
 	case strings.Contains(r.LastUserText, "You are taking over"):
 		s.successors++
 		if s.successors == 1 {
-			return scriptedapi.Reply{Text: "SECOND-GEN-SAYS: past the threshold again.", Usage: usage(155_000)}
+			// A fresh session whose first round is already past the
+			// threshold would be futile: it first looks around.
+			s.then = "SECOND-GEN-SAYS: past the threshold again."
+			return bash(60_000, "true")
 		}
 		return scriptedapi.Reply{Text: "THIRD-GEN-SAYS: picking up from the handoff.", Usage: usage(20_000)}
 	case strings.Contains(r.LastUserText, "TASK-MARK"):
-		return scriptedapi.Reply{Text: "FIRST-GEN-SAYS: past the threshold.", Usage: usage(155_000)}
+		s.then = "FIRST-GEN-SAYS: past the threshold."
+		return bash(60_000, "true")
+	case s.then != "":
+		text := s.then
+		s.then = ""
+		return scriptedapi.Reply{Text: text, Usage: usage(155_000)}
 	}
 	return scriptedapi.Harmless(r)
 }
