@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,7 +52,7 @@ type edit struct {
 	mark     string
 }
 
-func newWatcher(r *round, _ *rand.Rand) *watcher {
+func newWatcher(r *round) *watcher {
 	return &watcher{r: r,
 		manifest: manifest.Path(r.runDir),
 		notes:    filepath.Join(r.ws, ".flower", "notes", "交接-"+chaosStep+".md"),

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/scriptedapi"
 )
@@ -75,6 +76,9 @@ type roundResult struct {
 func newRound(t *testing.T, fr front, seed int64, faults int, flower, harness string) *round {
 	rng := mrand.New(mrand.NewSource(seed))
 	r := &round{t: t, seed: seed, front: fr, flower: flower, harness: harness, start: time.Now()}
+	if real, err := filepath.EvalSymlinks(harness); err == nil {
+		r.harness = real // as /proc/PID/exe shows it
+	}
 	r.plan = planRound(rng, fr, faults)
 	r.model = newChaosModel(r.plan)
 	r.srv = startServer(t, r.model.reply)
@@ -100,7 +104,7 @@ func newRound(t *testing.T, fr front, seed int64, faults int, flower, harness st
 		r.marker,
 	)
 	r.home = homeOf(r.env)
-	r.watch = newWatcher(r, rng)
+	r.watch = newWatcher(r)
 	return r
 }
 
@@ -283,15 +287,16 @@ func (r *round) inject(h flowerHandle, f *fault) {
 	r.note("injected %s (%s)", f.kind, f.note)
 }
 
-// phase says roughly where the step stood, from the API's view.
+// phase says roughly where the step stood, from the API's view: what the
+// last main-thread request was.
 func (r *round) phase() string {
 	reqs := r.srv.Requests()
 	for i := len(reqs) - 1; i >= 0; i-- {
 		if isMain(&reqs[i]) {
-			if strings.Contains(reqs[i].LastUserText, "<<flower:handoff-request>>") {
-				return "in a writing turn"
+			if strings.Contains(reqs[i].LastUserText, handoffwriter.PromptTag) {
+				return "last request a writing turn"
 			}
-			return fmt.Sprintf("in session %s", clip(reqs[i].SessionID, 8))
+			return fmt.Sprintf("last request work in session %s", clip(reqs[i].SessionID, 8))
 		}
 	}
 	return "before any request"

@@ -9,10 +9,11 @@ package integration_test
 // exit of flower and at the end the invariants are checked (chaos_check_test.go).
 //
 // CHAOS_SEED (default 1) is the first round's seed, CHAOS_ROUNDS (default
-// 2, what `make test` runs) the number of rounds, round i using seed
-// CHAOS_SEED+i; CHAOS_FAULTS (default 5) faults are drawn per round.
-// `make chaos` runs more. A failing round prints the command that replays
-// it.
+// 3) the number of rounds, round i using seed CHAOS_SEED+i; CHAOS_FAULTS
+// (default 6) faults of distinct kinds are drawn per round. The defaults
+// are what `make test` runs: seeds 1 to 3 between them plan every kind.
+// `make chaos` runs more rounds from a fresh seed. A failing round prints
+// the command that replays it.
 
 import (
 	"fmt"
@@ -31,7 +32,7 @@ type chaosConfig struct {
 }
 
 func chaosConfigFromEnv(t *testing.T) chaosConfig {
-	c := chaosConfig{seed: 1, rounds: 2, faults: 5}
+	c := chaosConfig{seed: 1, rounds: 3, faults: 6}
 	for _, v := range []struct {
 		name string
 		set  func(int64)

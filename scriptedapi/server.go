@@ -52,7 +52,8 @@ type Reply struct {
 	// (0 = one delta).
 	ChunkText int
 	// Fault breaks a streamed answer after message_start and the first
-	// text delta, the way a network or an overloaded server does.
+	// text delta, the way a network or an overloaded server does. A
+	// request that does not stream is answered whole.
 	Fault Fault
 }
 
