@@ -364,6 +364,9 @@ func (r *round) finish() *roundResult {
 			}
 			r.note("generation %d: session %s, %s", g.N, clip(g.SessionID, 8), how)
 		}
+		for _, e := range st.Errors {
+			r.note("error recorded: %s", clip(e, 200))
+		}
 		if st.Status != manifest.StatusSucceeded {
 			r.breach("the step ends succeeded", "status %s", st.Status)
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/scriptedapi"
@@ -24,9 +25,9 @@ const chaosTaskMark = "CHAOS-TASK-MARK"
 //     commands the conversation already holds;
 //   - from the third session on, the job finishes: three commands, then
 //     text;
-//   - a handoff-writing turn gets a complete handoff whose doing and next
-//     carry marks naming the request, so a successor's prompt can be traced
-//     to the handoff it came from.
+//   - a handoff-writing turn gets a complete handoff, after chaosWriting,
+//     whose doing and next carry marks naming the request, so a
+//     successor's prompt can be traced to the handoff it came from.
 //
 // API faults are planned by main-thread request ordinal (the n-th request
 // with tools that is not a subagent's, retries included).
@@ -34,6 +35,7 @@ type chaosModel struct {
 	mu       sync.Mutex
 	faults   map[int]*fault // by main ordinal
 	main     int            // main-thread requests so far
+	writings int            // handoff-writing requests so far
 	sessions []string       // in order of first appearance
 	// written maps a handoff reply's marks to the session that wrote it.
 	written map[int]string
@@ -76,6 +78,7 @@ func (m *chaosModel) reply(r *scriptedapi.Request) scriptedapi.Reply {
 		return f.kind.reply()
 	}
 	if strings.Contains(r.LastUserText, handoffwriter.PromptTag) {
+		m.writings++
 		m.written[ord] = r.SessionID
 		return chaosHandoff(sessionN, ord)
 	}
@@ -108,8 +111,22 @@ func (m *chaosModel) mainRequests() int {
 	return m.main
 }
 
+// reached reports whether a process fault's moment has come (before its
+// delay).
+func (m *chaosModel) reached(f *fault) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if f.writing > 0 {
+		return m.writings >= f.writing
+	}
+	return m.main >= f.at
+}
+
+// chaosWriting is how long the model takes to write a handoff.
+const chaosWriting = 300 * time.Millisecond
+
 func chaosHandoff(session, ord int) scriptedapi.Reply {
-	return scriptedapi.Reply{Usage: usage(156_000), Text: fmt.Sprintf(`## 现在在做 (doing)
+	return scriptedapi.Reply{Usage: usage(156_000), Delay: chaosWriting, Text: fmt.Sprintf(`## 现在在做 (doing)
 Session %[1]d was appending lines to work.txt DOING-MARK-%[2]d.
 
 ## 已定的事 (decided)

@@ -63,8 +63,13 @@ type fault struct {
 	// process fault is injected (delay later). An edit uses freeze
 	// instead.
 	at    int
-	times int           // API faults: how many requests in a row
-	delay time.Duration // process faults: the wait after the trigger
+	times int // API faults: how many requests in a row
+	// writing, when set, triggers a process fault at the writing-th
+	// handoff-writing request instead: the writing turn and the launch
+	// window after it are short, and a count of requests seldom lands
+	// in them.
+	writing int
+	delay   time.Duration // process faults: the wait after the trigger
 	// freeze is the 1-based handoff file write an edit follows.
 	freeze int
 
@@ -81,7 +86,19 @@ func (f *fault) String() string {
 	case f.kind.api():
 		return fmt.Sprintf("%s ×%d at request %d", f.kind, f.times, f.at)
 	}
+	if f.writing > 0 {
+		return fmt.Sprintf("%s %v after writing turn %d", f.kind, f.delay, f.writing)
+	}
 	return fmt.Sprintf("%s %v after request %d", f.kind, f.delay, f.at)
+}
+
+// moment orders faults roughly by when they come: a writing turn comes
+// after about six requests of its generation.
+func (f *fault) moment() int {
+	if f.writing > 0 {
+		return 6 * f.writing
+	}
+	return f.at
 }
 
 // done reports whether the fault took effect.
@@ -140,10 +157,16 @@ func planRound(rng *rand.Rand, fr front, n int) []*fault {
 			}
 		default:
 			f.at = 1 + rng.Intn(chaosRequests-1)
+			if rng.Intn(2) == 0 {
+				// The writing reply takes chaosWriting; the launch
+				// window follows it.
+				f.writing = 1 + rng.Intn(2)
+				f.at = 0
+			}
 			f.delay = time.Duration(rng.Intn(1500)) * time.Millisecond
 		}
 		plan = append(plan, f)
 	}
-	slices.SortStableFunc(plan, func(a, b *fault) int { return a.at - b.at })
+	slices.SortStableFunc(plan, func(a, b *fault) int { return a.moment() - b.moment() })
 	return plan
 }

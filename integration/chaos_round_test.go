@@ -7,6 +7,7 @@ import (
 	mrand "math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -154,18 +155,14 @@ func (r *round) run() *roundResult {
 	}
 	h := r.startFlower(false)
 	for h != nil {
-		var next *fault
-		if len(pending) > 0 {
-			next = pending[0]
-		}
 		cause := "flower exited by itself"
-		if r.waitTrigger(h, next) {
-			pending = pending[1:]
-			r.inject(h, next)
-			if next.kind == faultKillHarness {
+		if f := r.waitTrigger(h, pending); f != nil {
+			pending = slices.DeleteFunc(pending, func(p *fault) bool { return p == f })
+			r.inject(h, f)
+			if f.kind == faultKillHarness {
 				continue
 			}
-			cause = "after " + string(next.kind)
+			cause = "after " + string(f.kind)
 		}
 		if !r.waitExit(h, flowerLimit) {
 			r.breach("flower ends", "flower (pid %d) still running after %v; output:\n%s", h.pid(), flowerLimit, clip(h.output(), 3000))
@@ -215,27 +212,30 @@ func (r *round) startFlower(cont bool) flowerHandle {
 	return h
 }
 
-// waitTrigger waits for f's moment (its request count, then its delay)
-// while flower runs; it reports false when flower exited first.
-func (r *round) waitTrigger(h flowerHandle, f *fault) bool {
+// waitTrigger waits, while flower runs, for the moment of a pending fault
+// (its trigger, then its delay) and returns that fault; nil when flower
+// exited first.
+func (r *round) waitTrigger(h flowerHandle, pending []*fault) *fault {
 	deadline := time.After(flowerLimit)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-h.exited():
-			return false
+			return nil
 		case <-deadline:
-			return false // waitExit reports it
+			return nil // waitExit reports it
 		case <-tick.C:
-			if f == nil || r.model.mainRequests() < f.at {
-				continue
-			}
-			select {
-			case <-h.exited():
-				return false
-			case <-time.After(f.delay):
-				return true
+			for _, f := range pending {
+				if !r.model.reached(f) {
+					continue
+				}
+				select {
+				case <-h.exited():
+					return nil
+				case <-time.After(f.delay):
+					return f
+				}
 			}
 		}
 	}
