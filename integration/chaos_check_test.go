@@ -50,6 +50,7 @@ type edit struct {
 	fault    *fault
 	from, to string // sha256 before and after
 	mark     string
+	at       time.Time
 }
 
 func newWatcher(r *round) *watcher {
@@ -168,7 +169,7 @@ func (w *watcher) edit(f *fault, b []byte, from string) {
 	f.injected = true
 	f.note = "after write " + strconv.Itoa(f.freeze)
 	w.mu.Lock()
-	w.edits = append(w.edits, &edit{fault: f, from: from, to: to, mark: mark})
+	w.edits = append(w.edits, &edit{fault: f, from: from, to: to, mark: mark, at: time.Now()})
 	w.mu.Unlock()
 	r.note("injected %s: %s", f.kind, mark)
 }
@@ -416,9 +417,13 @@ func (r *round) checkSuccessor(st *manifest.StepResult, g *manifest.Generation, 
 	var want []string
 	r.watch.mu.Lock()
 	doc, seen := r.watch.versions[rec.SHA256Written]
+	// The edit must reach the successor when the launch read it back
+	// (the receipt's hash), or when flower was stopped before the launch
+	// and the run that started the successor read the file after the
+	// edit (flower continue starts it from the file as it is then).
 	var ed *edit
 	for _, e := range r.watch.edits {
-		if e.from == rec.SHA256Written && e.to == rec.SHA256Launched {
+		if e.from == rec.SHA256Written && (e.to == rec.SHA256Launched || rec.SHA256Launched == "" && e.at.Before(r.runStartedBefore(q.Time))) {
 			ed = e
 		}
 	}

@@ -53,9 +53,9 @@ type round struct {
 	watch            *watcher
 
 	mu     sync.Mutex
-	broken []string // invariants broken: "what: detail"
-	runs   int      // flower processes started
-	log    []string // what the driver did, for a failing round
+	broken []string    // invariants broken: "what: detail"
+	runs   int         // flower processes started
+	starts []time.Time // when each flower run started
 	start  time.Time
 	// lastOutput is what the last flower printed.
 	lastOutput string
@@ -67,7 +67,7 @@ type roundResult struct {
 	faults      []*fault
 	sessions    int
 	generations int
-	degraded    []string // one per degraded successor: "generation N: why"
+	degraded    []string // one per degraded successor: "seed S generation N: why"
 	edits       int      // person's edits that reached a successor
 	runs        int
 	broken      []string
@@ -131,11 +131,7 @@ func (r *round) breach(what string, format string, args ...any) {
 
 // note logs what the driver did.
 func (r *round) note(format string, args ...any) {
-	msg := fmt.Sprintf("[%6.1fs] ", time.Since(r.start).Seconds()) + fmt.Sprintf(format, args...)
-	r.mu.Lock()
-	r.log = append(r.log, msg)
-	r.mu.Unlock()
-	r.t.Log(msg)
+	r.t.Logf("[%6.1fs] %s", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
 // run drives the round: flower on the task, process faults at their
@@ -200,6 +196,9 @@ func (r *round) run() *roundResult {
 // startFlower starts flower through the front (cont: flower continue).
 func (r *round) startFlower(cont bool) flowerHandle {
 	r.runs++
+	r.mu.Lock()
+	r.starts = append(r.starts, time.Now())
+	r.mu.Unlock()
 	h, err := r.front.start(r, cont)
 	if err != nil {
 		r.t.Fatalf("start flower: %v", err)
@@ -210,6 +209,20 @@ func (r *round) startFlower(cont bool) flowerHandle {
 	}
 	r.note("%s started (pid %d, run %d)", what, h.pid(), r.runs)
 	return h
+}
+
+// runStartedBefore returns when the last flower run that started before t
+// started.
+func (r *round) runStartedBefore(t time.Time) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var last time.Time
+	for _, s := range r.starts {
+		if s.Before(t) {
+			last = s
+		}
+	}
+	return last
 }
 
 // waitTrigger waits, while flower runs, for the moment of a pending fault
