@@ -68,7 +68,7 @@ type roundResult struct {
 	sessions    int
 	generations int
 	degraded    []string // one per degraded successor: "seed S generation N: why"
-	edits       int      // person's edits that reached a successor
+	edits       int      // successors whose first request carried a person's edit
 	runs        int
 	broken      []string
 	took        time.Duration

@@ -107,7 +107,7 @@ func summary(results []*roundResult) string {
 		}
 		took += r.took
 	}
-	fmt.Fprintf(&b, "total: %d rounds, %d sessions, %d generations, %d flower runs, %d degraded successors, %d edits reached a successor, %d invariants broken, %.0fs\n",
+	fmt.Fprintf(&b, "total: %d rounds, %d sessions, %d generations, %d flower runs, %d degraded successors, %d successors carried a person's edit, %d invariants broken, %.0fs\n",
 		len(results), sessions, gens, runs, len(degraded), edits, broken, took.Seconds())
 	b.WriteString("faults by kind (injected/planned; a fault is not injected when the job ended before its moment):\n")
 	for _, k := range faultKinds {
