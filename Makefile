@@ -7,7 +7,7 @@ BIN     := bin/flower
 HARNESS_VERSION := 2.1.328
 export FLOWER_HARNESS_VERSION := $(HARNESS_VERSION)
 
-.PHONY: all build harness tools test unit tidy demo fuzz bench clean
+.PHONY: all build harness tools test unit tidy demo chaos fuzz bench clean
 
 all: build
 
@@ -44,6 +44,18 @@ test: tidy build tools
 # no API key, no network.
 demo: build
 	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" $(BIN) demo
+
+# The seeded fault campaign, longer than the fixed-seed rounds make test
+# runs (integration/chaos_test.go). Round i uses seed CHAOS_SEED+i; a
+# failing round prints the command that replays it, e.g.
+# CHAOS_SEED=123 CHAOS_ROUNDS=1 make chaos.
+CHAOS_SEED   ?= $(shell date +%s)
+CHAOS_ROUNDS ?= 12
+CHAOS_FAULTS ?= 6
+chaos:
+	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" && export FLOWER_HARNESS && \
+	  CHAOS_SEED=$(CHAOS_SEED) CHAOS_ROUNDS=$(CHAOS_ROUNDS) CHAOS_FAULTS=$(CHAOS_FAULTS) \
+	  $(GO) test -run 'TestChaos$$' -count=1 -v -timeout 0 ./integration
 
 # Longer fuzzing than CI does; FUZZTIME=10m make fuzz for more.
 FUZZTIME ?= 2m

@@ -53,7 +53,9 @@
 // mode no such request was seen, with or without the variables Env sets,
 // across plain turns, tool calls, interrupts, subagents and overflow: every
 // request streamed, offered the tools and was a main or subagent turn (no
-// title, topic or quota calls). count_tokens is called only to answer a
+// title, topic or quota calls). The one exception is the retry after a
+// stalled stream (see Faults): it does not stream but offers the tools,
+// and is the main thread's. count_tokens is called only to answer a
 // get_context_usage control request, 25 to 35 times in a burst. The kind
 // exists so scripts stay harmless if a later harness adds side calls.
 //
@@ -61,6 +63,34 @@
 // classed as side calls by this rule.
 //
 // KindMain: everything else.
+//
+// # Faults, as observed
+//
+// A Reply can fail like a server or a network does: a Status (ServerError
+// is 500, Overloaded is 529, Overflow is the 400 "prompt is too long"), or
+// a Fault that breaks a streamed answer after message_start and the first
+// text delta (FaultReset resets the connection, FaultStall sends nothing
+// more until the client gives up). Request.SessionID and RetryCount say
+// which session asked, and whether the client counted it as a retry. What
+// Claude Code 2.1.328 does with them:
+//
+//   - 500, 529 and a reset are retried by the harness itself (a "system"
+//     line with subtype "api_retry" each time), up to 10 times by default
+//     with a backoff starting near 0.5 s; CLAUDE_CODE_MAX_RETRIES bounds
+//     that. A 529 is given up after the third in a row whatever the bound.
+//     Once it gives up, the turn ends in a result with is_error true,
+//     terminal_reason "api_error" and text "API Error: 500 …" or "API
+//     Error: Repeated 529 Overloaded errors …". Its retries carry the same
+//     session id and an X-Stainless-Retry-Count of 0.
+//   - A stalled stream is given up by the byte watchdog after
+//     CLAUDE_BYTE_STREAM_IDLE_TIMEOUT_MS (10 s at the least); the harness
+//     then asks again without streaming ("stream": false, tools offered),
+//     a request the rule below classes as a side call. The stream idle
+//     timeout (CLAUDE_STREAM_IDLE_TIMEOUT_MS) cannot go below 5 minutes.
+//     API_TIMEOUT_MS bounds a request that gets no answer at all (5000
+//     gave a retry after 5.5 s), not a stream that stops.
+//   - Every request carries the session in the X-Claude-Code-Session-Id
+//     header and in metadata.user_id (a JSON string with session_id).
 //
 // # Env, as observed
 //

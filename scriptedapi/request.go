@@ -53,6 +53,14 @@ type Request struct {
 	AllText     string
 	NumMessages int
 
+	// SessionID is the harness session that sent the request: the
+	// X-Claude-Code-Session-Id header, else the session_id inside
+	// metadata.user_id (both carry it on 2.1.328).
+	SessionID string
+	// RetryCount is the harness's X-Stainless-Retry-Count: 0 for a first
+	// try, n for its n-th retry of the same request.
+	RetryCount int
+
 	// Kind classifies the request; see the package doc for the rule.
 	Kind Kind
 	// IsSubagent is Kind == KindSubagent.
@@ -72,6 +80,10 @@ type apiRequest struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
+	Metadata struct {
+		// UserID is itself JSON: {"device_id":…,"session_id":…}.
+		UserID string `json:"user_id"`
+	} `json:"metadata"`
 }
 
 type contentBlock struct {
@@ -97,6 +109,12 @@ func parseRequest(body []byte) (Request, error) {
 	}
 	for _, t := range a.Tools {
 		r.Tools = append(r.Tools, t.Name)
+	}
+	var user struct {
+		SessionID string `json:"session_id"`
+	}
+	if json.Unmarshal([]byte(a.Metadata.UserID), &user) == nil {
+		r.SessionID = user.SessionID
 	}
 	var all []string
 	last := -1

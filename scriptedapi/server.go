@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -50,6 +51,54 @@ type Reply struct {
 	// ChunkText splits the text into text_delta events of this many runes
 	// (0 = one delta).
 	ChunkText int
+	// Fault breaks a streamed answer after message_start and the first
+	// text delta, the way a network or an overloaded server does. A
+	// request that does not stream is answered whole.
+	Fault Fault
+}
+
+// Fault is how a streamed answer breaks off.
+type Fault int
+
+// Faults a Reply can carry.
+const (
+	// FaultNone streams the whole answer.
+	FaultNone Fault = iota
+	// FaultReset resets the TCP connection (RST, not FIN) mid-stream.
+	FaultReset
+	// FaultStall sends nothing more and holds the connection open until
+	// the client gives up or the server closes.
+	FaultStall
+)
+
+func (f Fault) String() string {
+	switch f {
+	case FaultNone:
+		return "none"
+	case FaultReset:
+		return "reset"
+	case FaultStall:
+		return "stall"
+	}
+	return fmt.Sprintf("Fault(%d)", int(f))
+}
+
+// ServerError is the reply of an API that fails: HTTP 500 api_error.
+func ServerError() Reply {
+	return Reply{Status: http.StatusInternalServerError, ErrorType: "api_error", ErrorMessage: "Internal server error"}
+}
+
+// Overloaded is the reply of an API at capacity: HTTP 529
+// overloaded_error.
+func Overloaded() Reply {
+	return Reply{Status: 529, ErrorType: "overloaded_error", ErrorMessage: "Overloaded"}
+}
+
+// Overflow is how the real API says the prompt no longer fits: HTTP 400
+// "prompt is too long: tokens > max maximum".
+func Overflow(tokens, max int) Reply {
+	return Reply{Status: http.StatusBadRequest, ErrorType: "invalid_request_error",
+		ErrorMessage: fmt.Sprintf("prompt is too long: %d tokens > %d maximum", tokens, max)}
 }
 
 // Script decides the reply to each /v1/messages request. It may be called
@@ -180,6 +229,10 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request) {
 	req.Time = time.Now()
 	req.Path = hr.URL.RequestURI()
 	req.Header = redact(hr.Header)
+	if id := hr.Header.Get("X-Claude-Code-Session-Id"); id != "" {
+		req.SessionID = id
+	}
+	req.RetryCount, _ = strconv.Atoi(hr.Header.Get("X-Stainless-Retry-Count"))
 
 	s.mu.Lock()
 	req.Seq = len(s.requests) + 1
@@ -207,7 +260,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request) {
 		writeJSON(w, http.StatusOK, message(req.Model, blocks, reply, true))
 		return
 	}
-	streamReply(w, req.Model, blocks, reply)
+	streamReply(w, hr, req.Model, blocks, reply)
 }
 
 func readBody(hr *http.Request) ([]byte, error) {
@@ -288,7 +341,7 @@ func message(model string, blocks []block, r Reply, full bool) map[string]any {
 	return m
 }
 
-func streamReply(w http.ResponseWriter, model string, blocks []block, r Reply) {
+func streamReply(w http.ResponseWriter, hr *http.Request, model string, blocks []block, r Reply) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -308,6 +361,10 @@ func streamReply(w http.ResponseWriter, model string, blocks []block, r Reply) {
 	}
 
 	if !send("message_start", map[string]any{"type": "message_start", "message": message(model, nil, r, false)}) {
+		return
+	}
+	if r.Fault != FaultNone {
+		breakStream(w, hr, send, r)
 		return
 	}
 	for i, b := range blocks {
@@ -350,6 +407,33 @@ func streamReply(w http.ResponseWriter, model string, blocks []block, r Reply) {
 		return
 	}
 	send("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// breakStream sends the start of a text block and one delta, then breaks
+// the stream as r.Fault says.
+func breakStream(w http.ResponseWriter, hr *http.Request, send func(string, any) bool, r Reply) {
+	if !send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": block{"type": "text", "text": ""}}) {
+		return
+	}
+	piece := chunk(r.Text, max(r.ChunkText, 8))[0]
+	if !send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": piece}}) {
+		return
+	}
+	switch r.Fault {
+	case FaultReset:
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		if tc, ok := conn.(*net.TCPConn); ok {
+			// Linger 0 makes Close send RST: "connection reset by peer"
+			// on the client, not a clean end of stream.
+			_ = tc.SetLinger(0)
+		}
+		_ = conn.Close()
+	case FaultStall:
+		<-hr.Context().Done()
+	}
 }
 
 // chunk splits s into pieces of n runes; n <= 0 keeps it whole.

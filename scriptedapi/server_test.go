@@ -327,3 +327,153 @@ func TestSequenceAndRoute(t *testing.T) {
 		t.Errorf("Route gave %q, want %q", strings.Join(got, " "), want)
 	}
 }
+
+func TestFaultReset(t *testing.T) {
+	s := start(t, func(*Request) Reply {
+		return Reply{Text: "this answer never ends", Usage: Usage{InputTokens: 5}, Fault: FaultReset}
+	})
+	resp := post(t, s.URL+"/v1/messages?beta=true", mainBody)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err == nil || !strings.Contains(err.Error(), "connection reset") {
+		t.Fatalf("read error %v, want a connection reset", err)
+	}
+	ev := readEvents(t, bytes.NewReader(b))
+	var names []string
+	for _, e := range ev {
+		names = append(names, e.Name)
+	}
+	if got := strings.Join(names, " "); got != "message_start content_block_start content_block_delta" {
+		t.Errorf("events before the reset: %s", got)
+	}
+	if len(s.Requests()) != 1 {
+		t.Errorf("the broken request was not recorded")
+	}
+}
+
+func TestFaultStallHoldsUntilClientLeaves(t *testing.T) {
+	s := start(t, func(*Request) Reply { return Reply{Text: "stuck", Fault: FaultStall} })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/v1/messages?beta=true", strings.NewReader(mainBody))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got := make(chan string, 1)
+	go func() {
+		// Reads what was sent, then blocks: the stream stalls.
+		br := bufio.NewReader(resp.Body)
+		var seen []string
+		for {
+			l, err := br.ReadString('\n')
+			if strings.HasPrefix(l, "event: ") {
+				seen = append(seen, strings.TrimSpace(strings.TrimPrefix(l, "event: ")))
+				if len(seen) == 3 {
+					got <- strings.Join(seen, " ")
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case g := <-got:
+		if g != "message_start content_block_start content_block_delta" {
+			t.Errorf("events before the stall: %s", g)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream's start never arrived")
+	}
+	// Nothing more comes while the client waits.
+	done := make(chan struct{})
+	go func() { io.Copy(io.Discard, resp.Body); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("the stalled stream ended by itself")
+	case <-time.After(300 * time.Millisecond):
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stalled stream outlived the client")
+	}
+}
+
+func TestFaultStallEndsOnClose(t *testing.T) {
+	s, err := Start(func(*Request) Reply { return Reply{Fault: FaultStall} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := post(t, s.URL+"/v1/messages?beta=true", mainBody)
+	done := make(chan error, 1)
+	go func() { _, err := io.ReadAll(resp.Body); done <- err }()
+	time.Sleep(100 * time.Millisecond)
+	s.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close left a stalled stream open")
+	}
+}
+
+func TestErrorReplies(t *testing.T) {
+	for _, tc := range []struct {
+		reply  Reply
+		status int
+		typ    string
+		msg    string
+	}{
+		{ServerError(), 500, "api_error", "Internal server error"},
+		{Overloaded(), 529, "overloaded_error", "Overloaded"},
+		{Overflow(250123, 200000), 400, "invalid_request_error", "prompt is too long: 250123 tokens > 200000 maximum"},
+	} {
+		s := start(t, func(*Request) Reply { return tc.reply })
+		resp := post(t, s.URL+"/v1/messages?beta=true", mainBody)
+		var e struct {
+			Type  string
+			Error struct{ Type, Message string }
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != tc.status || e.Type != "error" || e.Error.Type != tc.typ || e.Error.Message != tc.msg {
+			t.Errorf("%d %+v, want %d %s %q", resp.StatusCode, e, tc.status, tc.typ, tc.msg)
+		}
+	}
+}
+
+func TestSessionIDAndRetryCount(t *testing.T) {
+	s := start(t, Harmless)
+	withMeta := strings.Replace(mainBody, `"stream":true,`,
+		`"stream":true,"metadata":{"user_id":"{\"device_id\":\"d\",\"account_uuid\":\"\",\"session_id\":\"from-metadata\"}"},`, 1)
+	post(t, s.URL+"/v1/messages?beta=true", withMeta)
+
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/messages?beta=true", strings.NewReader(withMeta))
+	req.Header.Set("X-Claude-Code-Session-Id", "from-header")
+	req.Header.Set("X-Stainless-Retry-Count", "2")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	post(t, s.URL+"/v1/messages?beta=true", mainBody)
+
+	reqs := s.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	for i, want := range []struct {
+		session string
+		retry   int
+	}{{"from-metadata", 0}, {"from-header", 2}, {"", 0}} {
+		if reqs[i].SessionID != want.session || reqs[i].RetryCount != want.retry {
+			t.Errorf("request %d: session %q retry %d, want %q %d", i+1, reqs[i].SessionID, reqs[i].RetryCount, want.session, want.retry)
+		}
+	}
+}

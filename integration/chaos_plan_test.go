@@ -1,0 +1,172 @@
+package integration_test
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"time"
+
+	"github.com/flowerhq/flower/scriptedapi"
+)
+
+// faultKind is one kind of fault the campaign injects.
+type faultKind string
+
+const (
+	faultKillFlower  faultKind = "SIGKILL flower"
+	faultTermFlower  faultKind = "SIGTERM flower"
+	faultKillHarness faultKind = "SIGKILL harness"
+	faultEditNotes   faultKind = "edit notes at launch"
+	faultAPI500      faultKind = "API 500"
+	faultAPI529      faultKind = "API 529"
+	faultAPIReset    faultKind = "API reset"
+	faultAPIStall    faultKind = "API stall"
+	faultAPIOverflow faultKind = "API overflow 400"
+)
+
+// faultKinds lists every kind in the order the summary prints them.
+var faultKinds = []faultKind{faultKillFlower, faultTermFlower, faultKillHarness, faultEditNotes,
+	faultAPI500, faultAPI529, faultAPIReset, faultAPIStall, faultAPIOverflow}
+
+// api reports whether the scripted API injects the fault (rather than the
+// campaign, from outside flower).
+func (k faultKind) api() bool {
+	switch k {
+	case faultAPI500, faultAPI529, faultAPIReset, faultAPIStall, faultAPIOverflow:
+		return true
+	}
+	return false
+}
+
+// reply is the scripted API's answer for an API fault.
+func (k faultKind) reply() scriptedapi.Reply {
+	switch k {
+	case faultAPI500:
+		return scriptedapi.ServerError()
+	case faultAPI529:
+		return scriptedapi.Overloaded()
+	case faultAPIReset:
+		return scriptedapi.Reply{Text: "this answer is cut off by a reset", Usage: usage(30_000), Fault: scriptedapi.FaultReset}
+	case faultAPIStall:
+		return scriptedapi.Reply{Text: "this answer stalls after a few words", Usage: usage(30_000), Fault: scriptedapi.FaultStall}
+	case faultAPIOverflow:
+		return scriptedapi.Overflow(250_123, 200_000)
+	}
+	panic("not an API fault: " + string(k))
+}
+
+// fault is one planned fault of a round.
+type fault struct {
+	kind faultKind
+	// at is the main-thread request ordinal that triggers the fault: the
+	// first request an API fault breaks, or the count after which a
+	// process fault is injected (delay later). An edit uses freeze
+	// instead.
+	at    int
+	times int // API faults: how many requests in a row
+	// writing, when set, triggers a process fault at the writing-th
+	// handoff-writing request instead: the writing turn and the launch
+	// window after it are short, and a count of requests seldom lands
+	// in them.
+	writing int
+	delay   time.Duration // process faults: the wait after the trigger
+	// freeze is the 1-based handoff file write an edit follows.
+	freeze int
+
+	// What happened.
+	hits     int    // API faults: requests answered with it
+	injected bool   // process faults and edits
+	note     string // why it was not injected, or what it hit
+}
+
+func (f *fault) String() string {
+	switch {
+	case f.kind == faultEditNotes:
+		return fmt.Sprintf("%s after write %d", f.kind, f.freeze)
+	case f.kind.api():
+		return fmt.Sprintf("%s ×%d at request %d", f.kind, f.times, f.at)
+	}
+	if f.writing > 0 {
+		return fmt.Sprintf("%s %v after writing turn %d", f.kind, f.delay, f.writing)
+	}
+	return fmt.Sprintf("%s %v after request %d", f.kind, f.delay, f.at)
+}
+
+// moment orders faults roughly by when they come: a writing turn comes
+// after about six requests of its generation.
+func (f *fault) moment() int {
+	if f.writing > 0 {
+		return 6 * f.writing
+	}
+	return f.at
+}
+
+// done reports whether the fault took effect.
+func (f *fault) done() bool { return f.injected || f.hits > 0 }
+
+// chaosRequests is about how many main-thread requests a round's job makes
+// without faults: two generations of five working requests and a writing
+// turn, then four to finish.
+const chaosRequests = 16
+
+// planRound draws a round's faults from rng: n distinct kinds the front
+// takes, each at a random moment. API faults get request ordinals that do
+// not overlap, so each breaks what it was planned to break.
+func planRound(rng *rand.Rand, fr front, n int) []*fault {
+	var kinds []faultKind
+	for _, k := range faultKinds {
+		if fr.takes(k) {
+			kinds = append(kinds, k)
+		}
+	}
+	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
+	kinds = kinds[:min(n, len(kinds))]
+	var plan []*fault
+	used := map[int]bool{}
+	for _, k := range kinds {
+		f := &fault{kind: k}
+		switch {
+		case k == faultEditNotes:
+			f.freeze = 1 + rng.Intn(2)
+		case k.api():
+			f.times = 1
+			switch k {
+			case faultAPI500, faultAPI529:
+				// The harness retries twice (CLAUDE_CODE_MAX_RETRIES=2),
+				// and gives up on the third 529 in a row by itself: three
+				// in a row reach flower, fewer do not.
+				f.times = 1 + rng.Intn(3)
+			case faultAPIReset:
+				f.times = 1 + rng.Intn(2)
+			}
+			// A free run of ordinals, with one spare after it for the
+			// harness's own retry.
+			for tries := 0; ; tries++ {
+				at := 1 + rng.Intn(chaosRequests)
+				free := true
+				for i := at; i <= at+f.times; i++ {
+					free = free && !used[i]
+				}
+				if free || tries > 50 {
+					f.at = at
+					break
+				}
+			}
+			for i := f.at; i <= f.at+f.times; i++ {
+				used[i] = true
+			}
+		default:
+			f.at = 1 + rng.Intn(chaosRequests-1)
+			if rng.Intn(2) == 0 {
+				// The writing reply takes chaosWriting; the launch
+				// window follows it.
+				f.writing = 1 + rng.Intn(2)
+				f.at = 0
+			}
+			f.delay = time.Duration(rng.Intn(1500)) * time.Millisecond
+		}
+		plan = append(plan, f)
+	}
+	slices.SortStableFunc(plan, func(a, b *fault) int { return a.moment() - b.moment() })
+	return plan
+}
