@@ -3,27 +3,32 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 
 	"github.com/urfave/cli/v2"
 )
 
-// streams carries the process's standard streams to the commands, so tests
-// can run them in-process.
-type streams struct {
+// proc is the process around flower: its standard streams, its
+// environment (the harness's base environment) and the harness arguments
+// given after "--". Every command gets it as a value, so the tests run
+// commands in-process with streams and an environment of their own.
+type proc struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	env            []string
+	harnessArgs    []string
 }
-
-type ctxKey struct{}
-
-func streamsOf(c *cli.Context) streams { return c.Context.Value(ctxKey{}).(streams) }
 
 // run is flower without the process around it: it parses args and runs the
 // command, returning its error for main to print.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return runIn(ctx, args, proc{stdin: stdin, stdout: stdout, stderr: stderr, env: os.Environ()})
+}
+
+// runIn runs flower in p, whose harness arguments come from args.
+func runIn(ctx context.Context, args []string, p proc) error {
 	own, harnessArgs := splitHarnessArgs(args)
-	ctx = context.WithValue(ctx, ctxKey{}, streams{stdin: stdin, stdout: stdout, stderr: stderr})
-	ctx = context.WithValue(ctx, harnessArgsKey{}, harnessArgs)
+	p.harnessArgs = harnessArgs
 	app := &cli.App{
 		Name:      "flower",
 		Usage:     "run Claude Code for hours without losing context to auto-compact",
@@ -40,12 +45,15 @@ Examples:
    flower --no-handoff "a short job, with the harness's own auto-compact"
    flower show                      # what the latest run did
    flower demo                      # see a handoff happen, no API key needed`,
-		Flags:                runFlags(),
-		Action:               runAction,
-		Commands:             fresh(runCommand, continueCommand, rerunCommand, showCommand, logsCommand, demoCommand),
-		Reader:               stdin,
-		Writer:               stdout,
-		ErrWriter:            stderr,
+		Flags:  runFlags(),
+		Action: func(c *cli.Context) error { return runAction(c, p) },
+		// Built for this run: urfave/cli's setup rewrites a command's
+		// HelpName in place, so commands shared between runs in one
+		// process (the tests) would show "flower flower run".
+		Commands:             []*cli.Command{runCommand(p), continueCommand(p), rerunCommand(p), showCommand(p), logsCommand(p), demoCommand(p)},
+		Reader:               p.stdin,
+		Writer:               p.stdout,
+		ErrWriter:            p.stderr,
 		HideHelpCommand:      true,
 		EnableBashCompletion: false,
 		ExitErrHandler:       func(*cli.Context, error) {}, // main decides the exit code
@@ -54,23 +62,4 @@ Examples:
 		},
 	}
 	return app.RunContext(ctx, own)
-}
-
-// fresh copies the commands for one run: urfave/cli's setup rewrites a
-// command's HelpName in place, prefixing it again on every run, so a second
-// run in the same process (the tests) would show "flower flower run".
-func fresh(cmds ...*cli.Command) []*cli.Command {
-	out := make([]*cli.Command, len(cmds))
-	for i, c := range cmds {
-		cp := *c
-		out[i] = &cp
-	}
-	return out
-}
-
-type harnessArgsKey struct{}
-
-func harnessArgsOf(c *cli.Context) []string {
-	v, _ := c.Context.Value(harnessArgsKey{}).([]string)
-	return v
 }

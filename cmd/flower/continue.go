@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -14,11 +13,12 @@ import (
 	"github.com/flowerhq/flower/supervisor"
 )
 
-var continueCommand = &cli.Command{
-	Name:      "continue",
-	Usage:     "resume a step's latest session (never a retired generation) and supervise it on",
-	UsageText: "flower continue [flags] [MESSAGE] [-- HARNESS ARGS]",
-	Description: `Picks up a step of an earlier run: the one that was interrupted (Ctrl-C),
+func continueCommand(p proc) *cli.Command {
+	return &cli.Command{
+		Name:      "continue",
+		Usage:     "resume a step's latest session (never a retired generation) and supervise it on",
+		UsageText: "flower continue [flags] [MESSAGE] [-- HARNESS ARGS]",
+		Description: `Picks up a step of an earlier run: the one that was interrupted (Ctrl-C),
 killed, or crashed, or one that finished and should do more. Its latest
 session (the manifest's session_id: always the successor, never a retired
 generation) is resumed with --resume, told MESSAGE (or to carry on), and
@@ -40,15 +40,17 @@ Examples:
    flower continue                               # pick up the latest run
    flower continue "also update the changelog"   # with something to say
    flower continue --run-dir .flower/runs/20261130-112853 --step build -- --allowedTools Bash`,
-	Flags:  pastRunFlags(),
-	Action: continueAction,
+		Flags:  pastRunFlags(),
+		Action: func(c *cli.Context) error { return continueAction(c, p) },
+	}
 }
 
-var rerunCommand = &cli.Command{
-	Name:      "rerun",
-	Usage:     "start a fresh generation from the step's handoff file as it is on disk now",
-	UsageText: "flower rerun [flags] [-- HARNESS ARGS]",
-	Description: `Open the handoff file (WORKSPACE/.flower/notes/交接-<step>.md), change a
+func rerunCommand(p proc) *cli.Command {
+	return &cli.Command{
+		Name:      "rerun",
+		Usage:     "start a fresh generation from the step's handoff file as it is on disk now",
+		UsageText: "flower rerun [flags] [-- HARNESS ARGS]",
+		Description: `Open the handoff file (WORKSPACE/.flower/notes/交接-<step>.md), change a
 line, run it again: rerun starts a fresh session (a new generation) whose
 first prompt is that file as it is on disk now. A live session of the step
 is set aside. A file that is missing, empty, not UTF-8, or lacks a required
@@ -59,8 +61,9 @@ The run, step and workspace are found as for flower continue.
 Examples:
    $EDITOR .flower/notes/交接-main.md && flower rerun
    flower rerun --step build -- --allowedTools Bash`,
-	Flags:  pastRunFlags(),
-	Action: rerunAction,
+		Flags:  pastRunFlags(),
+		Action: func(c *cli.Context) error { return rerunAction(c, p) },
+	}
 }
 
 // pastRunFlags are the run flags without the task, with -C meaning where
@@ -94,7 +97,7 @@ func noInteractive(c *cli.Context) error {
 	return nil
 }
 
-func continueAction(c *cli.Context) error {
+func continueAction(c *cli.Context, p proc) error {
 	if err := noInteractive(c); err != nil {
 		return err
 	}
@@ -106,7 +109,7 @@ func continueAction(c *cli.Context) error {
 	default:
 		return usagef("the message must be one argument (quote it); harness arguments go after --, got %q", c.Args().Get(1))
 	}
-	j, step, err := pastRunJob(c, true)
+	j, step, err := pastRunJob(c, p, true)
 	if err != nil {
 		return err
 	}
@@ -119,14 +122,14 @@ func continueAction(c *cli.Context) error {
 	return err
 }
 
-func rerunAction(c *cli.Context) error {
+func rerunAction(c *cli.Context, p proc) error {
 	if err := noInteractive(c); err != nil {
 		return err
 	}
 	if c.NArg() > 0 {
 		return usagef("rerun takes no task or message: it starts from the handoff file (harness arguments go after --), got %q", c.Args().First())
 	}
-	j, step, err := pastRunJob(c, false)
+	j, step, err := pastRunJob(c, p, false)
 	if err != nil {
 		return err
 	}
@@ -140,7 +143,7 @@ func rerunAction(c *cli.Context) error {
 // workspace its manifest records, keeping the run's window and model unless
 // they are given again. needManifest: continue has nothing to go on
 // without one; rerun starts from the handoff file.
-func pastRunJob(c *cli.Context, needManifest bool) (*job, string, error) {
+func pastRunJob(c *cli.Context, p proc, needManifest bool) (*job, string, error) {
 	runDir, err := pastRunDir(c)
 	if err != nil {
 		return nil, "", err
@@ -154,30 +157,32 @@ func pastRunJob(c *cli.Context, needManifest bool) (*job, string, error) {
 	case err != nil:
 		return nil, "", err
 	}
-	step := c.String("step")
-	if m != nil {
-		if !c.IsSet("step") && len(m.Steps) == 1 {
-			step = m.Steps[0].Name
-		}
-		if m.Workspace != "" {
-			if err := c.Set("workspace", m.Workspace); err != nil {
-				return nil, "", err
-			}
-		}
-		if st := m.Step(step); st != nil {
-			if !c.IsSet("window") && st.WindowSource == manifest.WindowFromFlag && st.Window > 0 {
-				_ = c.Set("window", strconv.Itoa(st.Window))
-			}
-			if !c.IsSet("model") && st.Model != "" {
-				_ = c.Set("model", st.Model)
-			}
-		}
-	}
-	j, err := setupJob(c, jobOptions{runDir: runDir})
+	set, err := settingsFrom(c, p)
 	if err != nil {
 		return nil, "", err
 	}
-	return j, step, nil
+	set.runDir = runDir
+	if m != nil {
+		if !c.IsSet("step") && len(m.Steps) == 1 {
+			set.step = m.Steps[0].Name
+		}
+		if m.Workspace != "" {
+			set.workspace = m.Workspace
+		}
+		if st := m.Step(set.step); st != nil {
+			if !c.IsSet("window") && st.WindowSource == manifest.WindowFromFlag && st.Window > 0 {
+				set.handoff.Window = st.Window
+			}
+			if !c.IsSet("model") && st.Model != "" {
+				set.model = st.Model
+			}
+		}
+	}
+	j, err := setupJob(set, p)
+	if err != nil {
+		return nil, "", err
+	}
+	return j, set.step, nil
 }
 
 // pastRunDir is --run-dir, or the workspace's latest run.

@@ -19,11 +19,12 @@ import (
 	"github.com/flowerhq/flower/supervisor"
 )
 
-var demoCommand = &cli.Command{
-	Name:      "demo",
-	Usage:     "watch a handoff happen on the real harness against a scripted local model",
-	UsageText: "flower demo [--clean] [--pace 0] [--lang en] [-q] [-v]",
-	Description: `Runs a real supervised job on the real harness. The model is scripted and
+func demoCommand(p proc) *cli.Command {
+	return &cli.Command{
+		Name:      "demo",
+		Usage:     "watch a handoff happen on the real harness against a scripted local model",
+		UsageText: "flower demo [--clean] [--pace 0] [--lang en] [-q] [-v]",
+		Description: `Runs a real supervised job on the real harness. The model is scripted and
 served on 127.0.0.1: no API key, no network, nothing billed. It writes a small
 tool in a fresh workspace over three sessions; each of the first two fills its
 context past the handoff threshold of a 200K window, writes its handoff, and a
@@ -34,8 +35,9 @@ Examples:
    flower demo                 # the Chinese status lines, as in the design
    flower demo --lang en       # English labels
    flower demo --pace 0 --clean   # as fast as it goes, leave nothing behind`,
-	Flags:  demoFlags(),
-	Action: demoAction,
+		Flags:  demoFlags(),
+		Action: func(c *cli.Context) error { return demoAction(c, p) },
+	}
 }
 
 func demoFlags() []cli.Flag {
@@ -46,16 +48,6 @@ func demoFlags() []cli.Flag {
 		&cli.StringFlag{Name: "lang", Value: "zh", Usage: "labels of the status lines: zh (as in the design) or en"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the harness's auth configuration (all fake) and the policy before running"},
-
-		// What setupJob reads, fixed to what the scripted model was written
-		// for; workspace is set once the demo's directory exists.
-		&cli.StringFlag{Name: "workspace", Hidden: true},
-		&cli.IntFlag{Name: "window", Value: demo.Window, Hidden: true},
-		&cli.IntFlag{Name: "headroom", Value: policy.DefaultHeadroom, Hidden: true},
-		&cli.IntFlag{Name: "max-generations", Value: policy.DefaultMaxGenerations, Hidden: true},
-		&cli.IntFlag{Name: "max-attempts", Value: supervisor.DefaultMaxAttempts, Hidden: true},
-		&cli.DurationFlag{Name: "turn-timeout", Value: time.Minute, Hidden: true},
-		&cli.StringFlag{Name: "output", Value: "text", Hidden: true},
 	}
 }
 
@@ -63,18 +55,7 @@ func demoFlags() []cli.Flag {
 // seconds.
 const demoTimeout = 3 * time.Minute
 
-// harnessEnvKey carries a command's own base environment for the harness
-// to setupJob (the demo's: no credential, a HOME of its own); without it the
-// harness gets flower's environment.
-type harnessEnvKey struct{}
-
-func harnessEnvOf(c *cli.Context) []string {
-	v, _ := c.Context.Value(harnessEnvKey{}).([]string)
-	return v
-}
-
-func demoAction(c *cli.Context) (err error) {
-	s := streamsOf(c)
+func demoAction(c *cli.Context, p proc) (err error) {
 	if c.NArg() > 0 {
 		return usagef("demo takes no arguments, got %q", c.Args().First())
 	}
@@ -102,14 +83,14 @@ func demoAction(c *cli.Context) (err error) {
 			return
 		}
 		if keep {
-			fmt.Fprintf(s.stderr, "workspace: %s (kept; remove it with rm -rf %s)\n", workspace, root)
+			fmt.Fprintf(p.stderr, "workspace: %s (kept; remove it with rm -rf %s)\n", workspace, root)
 			return
 		}
 		if rerr := os.RemoveAll(root); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("remove the demo directory: %w", rerr))
 			return
 		}
-		fmt.Fprintf(s.stderr, "flower demo: removed %s (--clean)\n", root)
+		fmt.Fprintf(p.stderr, "flower demo: removed %s (--clean)\n", root)
 	}()
 	for _, d := range []string{workspace, home} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -124,12 +105,18 @@ func demoAction(c *cli.Context) (err error) {
 	}
 	defer srv.Close()
 
-	if err := c.Set("workspace", workspace); err != nil {
-		return err
+	// The settings the scripted model was written for.
+	set := jobSettings{
+		workspace: workspace, step: demo.Step,
+		handoff: policy.HandoffPolicy{Enabled: true, Window: demo.Window,
+			Headroom: policy.DefaultHeadroom, MaxGenerations: policy.DefaultMaxGenerations},
+		harness: c.String("harness"), maxAttempts: supervisor.DefaultMaxAttempts, turnTimeout: time.Minute,
+		view:       viewSettings{lang: c.String("lang"), output: outputText, quiet: c.Bool("quiet")},
+		verbose:    c.Bool("verbose"),
+		harnessEnv: demo.HarnessEnv(os.Environ(), home, srv.Env()),
 	}
-	c.Context = context.WithValue(c.Context, harnessArgsKey{}, demo.HarnessArgs)
-	c.Context = context.WithValue(c.Context, harnessEnvKey{}, demo.HarnessEnv(os.Environ(), home, srv.Env()))
-	job, err := setupJob(c, jobOptions{})
+	p.harnessArgs = demo.HarnessArgs
+	job, err := setupJob(set, p)
 	if err != nil {
 		return err
 	}
@@ -138,11 +125,11 @@ func demoAction(c *cli.Context) (err error) {
 	closeJob := sync.OnceFunc(job.close)
 	defer closeJob()
 
-	p := job.rt.Policy()
-	fmt.Fprintf(s.stderr, "flower demo: the real harness (%s), a scripted model on %s: no API key, no network\n", job.harnessPath, srv.URL)
-	fmt.Fprintf(s.stderr, "flower demo: window %s · near notice at %s · handoff at %s · workspace %s\n",
-		policy.FormatRound(p.Window), policy.FormatRound(p.WarnAt()), policy.FormatRound(p.At()), workspace)
-	fmt.Fprintf(s.stderr, "flower demo: task: %s\n\n", demo.Task)
+	pol := job.rt.Policy()
+	fmt.Fprintf(p.stderr, "flower demo: the real harness (%s), a scripted model on %s: no API key, no network\n", job.harnessPath, srv.URL)
+	fmt.Fprintf(p.stderr, "flower demo: window %s · near notice at %s · handoff at %s · workspace %s\n",
+		policy.FormatRound(pol.Window), policy.FormatRound(pol.WarnAt()), policy.FormatRound(pol.At()), workspace)
+	fmt.Fprintf(p.stderr, "flower demo: task: %s\n\n", demo.Task)
 
 	ctx, cancel := context.WithTimeout(c.Context, demoTimeout)
 	defer cancel()
@@ -156,12 +143,12 @@ func demoAction(c *cli.Context) (err error) {
 	if err := checkDemo(st, workspace); err != nil {
 		return fmt.Errorf("demo: %w (the log is in %s)", err, job.runDir)
 	}
-	fmt.Fprintf(s.stderr, "flower demo: %d sessions, %d handoffs in %.1fs; the cost is the harness's reckoning of the scripted usage, nothing was billed\n",
+	fmt.Fprintf(p.stderr, "flower demo: %d sessions, %d handoffs in %.1fs; the cost is the harness's reckoning of the scripted usage, nothing was billed\n",
 		len(st.Generations), len(st.Generations)-1, time.Since(start).Seconds())
 	if keep {
-		fmt.Fprintf(s.stderr, "flower demo: the files it wrote: %s\n", strings.Join(demo.Files, " "))
-		fmt.Fprintf(s.stderr, "flower demo: earlier handoffs are kept in %s\n", filepath.Join(workspace, ".flower", "notes", "archive"))
-		fmt.Fprintf(s.stderr, "flower demo: the harness's HOME (its session logs) is %s\n", home)
+		fmt.Fprintf(p.stderr, "flower demo: the files it wrote: %s\n", strings.Join(demo.Files, " "))
+		fmt.Fprintf(p.stderr, "flower demo: earlier handoffs are kept in %s\n", filepath.Join(workspace, ".flower", "notes", "archive"))
+		fmt.Fprintf(p.stderr, "flower demo: the harness's HOME (its session logs) is %s\n", home)
 	}
 	return nil
 }

@@ -23,8 +23,8 @@ func interactiveFlag() cli.Flag {
 }
 
 // wantsInteractive: -i, or no task at all while stdin is a terminal.
-func wantsInteractive(c *cli.Context) bool {
-	return c.Bool("interactive") || (c.NArg() == 0 && c.String("task-file") == "" && isTerminal(streamsOf(c).stdin))
+func wantsInteractive(c *cli.Context, p proc) bool {
+	return c.Bool("interactive") || (c.NArg() == 0 && c.String("task-file") == "" && isTerminal(p.stdin))
 }
 
 func isTerminal(r any) bool {
@@ -35,13 +35,16 @@ func isTerminal(r any) bool {
 // runInteractive runs the step with the harness's terminal UI in a pty on
 // this terminal: the same engine as a headless run, with package
 // interactive as its front.
-func runInteractive(c *cli.Context) error {
-	s := streamsOf(c)
-	in, ok := s.stdin.(*os.File)
+func runInteractive(c *cli.Context, p proc) error {
+	in, ok := p.stdin.(*os.File)
 	if !ok || !isTerminal(in) {
 		return usageError{interactive.ErrNotTerminal}
 	}
-	if c.String("output") == outputStreamJSON {
+	set, err := settingsFrom(c, p)
+	if err != nil {
+		return err
+	}
+	if set.view.output == outputStreamJSON {
 		return usagef("--output %s cannot be used with the interactive mode: the screen is the harness's", outputStreamJSON)
 	}
 	task := ""
@@ -52,9 +55,9 @@ func runInteractive(c *cli.Context) error {
 		}
 		task = t
 	}
-	lang, err := console.ParseLang(c.String("lang"))
+	lang, err := set.view.check()
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	home, _ := os.UserHomeDir()
 	var (
@@ -63,15 +66,16 @@ func runInteractive(c *cli.Context) error {
 		cancel  context.CancelCauseFunc
 		openErr error
 	)
-	job, err := setupJob(c, jobOptions{front: func(log *slog.Logger) (front.Launcher, func(event.Event)) {
+	set.front = func(log *slog.Logger) (front.Launcher, func(event.Event)) {
 		f, ctx, cancel, openErr = interactive.Open(c.Context, interactive.Options{
-			In: in, Out: s.stdout, Render: screenRenderer{lang: lang, home: home}, Logger: log,
+			In: in, Out: p.stdout, Render: screenRenderer{lang: lang, home: home}, Logger: log,
 		})
 		if openErr != nil {
 			return nil, nil // reported below, before anything runs
 		}
 		return f, f.Sink(nil)
-	}})
+	}
+	job, err := setupJob(set, p)
 	if f != nil {
 		defer cancel(nil)
 	}
@@ -85,13 +89,13 @@ func runInteractive(c *cli.Context) error {
 	if openErr != nil {
 		return openErr
 	}
-	st, err := job.rt.RunStep(ctx, c.String("step"), task)
+	st, err := job.rt.RunStep(ctx, set.step, task)
 	f.Close()
 	job.finish(st)
 	if st != nil {
 		// The harness's own goodbye was kept off the screen: this is
 		// the way to go on, never a retired session.
-		_, _ = io.WriteString(job.render.live, interactive.ContinueHint(job.rt.RunDir(), st, harnessArgsOf(c)))
+		_, _ = io.WriteString(job.render.live, interactive.ContinueHint(job.rt.RunDir(), st, p.harnessArgs))
 	}
 	return err
 }

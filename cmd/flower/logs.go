@@ -19,11 +19,12 @@ import (
 	"github.com/flowerhq/flower/logfollow"
 )
 
-var logsCommand = &cli.Command{
-	Name:      "logs",
-	Usage:     "print a run's structured log readably",
-	UsageText: "flower logs [-f] [--json] [-C WORKSPACE] [RUN_DIR]",
-	Description: `Prints RUN_DIR/flower.log, one line per record: time, level, step,
+func logsCommand(p proc) *cli.Command {
+	return &cli.Command{
+		Name:      "logs",
+		Usage:     "print a run's structured log readably",
+		UsageText: "flower logs [-f] [--json] [-C WORKSPACE] [RUN_DIR]",
+		Description: `Prints RUN_DIR/flower.log, one line per record: time, level, step,
 generation, phase, the message, then the record's other fields as
 key=value. RUN_DIR defaults to WORKSPACE/.flower/runs/latest. With -f it
 keeps printing lines as they are written, through the log being truncated
@@ -34,24 +35,25 @@ Examples:
    flower logs -f                     # follow the run going on now
    flower logs --json | jq 'select(.level == "WARN")'
    flower logs .flower/runs/20261130-112853`,
-	Flags: []cli.Flag{
-		workspaceFlag(),
-		&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new lines until interrupted"},
-		&cli.BoolFlag{Name: "json", Usage: "print the records as written, one JSON object per line"},
-	},
-	Action: logsAction,
+		Flags: []cli.Flag{
+			workspaceFlag(),
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new lines until interrupted"},
+			&cli.BoolFlag{Name: "json", Usage: "print the records as written, one JSON object per line"},
+		},
+		Action: func(c *cli.Context) error { return logsAction(c, p) },
+	}
 }
 
-func logsAction(c *cli.Context) error {
+func logsAction(c *cli.Context, p proc) error {
 	dir, err := runDirOf(c)
 	if err != nil {
 		return err
 	}
 	path := filepath.Join(dir, logFileName)
-	p := &logPrinter{w: streamsOf(c).stdout, raw: c.Bool("json")}
+	lp := &logPrinter{w: p.stdout, raw: c.Bool("json")}
 	if c.Bool("follow") {
 		// Ctrl-C is how following ends, so it is not an error here.
-		return logfollow.Follow(c.Context, path, logfollow.Options{}, p.line)
+		return logfollow.Follow(c.Context, path, logfollow.Options{}, lp.line)
 	}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -65,7 +67,7 @@ func logsAction(c *cli.Context) error {
 	for {
 		l, err := r.ReadBytes('\n')
 		if len(l) > 0 {
-			if perr := p.line(bytes.TrimSuffix(l, []byte("\n"))); perr != nil {
+			if perr := lp.line(bytes.TrimSuffix(l, []byte("\n"))); perr != nil {
 				return perr
 			}
 		}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/flowerhq/flower/event"
 
-	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
 	"github.com/flowerhq/flower/console"
@@ -29,20 +28,35 @@ type renderer struct {
 	out  func(event.Event) // nil with --quiet
 }
 
-func newRenderer(c *cli.Context, s streams) (*renderer, error) {
-	lang, err := console.ParseLang(c.String("lang"))
+// viewSettings say what a run shows: the run flags --lang, --output and
+// --quiet, and whether handoff is off.
+type viewSettings struct {
+	lang, output     string
+	quiet, noHandoff bool
+}
+
+// check validates the settings and returns the status lines' language.
+func (v viewSettings) check() (console.Lang, error) {
+	lang, err := console.ParseLang(v.lang)
 	if err != nil {
-		return nil, usageError{err}
+		return lang, usageError{err}
 	}
-	format := c.String("output")
 	switch {
-	case format != outputText && format != outputStreamJSON:
-		return nil, usagef("--output %s: want %s or %s", format, outputText, outputStreamJSON)
-	case format == outputStreamJSON && c.Bool("quiet"):
-		return nil, usagef("--quiet and --output %s contradict each other: pick one", outputStreamJSON)
+	case v.output != outputText && v.output != outputStreamJSON:
+		return lang, usagef("--output %s: want %s or %s", v.output, outputText, outputStreamJSON)
+	case v.output == outputStreamJSON && v.quiet:
+		return lang, usagef("--quiet and --output %s contradict each other: pick one", outputStreamJSON)
+	}
+	return lang, nil
+}
+
+func newRenderer(v viewSettings, s proc) (*renderer, error) {
+	lang, err := v.check()
+	if err != nil {
+		return nil, err
 	}
 	home, _ := os.UserHomeDir()
-	opts := console.LiveOptions{Lang: lang, NoHandoff: c.Bool("no-handoff"), Home: home}
+	opts := console.LiveOptions{Lang: lang, NoHandoff: v.noHandoff, Home: home}
 	if f, ok := s.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb" {
 		opts.Terminal = true
 		opts.Width = func() int {
@@ -57,8 +71,8 @@ func newRenderer(c *cli.Context, s streams) (*renderer, error) {
 	// Guarded: stdout and stderr often share the terminal the gauge is on.
 	stdout := r.live.Guard(s.stdout)
 	switch {
-	case c.Bool("quiet"):
-	case format == outputStreamJSON:
+	case v.quiet:
+	case v.output == outputStreamJSON:
 		r.out = console.NewStream(stdout).Handle
 	default:
 		r.out = console.NewOutput(stdout).Handle

@@ -213,11 +213,11 @@ func TestStreamJSONHandoff(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ctx = context.WithValue(ctx, harnessEnvKey{}, demo.HarnessEnv(os.Environ(), home, srv.Env()))
 	args := append([]string{"flower", "--harness", harnessPath, "-C", ws, "--window", "200000", "--model", demo.ModelName,
 		"--step", demo.Step, "--turn-timeout", "1m", "--output", "stream-json", demo.Task, "--"}, demo.HarnessArgs...)
 	var stdout, stderr bytes.Buffer
-	if err := run(ctx, args, strings.NewReader(""), &stdout, &stderr); err != nil {
+	p := proc{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, env: demo.HarnessEnv(os.Environ(), home, srv.Env())}
+	if err := runIn(ctx, args, p); err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
 	}
 

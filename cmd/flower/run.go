@@ -23,18 +23,20 @@ import (
 	"github.com/flowerhq/flower/workbench"
 )
 
-var runCommand = &cli.Command{
-	Name:      "run",
-	Usage:     "run a task (the default command; use it when the task's first word is a command name)",
-	UsageText: "flower run [flags] TASK [-- HARNESS ARGS]",
-	Description: `The same as flower without a command: runs TASK under generational handoff.
+func runCommand(p proc) *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run a task (the default command; use it when the task's first word is a command name)",
+		UsageText: "flower run [flags] TASK [-- HARNESS ARGS]",
+		Description: `The same as flower without a command: runs TASK under generational handoff.
 Use it when the task's first word is also a command name.
 
 Examples:
    flower run "show me the failing tests and fix them"
    flower run -f task.md --window 200000 -- --allowedTools Bash Write Edit Read`,
-	Flags:  runFlags(),
-	Action: runAction,
+		Flags:  runFlags(),
+		Action: func(c *cli.Context) error { return runAction(c, p) },
+	}
 }
 
 func runFlags() []cli.Flag {
@@ -62,20 +64,24 @@ func runFlags() []cli.Flag {
 	}
 }
 
-func runAction(c *cli.Context) error {
-	if wantsInteractive(c) {
-		return runInteractive(c)
+func runAction(c *cli.Context, p proc) error {
+	if wantsInteractive(c, p) {
+		return runInteractive(c, p)
 	}
-	task, err := readTask(c, streamsOf(c).stdin)
+	task, err := readTask(c, p.stdin)
 	if err != nil {
 		return err
 	}
-	job, err := setupJob(c, jobOptions{})
+	set, err := settingsFrom(c, p)
+	if err != nil {
+		return err
+	}
+	job, err := setupJob(set, p)
 	if err != nil {
 		return err
 	}
 	defer job.close()
-	st, err := job.rt.RunStep(c.Context, c.String("step"), task)
+	st, err := job.rt.RunStep(c.Context, set.step, task)
 	job.finish(st)
 	return err
 }
@@ -102,91 +108,116 @@ func (j *job) finish(st *manifest.StepResult) {
 	}
 }
 
-// jobOptions say what differs between the commands that share setupJob.
-type jobOptions struct {
-	// runDir: "" means the flag's, or a new one under <workspace>/.flower/runs.
-	runDir string
+// jobSettings is everything setupJob builds a job from: read from the run
+// flags by settingsFrom, adjusted by continue and rerun from the manifest,
+// or set whole by a command of its own (the demo).
+type jobSettings struct {
+	// workspace is the harness's working directory; runDir "" means a new
+	// one under <workspace>/.flower/runs.
+	workspace, runDir, step string
+	handoff                 policy.HandoffPolicy
+	// taskCarry is the library's setting: 0 the default, negative none.
+	taskCarry   int
+	compact     envinject.CompactMode
+	harness     string // as given; "" looks for one
+	model       string
+	maxAttempts int
+	turnTimeout time.Duration
+	view        viewSettings
+	verbose     bool
+	// harnessEnv is the harness's base environment (flower's own, or the
+	// demo's).
+	harnessEnv []string
 	// front, when set, gives the front that runs the harness and where the
 	// events go, once the run's log is open (the interactive mode); the
 	// headless front and the renderer otherwise.
 	front func(log *slog.Logger) (front.Launcher, func(event.Event))
 }
 
-// setupJob reads the run flags and builds the Runtime.
-func setupJob(c *cli.Context, o jobOptions) (*job, error) {
-	runDir := o.runDir
-	s := streamsOf(c)
+// settingsFrom reads and checks the run flags; nothing is made on disk.
+func settingsFrom(c *cli.Context, p proc) (jobSettings, error) {
 	compact, err := envinject.ParseCompactMode(c.String("compact"))
 	if err != nil {
-		return nil, usageError{err}
+		return jobSettings{}, usageError{err}
 	}
 	for _, name := range []string{"window", "headroom", "max-generations", "max-attempts", "task-carry"} {
 		if c.Int(name) < 0 {
-			return nil, usagef("--%s must not be negative", name)
+			return jobSettings{}, usagef("--%s must not be negative", name)
 		}
 	}
-	// Every check of the flags comes before anything is made on disk.
-	render, err := newRenderer(c, s)
+	set := jobSettings{
+		workspace: c.String("workspace"), runDir: c.String("run-dir"), step: c.String("step"),
+		handoff: policy.HandoffPolicy{Enabled: !c.Bool("no-handoff"), Window: c.Int("window"),
+			Headroom: c.Int("headroom"), MaxGenerations: c.Int("max-generations")},
+		taskCarry: -1, compact: compact, harness: c.String("harness"), model: c.String("model"),
+		maxAttempts: c.Int("max-attempts"), turnTimeout: c.Duration("turn-timeout"),
+		view:    viewSettings{lang: c.String("lang"), output: c.String("output"), quiet: c.Bool("quiet")},
+		verbose: c.Bool("verbose"), harnessEnv: p.env,
+	}
+	if n := c.Int("task-carry"); n > 0 {
+		set.taskCarry = n
+	}
+	set.view.noHandoff = !set.handoff.Enabled
+	if _, err := set.view.check(); err != nil {
+		return jobSettings{}, err
+	}
+	return set, nil
+}
+
+// setupJob builds the Runtime from set: the run dir, its log, the renderer.
+func setupJob(set jobSettings, p proc) (*job, error) {
+	// Every check comes before anything is made on disk.
+	render, err := newRenderer(set.view, p)
 	if err != nil {
 		return nil, err
 	}
-	harnessPath, err := findHarness(c.String("harness"))
-	if err != nil {
+	fail := func(err error) (*job, error) {
+		render.close()
 		return nil, err
 	}
-	workspace, err := filepath.Abs(c.String("workspace"))
+	harnessPath, err := findHarness(set.harness)
 	if err != nil {
-		return nil, err
+		return fail(err)
+	}
+	workspace, err := filepath.Abs(set.workspace)
+	if err != nil {
+		return fail(err)
 	}
 	if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
-		return nil, usagef("workspace %s is not a directory", workspace)
+		return fail(usagef("workspace %s is not a directory", workspace))
 	}
-	if runDir == "" {
-		runDir = c.String("run-dir")
-	}
+	runDir := set.runDir
 	if runDir == "" {
 		runDir = filepath.Join(workspace, ".flower", "runs", time.Now().UTC().Format("20060102-150405"))
 	}
 	if err := workbench.MkdirRun(runDir, filepath.Join(workspace, ".flower")); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	logFile, err := os.OpenFile(filepath.Join(runDir, logFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("run dir %s is not writable: %w", runDir, err)
+		return fail(fmt.Errorf("run dir %s is not writable: %w", runDir, err))
 	}
 	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	pol := policy.HandoffPolicy{Enabled: !c.Bool("no-handoff"), Window: c.Int("window"),
-		Headroom: c.Int("headroom"), MaxGenerations: c.Int("max-generations")}
 	var launcher front.Launcher
 	onEvent := render.event
-	if o.front != nil {
-		launcher, onEvent = o.front(logger)
+	if set.front != nil {
+		launcher, onEvent = set.front(logger)
 	}
 	rt, err := supervisor.New(supervisor.Options{
-		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol, Compact: compact,
-		HarnessPath: harnessPath, HarnessArgs: harnessArgsOf(c), Env: harnessEnvOf(c), Model: c.String("model"),
-		MaxAttempts: c.Int("max-attempts"), TurnTimeout: c.Duration("turn-timeout"), Logger: logger,
-		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, TaskCarry: taskCarryOf(c),
+		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: set.handoff, Compact: set.compact,
+		HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, Env: set.harnessEnv, Model: set.model,
+		MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout, Logger: logger,
+		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, TaskCarry: set.taskCarry,
 	})
 	if err != nil {
-		render.close()
 		logFile.Close()
-		return nil, err
+		return fail(err)
 	}
 	linkLatest(rt.RunDir(), filepath.Join(workspace, ".flower"))
-	if c.Bool("verbose") {
-		printVerbose(s.stderr, rt, harnessPath)
+	if set.verbose {
+		printVerbose(p.stderr, rt, harnessPath)
 	}
 	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger}, nil
-}
-
-// taskCarryOf maps --task-carry to the library's setting, where 0 means the
-// default and off is negative.
-func taskCarryOf(c *cli.Context) int {
-	if n := c.Int("task-carry"); n > 0 {
-		return n
-	}
-	return -1
 }
 
 // logFileName is the structured log in each run dir.

@@ -19,11 +19,12 @@ import (
 	"github.com/flowerhq/flower/policy"
 )
 
-var showCommand = &cli.Command{
-	Name:      "show",
-	Usage:     "show what a run did, from its manifest",
-	UsageText: "flower show [--json] [-C WORKSPACE] [RUN_DIR]",
-	Description: `Prints a run's manifest.json as a person reads it: per step the task's
+func showCommand(p proc) *cli.Command {
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "show what a run did, from its manifest",
+		UsageText: "flower show [--json] [-C WORKSPACE] [RUN_DIR]",
+		Description: `Prints a run's manifest.json as a person reads it: per step the task's
 first line and the file it is frozen in (notes/任务-STEP.md), its status,
 failed attempts, total cost and turns, context and window, latest session,
 retired sessions and errors (交接降级(…) marks a degraded handoff), then
@@ -36,11 +37,12 @@ Examples:
    flower show -C ~/src/app                     # the latest run of another workspace
    flower show .flower/runs/20261130-112853     # a given run
    flower show --json | jq '.steps[].cost_usd'  # the manifest as written`,
-	Flags: []cli.Flag{
-		workspaceFlag(),
-		&cli.BoolFlag{Name: "json", Usage: "print manifest.json as it is on disk"},
-	},
-	Action: showAction,
+		Flags: []cli.Flag{
+			workspaceFlag(),
+			&cli.BoolFlag{Name: "json", Usage: "print manifest.json as it is on disk"},
+		},
+		Action: func(c *cli.Context) error { return showAction(c, p) },
+	}
 }
 
 // workspaceFlag is the -C flag of the commands that read a past run.
@@ -49,7 +51,7 @@ func workspaceFlag() cli.Flag {
 		Usage: "the workspace `DIR` whose latest run to use when RUN_DIR is not given"}
 }
 
-func showAction(c *cli.Context) error {
+func showAction(c *cli.Context, p proc) error {
 	dir, err := runDirOf(c)
 	if err != nil {
 		return err
@@ -58,7 +60,7 @@ func showAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	out := streamsOf(c).stdout
+	out := p.stdout
 	if c.Bool("json") {
 		// As on disk, once Load has vouched for it; a rewrite in between
 		// is atomic, so this is still a whole manifest.
