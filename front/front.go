@@ -97,6 +97,16 @@ type Exit struct {
 // /clear): the old session is burned and the meter starts over.
 const SubtypeSessionSwitch = "flower_session_switch"
 
+// Acknowledger is a Session that must know when the engine has had its say
+// on a record: a relay that holds a turn's result back from its own client
+// until the engine has decided whether the turn ends a generation. Handled
+// is called, from the engine's goroutine, after each record the engine
+// folded in without ending the attempt; a record that ends it is followed
+// by Stop instead.
+type Acknowledger interface {
+	Handled()
+}
+
 // Prober is a Session that can report the harness's view of its context
 // (the get_context_usage control request): window, start-up floor, and
 // whether auto-compact is on.

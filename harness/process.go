@@ -61,11 +61,18 @@ type Config struct {
 	Grace time.Duration
 	// MaxLine bounds one stdout line (transcript.DefaultMaxLine when zero).
 	MaxLine int
+	// Exact: Args are the whole argument list, as a client of the harness
+	// gave it (an Agent SDK relay); StreamArgs, Model and Resume are not
+	// added.
+	Exact bool
 }
 
 // Argv returns the arguments the harness is started with (without the
 // executable).
 func (c Config) Argv() []string {
+	if c.Exact {
+		return append([]string(nil), c.Args...)
+	}
 	args := append([]string(nil), StreamArgs...)
 	if c.Model != "" {
 		args = append(args, "--model", c.Model)
@@ -256,6 +263,14 @@ func (p *Process) Interrupt() error {
 
 // Control sends a control request and waits for its response payload.
 func (p *Process) Control(ctx context.Context, subtype string) (gjson.Result, error) {
+	return p.Request(ctx, map[string]any{"subtype": subtype})
+}
+
+// Request sends a control request with the given body (its "request"
+// object, which names the subtype) and waits for its response payload. The
+// response is the caller's: it never reaches Events.
+func (p *Process) Request(ctx context.Context, request any) (gjson.Result, error) {
+	subtype := gjson.GetBytes(mustJSON(request), "subtype").String()
 	id := p.newRequestID()
 	ch := make(chan transcript.Event, 1)
 	p.mu.Lock()
@@ -266,7 +281,7 @@ func (p *Process) Control(ctx context.Context, subtype string) (gjson.Result, er
 		delete(p.pending, id)
 		p.mu.Unlock()
 	}()
-	if err := p.writeJSON(controlRequest(id, subtype)); err != nil {
+	if err := p.writeJSON(map[string]any{"type": "control_request", "request_id": id, "request": request}); err != nil {
 		return gjson.Result{}, err
 	}
 	select {
@@ -281,6 +296,12 @@ func (p *Process) Control(ctx context.Context, subtype string) (gjson.Result, er
 	case <-ctx.Done():
 		return gjson.Result{}, fmt.Errorf("control %s: %w", subtype, ctx.Err())
 	}
+}
+
+// WriteLine writes one line, as a client of the harness gave it, to its
+// stdin; a newline is added.
+func (p *Process) WriteLine(line []byte) error {
+	return p.write(append(append([]byte(nil), line...), '\n'))
 }
 
 // CloseInput closes the harness's stdin: it finishes the running turn, if
@@ -362,7 +383,18 @@ func (p *Process) writeJSON(v any) error {
 	if err != nil {
 		return fmt.Errorf("encode stdin line: %w", err)
 	}
-	b = append(b, '\n')
+	return p.write(append(b, '\n'))
+}
+
+func mustJSON(v any) []byte {
+	if raw, ok := v.(json.RawMessage); ok {
+		return raw
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func (p *Process) write(b []byte) error {
 	select {
 	case <-p.exited:
 		return p.exitedError()

@@ -179,6 +179,7 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 		}
 	}
 	arm(rt.opts.TurnTimeout)
+	ack, _ := a.p.(front.Acknowledger)
 	for {
 		select {
 		case ev, ok := <-a.p.Records():
@@ -188,6 +189,9 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 			before := a.phase
 			if out, end := a.handle(&ev); end {
 				return out
+			}
+			if ack != nil {
+				ack.Handled()
 			}
 			if a.phase != before {
 				switch a.phase {

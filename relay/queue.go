@@ -1,0 +1,74 @@
+package relay
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/flowerhq/flower/transcript"
+)
+
+// queue hands records to the engine in order without ever blocking the one
+// who pushes: the relay's reader must go on passing the application's
+// callbacks while the engine is busy elsewhere (probing the session, say).
+type queue struct {
+	mu     sync.Mutex
+	items  []transcript.Event
+	n      int // records pushed so far
+	closed bool
+	wake   chan struct{}
+	out    chan transcript.Event
+}
+
+func newQueue() *queue {
+	return &queue{wake: make(chan struct{}, 1), out: make(chan transcript.Event)}
+}
+
+// push adds a record and returns its number (1 for the first).
+func (q *queue) push(ev transcript.Event) int {
+	q.mu.Lock()
+	q.items = append(q.items, ev)
+	q.n++
+	n := q.n
+	q.mu.Unlock()
+	q.signal()
+	return n
+}
+
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *queue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pump moves records to out and closes it after the last one.
+func (q *queue) pump() {
+	defer close(q.out)
+	for {
+		q.mu.Lock()
+		items, closed := q.items, q.closed
+		q.items = nil
+		q.mu.Unlock()
+		for _, ev := range items {
+			q.out <- ev
+		}
+		if closed && len(items) == 0 {
+			return
+		}
+		if len(items) == 0 {
+			<-q.wake
+		}
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
