@@ -374,7 +374,7 @@ func (r *Relay) Finish(sessionID string, err error) {
 	r.writeJSON(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true,
 		"result": err.Error(), "session_id": sessionID, "total_cost_usd": cost, "num_turns": 0,
 		"duration_ms": 0, "duration_api_ms": 0, "stop_reason": nil, "terminal_reason": "flower",
-		"usage": map[string]int{"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+		"usage":      map[string]int{"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
 		"modelUsage": map[string]any{}, "permission_denials": []any{}, "errors": []string{err.Error()},
 		"flower": r.summary()})
 }
