@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/flowerhq/flower/relay"
 )
 
 // proc is the process around flower: its standard streams, its
@@ -27,6 +29,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // runIn runs flower in p, whose harness arguments come from args.
 func runIn(ctx context.Context, args []string, p proc) error {
+	if len(args) > 1 && relay.Wanted(args[1:]) {
+		// Started in the harness's place by an application (DESIGN.md «Agent SDK relay»).
+		return runRelay(ctx, args[1:], p)
+	}
 	own, harnessArgs := splitHarnessArgs(args)
 	p.harnessArgs = harnessArgs
 	app := &cli.App{

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flowerhq/flower/console"
+	"github.com/flowerhq/flower/envinject"
+	"github.com/flowerhq/flower/event"
+	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/relay"
+	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/workbench"
+)
+
+// runRelay is flower started by an application in the harness's place (the
+// Agent SDK's pathToClaudeCodeExecutable): args are the harness's own, the
+// application owns them, so flower's settings come from the environment;
+// stdout carries the protocol only (DESIGN.md «Agent SDK relay»).
+func runRelay(ctx context.Context, args []string, p proc) error {
+	env := func(k string) string { v, _ := envinject.Lookup(p.env, k); return strings.TrimSpace(v) }
+	pol := policy.HandoffPolicy{Enabled: !strings.EqualFold(env("FLOWER_HANDOFF"), "off")}
+	for _, n := range []struct {
+		key string
+		to  *int
+	}{{"FLOWER_WINDOW", &pol.Window}, {"FLOWER_HEADROOM", &pol.Headroom}, {"FLOWER_MAX_GENERATIONS", &pol.MaxGenerations}} {
+		if v := env(n.key); v != "" {
+			i, err := strconv.Atoi(v)
+			if err != nil || i < 0 {
+				return usagef("%s=%q: want a number of zero or more", n.key, v)
+			}
+			*n.to = i
+		}
+	}
+	harnessPath, err := relayHarness(env("FLOWER_HARNESS"), env("PATH"))
+	if err != nil {
+		return err
+	}
+	workspace, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	wb := filepath.Join(workspace, ".flower")
+	runDir := env("FLOWER_RUN_DIR")
+	if runDir == "" {
+		// Two queries of one application may start in the same second.
+		runDir = filepath.Join(wb, "runs", fmt.Sprintf("%s-sdk-%d", time.Now().UTC().Format("20060102-150405"), os.Getpid()))
+	}
+	step := env("FLOWER_STEP")
+	if step == "" {
+		step = "main"
+	}
+	if err := workbench.MkdirRun(runDir, wb); err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(filepath.Join(runDir, logFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("run dir %s is not writable: %w", runDir, err)
+	}
+	defer logFile.Close()
+	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger.Info("flower relays the Agent SDK", "harness", harnessPath, "args", args)
+
+	// Apps keep the first session id they saw: resuming a retired one
+	// resumes its live successor.
+	if id, ok := relay.Value(args, "--resume"); ok && id != "" {
+		var extra []string
+		if d := env("FLOWER_RUN_DIR"); d != "" {
+			extra = append(extra, d)
+		}
+		if live, moved := relay.LiveSuccessor(wb, extra, id); moved {
+			logger.Info("resuming the live successor of a retired session", "asked", id, "live", live)
+			args = relay.Replace(args, "--resume", live)
+		}
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	gone := func(err error) {
+		logger.Warn("the application is gone; stopping", "err", err)
+		cancel(fmt.Errorf("%w: the application is gone (%v)", context.Canceled, err))
+		harness.KillAll()
+	}
+	go watchParent(ctx, gone)
+	rl := relay.New(relay.Config{In: p.stdin, Out: p.stdout, Args: args, Logger: logger, Gone: gone})
+	var status *console.Status
+	if strings.EqualFold(env("FLOWER_STATUS"), "stderr") {
+		status = console.NewStatus(p.stderr, console.LangEn)
+	}
+	model, _ := relay.Value(args, "--model")
+	rt, err := supervisor.New(supervisor.Options{
+		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol,
+		HarnessPath: harnessPath, Env: p.env, Model: model, Front: rl, Logger: logger,
+		OnEvent: func(ev event.Event) {
+			rl.Event(ev)
+			if status != nil {
+				status.Handle(ev)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	linkLatest(rt.RunDir(), wb)
+	rl.Start()
+	st, err := rt.RunStep(ctx, step, "")
+	sid := ""
+	if st != nil {
+		sid = st.SessionID
+		if sid == "" && len(st.Retired) > 0 {
+			sid = st.Retired[len(st.Retired)-1]
+		}
+	}
+	rl.Finish(sid, err)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		// The application reads the error result; the exit status says
+		// only that the query failed, as the harness's would.
+		return errors.New(err.Error())
+	}
+	return err
+}
+
+// relayHarness resolves the real harness for the relay: FLOWER_HARNESS,
+// else claude on PATH, else the cached pinned copy. flower never runs
+// itself as the harness: a FLOWER_HARNESS that is flower is refused, a PATH
+// entry that is flower is skipped.
+func relayHarness(given, path string) (string, error) {
+	self, _ := os.Executable()
+	if given != "" {
+		p, err := findHarness(given)
+		if err != nil {
+			return "", err
+		}
+		if sameFile(p, self) {
+			return "", usagef("FLOWER_HARNESS=%s is flower itself; point it at the real claude executable", given)
+		}
+		return p, nil
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, "claude")
+		if isExecutable(p) && !sameFile(p, self) {
+			return p, nil
+		}
+	}
+	if p := cachedHarness(); isExecutable(p) && !sameFile(p, self) {
+		return p, nil
+	}
+	return "", fmt.Errorf("%w (looked for claude on PATH, skipping flower itself, and %s)", errNoHarness, cachedHarness())
+}
+
+func sameFile(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
+// watchParent calls gone when the application that started flower dies
+// (flower is handed to another parent): its harness must not outlive it,
+// even in the middle of a turn, when nothing is written that could fail.
+func watchParent(ctx context.Context, gone func(error)) {
+	ppid := os.Getppid()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if os.Getppid() != ppid {
+				gone(fmt.Errorf("parent %d exited", ppid))
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,333 @@
+package integration_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/scriptedapi"
+)
+
+// The Agent SDK relay (DESIGN.md «Agent SDK relay») on the real SDK: an app
+// (integration/sdk/app.mjs) calls query() with pathToClaudeCodeExecutable
+// set to flower, the pinned harness beneath it, and the scripted API
+// behind both. Each test asserts on what the app received and on what the
+// API received.
+
+// agentSDKVersion is the SDK release scripts/install-agent-sdk.sh pins.
+const agentSDKVersion = "0.3.328"
+
+// sdkModules is the node_modules that holds the pinned SDK: $FLOWER_AGENT_SDK
+// (make test sets it), else the cache the install script fills.
+func sdkModules(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the real harness, node and the Agent SDK: make test runs this, make unit does not")
+	}
+	dir := os.Getenv("FLOWER_AGENT_SDK")
+	if dir == "" {
+		cache := os.Getenv("XDG_CACHE_HOME")
+		if cache == "" {
+			home, _ := os.UserHomeDir()
+			cache = filepath.Join(home, ".cache")
+		}
+		dir = filepath.Join(cache, "flower", "agent-sdk", agentSDKVersion, "node_modules")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "@anthropic-ai", "claude-agent-sdk", "sdk.mjs")); err != nil {
+		t.Fatalf("no Agent SDK %s in %s: run `make test` (it installs it) or scripts/install-agent-sdk.sh", agentSDKVersion, dir)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node is required for the Agent SDK tests: %v", err)
+	}
+	return dir
+}
+
+// sdkLimit is the hang guard of one app run: several harness starts, a
+// writing turn, and a loaded machine.
+const sdkLimit = 5 * time.Minute
+
+// appRun is what one run of the app printed, and how it ended.
+type appRun struct {
+	t     *testing.T
+	lines []gjson.Result
+	err   error
+	cwd   string
+}
+
+// runApp runs the app on case which in cwd (a fresh one when ""), against
+// srv, with env added to its environment. start, if set, is called with the
+// running app's process once it started (the kill case).
+func runApp(t *testing.T, which string, srv *scriptedapi.Server, cwd string, env []string, start func(*exec.Cmd)) *appRun {
+	t.Helper()
+	nm := sdkModules(t)
+	bin := flowerBinary(t)
+	harnessBin := harnessPath(t)
+	if cwd == "" {
+		cwd = t.TempDir()
+	}
+	home := filepath.Join(cwd, ".home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sdkLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "sdk/app.mjs")
+	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir(),
+		"SDK_NODE_MODULES=" + nm, "FLOWER_BIN=" + bin, "SDK_CASE=" + which, "SDK_CWD=" + cwd,
+		"FLOWER_HARNESS=" + harnessBin, "FLOWER_WINDOW=200000"}, srv.Env()...)
+	cmd.Env = append(cmd.Env, env...)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	if start != nil {
+		start(cmd)
+	}
+	err := cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("the app did not finish within %v (hang guard)\nstdout:\n%s\nstderr:\n%s\nflower.log:\n%s", sdkLimit, out.String(), stderr.String(), flowerLog(cwd))
+	}
+	run := &appRun{t: t, err: err, cwd: cwd}
+	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		if gjson.ValidBytes(sc.Bytes()) {
+			run.lines = append(run.lines, gjson.ParseBytes(append([]byte(nil), sc.Bytes()...)))
+		}
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("app output:\n%s\nnode stderr:\n%s\nflower.log:\n%s", out.String(), stderr.String(), flowerLog(cwd))
+		}
+	})
+	return run
+}
+
+// flowerLog is the newest run's log, for a failing test's report.
+func flowerLog(cwd string) string {
+	logs, _ := filepath.Glob(filepath.Join(cwd, ".flower", "runs", "*", "flower.log"))
+	var b strings.Builder
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		b.WriteString("== " + l + "\n")
+		b.Write(data)
+	}
+	return b.String()
+}
+
+// events are the lines with ev == kind.
+func (a *appRun) events(kind string) []gjson.Result {
+	var out []gjson.Result
+	for _, l := range a.lines {
+		if l.Get("ev").String() == kind {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// messages are the SDK messages the app got of type typ (and subtype, when
+// given).
+func (a *appRun) messages(typ, subtype string) []gjson.Result {
+	var out []gjson.Result
+	for _, l := range a.events("message") {
+		m := l.Get("m")
+		if m.Get("type").String() == typ && (subtype == "" || m.Get("subtype").String() == subtype) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// initSessions are the distinct session ids of the init lines, in order.
+func (a *appRun) initSessions() []string {
+	var ids []string
+	for _, m := range a.messages("system", "init") {
+		if id := m.Get("session_id").String(); !contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// manifestOf loads the manifest of the app's newest run.
+func manifestOf(t *testing.T, cwd string) *manifest.Manifest {
+	t.Helper()
+	runs, _ := filepath.Glob(filepath.Join(cwd, ".flower", "runs", "*", "manifest.json"))
+	if len(runs) == 0 {
+		t.Fatalf("no manifest under %s", cwd)
+	}
+	m, err := manifest.Load(runs[len(runs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// generations tells the sessions that ask the API apart by the order they
+// first asked in: 1 for the first, 2 for its successor.
+type generations struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (g *generations) of(r *scriptedapi.Request) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, id := range g.ids {
+		if id == r.SessionID {
+			return i + 1
+		}
+	}
+	g.ids = append(g.ids, r.SessionID)
+	return len(g.ids)
+}
+
+// docMark is in every handoff the scripted writing turn writes.
+const docMark = "DOC-MARK-51d2"
+
+func handoffDoc() scriptedapi.Reply {
+	h := handoffwriter.Handoff{Doing: "ran touch a1.txt for the task " + docMark, Decided: "nothing yet",
+		Deadends: "none", Next: "run touch b1.txt, then say B-DONE", Scene: "the task is FIRST-MSG"}
+	return scriptedapi.Reply{Text: h.Markdown(), Usage: usage(153_000)}
+}
+
+func isWriting(r *scriptedapi.Request) bool {
+	return strings.Contains(r.LastUserText, handoffwriter.PromptTag)
+}
+
+// handoffScript is the common story: generation 1 runs a tool, then its
+// context crosses the threshold (150k of the 200k window); it writes its
+// handoff when asked; generation 2 runs tool2 and finishes with B-DONE.
+// gen1Second replaces generation 1's second reply (an overflow, say).
+func handoffScript(g *generations, tool2 scriptedapi.Reply, gen1Second *scriptedapi.Reply) scriptedapi.Script {
+	return func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind != scriptedapi.KindMain {
+			return scriptedapi.Harmless(r)
+		}
+		if isWriting(r) {
+			return handoffDoc()
+		}
+		switch n := g.of(r); {
+		case n == 1 && len(r.LastToolResults) == 0:
+			return bash(20_000, "touch a1.txt")
+		case n == 1:
+			if gen1Second != nil {
+				return *gen1Second
+			}
+			return scriptedapi.Reply{Text: "A-PROGRESS", Usage: usage(152_000)}
+		case len(r.LastToolResults) == 0:
+			return tool2
+		default:
+			return scriptedapi.Reply{Text: "B-DONE", Usage: usage(30_000)}
+		}
+	}
+}
+
+// mainRequests are the API's main-thread requests, by session, in order.
+func mainRequests(srv *scriptedapi.Server) (all []scriptedapi.Request, bySession map[string][]scriptedapi.Request) {
+	bySession = map[string][]scriptedapi.Request{}
+	for _, r := range srv.Requests() {
+		if r.Kind == scriptedapi.KindMain {
+			all = append(all, r)
+			bySession[r.SessionID] = append(bySession[r.SessionID], r)
+		}
+	}
+	return all, bySession
+}
+
+// mustOneResult checks the app got exactly one result and returns it.
+func (a *appRun) mustOneResult() gjson.Result {
+	a.t.Helper()
+	rs := a.messages("result", "")
+	if len(rs) != 1 {
+		a.t.Fatalf("the app got %d results, want 1: %v", len(rs), stringsOf(rs))
+	}
+	return rs[0]
+}
+
+func TestSDKHandoffMidQuery(t *testing.T) {
+	g := &generations{}
+	srv := startServer(t, handoffScript(g, bash(25_000, "touch b1.txt"), nil))
+	app := runApp(t, "handoff", srv, "", nil, nil)
+	if app.err != nil || len(app.events("end")) != 1 {
+		t.Fatalf("the query did not end cleanly: %v, errors %v", app.err, stringsOf(app.events("error")))
+	}
+	ids := app.initSessions()
+	if len(ids) != 2 {
+		t.Fatalf("init session ids %v, want two (A, then B)", ids)
+	}
+	a, b := ids[0], ids[1]
+	res := app.mustOneResult()
+	if res.Get("subtype").String() != "success" || res.Get("is_error").Bool() || res.Get("session_id").String() != b {
+		t.Errorf("result %s: want success of session B %s", res.Raw, b)
+	}
+	if got := stringsOf(res.Get("flower.retired").Array()); len(got) != 1 || got[0] != a {
+		t.Errorf("result's flower.retired %v, want [%s]", got, a)
+	}
+	var done []gjson.Result
+	for _, m := range app.messages("system", "flower_handoff") {
+		if m.Get("phase").String() == "done" {
+			done = append(done, m)
+		}
+	}
+	if len(done) != 1 || done[0].Get("old_session_id").String() != a || done[0].Get("new_session_id").String() != b ||
+		done[0].Get("degraded").Bool() || done[0].Get("path").String() == "" {
+		t.Errorf("flower_handoff done lines %v: want one, A → B, not degraded, with the path", stringsOf(done))
+	}
+	// Nothing of the writing turn reaches the app.
+	for _, l := range app.events("message") {
+		if strings.Contains(l.Raw, docMark) || strings.Contains(l.Raw, handoffwriter.PromptTag) {
+			t.Errorf("the app saw the writing turn: %s", clip(l.Raw, 300))
+		}
+	}
+	// canUseTool and PreToolUse fired in both generations, for their own
+	// tools only; no callback saw the writing prompt.
+	var asked []string
+	for _, e := range app.events("canUseTool") {
+		asked = append(asked, e.Get("input.command").String())
+	}
+	if strings.Join(asked, ",") != "touch a1.txt,touch b1.txt" {
+		t.Errorf("canUseTool was asked for %v, want [touch a1.txt touch b1.txt]", asked)
+	}
+	hookSessions := map[string]bool{}
+	for _, e := range app.events("hook") {
+		if e.Get("event").String() == "PreToolUse" {
+			hookSessions[e.Get("session_id").String()] = true
+		}
+		if strings.Contains(e.Get("prompt").String(), handoffwriter.PromptTag) {
+			t.Errorf("a hook of the app saw the writing prompt: %s", clip(e.Raw, 200))
+		}
+	}
+	if !hookSessions[a] || !hookSessions[b] || len(hookSessions) != 2 {
+		t.Errorf("PreToolUse fired in sessions %v, want A %s and B %s", hookSessions, a, b)
+	}
+	// The appended system prompt is in every main request of both
+	// generations, the writing turn's included.
+	all, by := mainRequests(srv)
+	for _, r := range all {
+		if !strings.Contains(r.System, "APPEND-MARK-7f3c") {
+			t.Errorf("main request %d of session %s lacks the appended system prompt", r.Seq, r.SessionID)
+		}
+	}
+	if len(by[b]) == 0 || !strings.Contains(by[b][0].AllText, docMark) {
+		t.Errorf("B's first request does not carry the handoff file")
+	}
+	m := manifestOf(t, app.cwd)
+	st := m.Steps[0]
+	if len(st.Retired) != 1 || st.Retired[0] != a || st.SessionID != b || st.Status != manifest.StatusSucceeded {
+		t.Errorf("manifest: retired %v session %s status %s; want [%s] %s succeeded", st.Retired, st.SessionID, st.Status, a, b)
+	}
+}
