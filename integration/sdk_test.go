@@ -107,9 +107,10 @@ func runApp(t *testing.T, which string, srv *scriptedapi.Server, cwd string, env
 			run.lines = append(run.lines, gjson.ParseBytes(append([]byte(nil), sc.Bytes()...)))
 		}
 	}
+	outText, errText := out.String(), stderr.String()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("app output:\n%s\nnode stderr:\n%s\nflower.log:\n%s", out.String(), stderr.String(), flowerLog(cwd))
+			t.Logf("app output:\n%s\nnode stderr:\n%s\nflower.log:\n%s", outText, errText, flowerLog(cwd))
 		}
 	})
 	return run
@@ -330,4 +331,103 @@ func TestSDKHandoffMidQuery(t *testing.T) {
 	if len(st.Retired) != 1 || st.Retired[0] != a || st.SessionID != b || st.Status != manifest.StatusSucceeded {
 		t.Errorf("manifest: retired %v session %s status %s; want [%s] %s succeeded", st.Retired, st.SessionID, st.Status, a, b)
 	}
+}
+
+// handedOff checks the common frame: the query ended cleanly and saw two
+// sessions, A then B; it returns them.
+func (a *appRun) handedOff() (string, string) {
+	a.t.Helper()
+	if a.err != nil || len(a.events("end")) != 1 {
+		a.t.Fatalf("the query did not end cleanly: %v, errors %v", a.err, stringsOf(a.events("error")))
+	}
+	ids := a.initSessions()
+	if len(ids) != 2 {
+		a.t.Fatalf("init session ids %v, want two (A, then B)", ids)
+	}
+	return ids[0], ids[1]
+}
+
+func TestSDKMCPToolInSecondGeneration(t *testing.T) {
+	g := &generations{}
+	ping := scriptedapi.Reply{Text: "asking the probe", Usage: usage(25_000),
+		ToolUses: []scriptedapi.ToolUse{{Name: "mcp__probe__ping", Input: map[string]any{"word": "x42"}}}}
+	srv := startServer(t, handoffScript(g, ping, nil))
+	app := runApp(t, "mcp", srv, "", nil, nil)
+	_, b := app.handedOff()
+	if calls := app.events("mcp"); len(calls) != 1 || calls[0].Get("args.word").String() != "x42" {
+		t.Errorf("the app's MCP tool was called %v, want once with x42", stringsOf(calls))
+	}
+	_, by := mainRequests(srv)
+	got := false
+	for _, r := range by[b] {
+		for _, tr := range r.LastToolResults {
+			got = got || strings.Contains(tr.Content, "pong-x42")
+		}
+	}
+	if !got {
+		t.Errorf("no request of B carried the MCP tool's answer pong-x42")
+	}
+	if res := app.mustOneResult(); res.Get("is_error").Bool() || res.Get("session_id").String() != b {
+		t.Errorf("result %s: want success of B", res.Raw)
+	}
+}
+
+func TestSDKStreamedMessageDuringHandoff(t *testing.T) {
+	g := &generations{}
+	srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind == scriptedapi.KindMain && g.of(r) == 1 && len(r.LastToolResults) > 0 && !isWriting(r) {
+			// Slow enough that the app's second message arrives while
+			// the session is being cut.
+			rep := scriptedapi.Reply{Text: "A-PROGRESS", Usage: usage(152_000)}
+			return rep
+		}
+		return handoffScript(g, bash(25_000, "touch b1.txt"), nil)(r)
+	})
+	app := runApp(t, "stream", srv, "", nil, nil)
+	a, b := app.handedOff()
+	if rs := app.messages("result", ""); len(rs) != 2 || rs[0].Get("session_id").String() != b || rs[1].Get("session_id").String() != b {
+		t.Errorf("results %v: want two, both of B", stringsOf(rs))
+	}
+	_, by := mainRequests(srv)
+	for _, r := range by[a] {
+		if strings.Contains(r.AllText, "SECOND-MSG") {
+			t.Errorf("the second message reached A (request %d)", r.Seq)
+		}
+	}
+	// B's first request is the handoff prompt; the second message comes
+	// in a later request, after it.
+	if len(by[b]) == 0 || !strings.Contains(by[b][0].AllText, docMark) || strings.Contains(by[b][0].AllText, "SECOND-MSG") {
+		t.Fatalf("B's first request should carry the handoff and not yet the second message")
+	}
+	last := by[b][len(by[b])-1]
+	hand, second := strings.Index(last.AllText, docMark), strings.Index(last.AllText, "SECOND-MSG")
+	if second < 0 || hand < 0 || second < hand {
+		t.Errorf("B's last request: handoff at %d, second message at %d; want the message after the handoff", hand, second)
+	}
+}
+
+func TestSDKInterruptInSecondGeneration(t *testing.T) {
+	g := &generations{}
+	srv := startServer(t, handoffScript(g, bash(25_000, "tail -f /dev/null"), nil))
+	start := time.Now()
+	app := runApp(t, "interrupt", srv, "", nil, nil)
+	_, b := app.handedOff()
+	if len(app.events("interrupted")) != 1 {
+		t.Fatalf("q.interrupt() did not succeed: %v", stringsOf(app.events("interruptError")))
+	}
+	res := app.mustOneResult()
+	if res.Get("session_id").String() != b || res.Get("subtype").String() != "error_during_execution" {
+		t.Errorf("result %s: want B's interrupted turn", res.Raw)
+	}
+	// The sleep was stopped, not waited out: no API request after it asked
+	// B's tool result.
+	_, by := mainRequests(srv)
+	for _, r := range by[b] {
+		for _, tr := range r.LastToolResults {
+			if !tr.IsError && !strings.Contains(tr.Content, "interrupt") {
+				t.Errorf("B's tool ran to its end (%q) although interrupted", tr.Content)
+			}
+		}
+	}
+	t.Logf("query with interrupt took %v", time.Since(start).Round(time.Second))
 }
