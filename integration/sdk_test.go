@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -430,4 +431,118 @@ func TestSDKInterruptInSecondGeneration(t *testing.T) {
 		}
 	}
 	t.Logf("query with interrupt took %v", time.Since(start).Round(time.Second))
+}
+
+func TestSDKResumeRetiredSession(t *testing.T) {
+	g := &generations{}
+	handoff := handoffScript(g, bash(25_000, "touch b1.txt"), nil)
+	srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind == scriptedapi.KindMain && strings.Contains(r.LastUserText, "AGAIN-MSG") {
+			return scriptedapi.Reply{Text: "C-DONE", Usage: usage(35_000)}
+		}
+		return handoff(r)
+	})
+	first := runApp(t, "handoff", srv, "", nil, nil)
+	a, b := first.handedOff()
+	// The app stored the first id it saw, A, and resumes it.
+	again := runApp(t, "handoff", srv, first.cwd, []string{"SDK_RESUME=" + a, "SDK_PROMPT=AGAIN-MSG: one more thing"}, nil)
+	if again.err != nil || len(again.events("end")) != 1 {
+		t.Fatalf("the resumed query did not end cleanly: %v %v", again.err, stringsOf(again.events("error")))
+	}
+	res := again.mustOneResult()
+	if res.Get("is_error").Bool() || res.Get("result").String() != "C-DONE" {
+		t.Errorf("resumed query's result %s: want C-DONE", clip(res.Raw, 300))
+	}
+	var asked []scriptedapi.Request
+	for _, r := range srv.Requests() {
+		if r.Kind == scriptedapi.KindMain && strings.Contains(r.LastUserText, "AGAIN-MSG") {
+			asked = append(asked, r)
+		}
+	}
+	if len(asked) != 1 {
+		t.Fatalf("the API saw the resumed message %d times, want once", len(asked))
+	}
+	// B's conversation, not A's and not a fresh one, carries the message.
+	if asked[0].SessionID != b || !strings.Contains(asked[0].AllText, "B-DONE") || strings.Contains(asked[0].AllText, "A-PROGRESS") {
+		t.Errorf("the resumed message went to session %s (A %s, B %s) with B's history %v", asked[0].SessionID, a, b,
+			strings.Contains(asked[0].AllText, "B-DONE"))
+	}
+}
+
+func TestSDKJSONSchema(t *testing.T) {
+	g := &generations{}
+	answer := scriptedapi.Reply{Text: "", Usage: usage(25_000),
+		ToolUses: []scriptedapi.ToolUse{{Name: "StructuredOutput", Input: map[string]any{"answer": "42"}}}}
+	handoff := handoffScript(g, answer, nil)
+	var enforced atomic.Int32 // requests the harness made to force StructuredOutput
+	srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind == scriptedapi.KindMain && strings.Contains(r.LastUserText, "structured-output-enforce") {
+			enforced.Add(1)
+		}
+		if r.Kind == scriptedapi.KindMain && !isWriting(r) && strings.Contains(r.LastUserText, "structured-output-enforce") {
+			// A model does as it is told: it calls the tool.
+			return scriptedapi.Reply{Usage: usage(153_500),
+				ToolUses: []scriptedapi.ToolUse{{Name: "StructuredOutput", Input: map[string]any{"answer": "from the writing turn"}}}}
+		}
+		return handoff(r)
+	})
+	app := runApp(t, "schema", srv, "", nil, nil)
+	if enforced.Load() == 0 {
+		t.Errorf("the harness never asked for StructuredOutput: the test does not test the writing turn under --json-schema")
+	}
+	_, b := app.handedOff()
+	res := app.mustOneResult()
+	if res.Get("is_error").Bool() || res.Get("session_id").String() != b || res.Get("structured_output.answer").String() != "42" {
+		t.Errorf("result %s: want B's structured answer 42", clip(res.Raw, 600))
+	}
+	st := manifestOf(t, app.cwd).Steps[0]
+	if len(st.Generations) < 1 || st.Generations[0].Handoff == nil {
+		t.Fatalf("no handoff recorded: %+v", st)
+	}
+	if h := st.Generations[0].Handoff; h.Degraded || h.Outcome != manifest.OutcomeWritten {
+		t.Errorf("handoff outcome %q degraded %v (%s): want written, complete", h.Outcome, h.Degraded, h.Why)
+	}
+}
+
+func TestSDKGenerationLimit(t *testing.T) {
+	g := &generations{}
+	srv := startServer(t, handoffScript(g, bash(25_000, "touch b1.txt"), nil))
+	app := runApp(t, "handoff", srv, "", []string{"FLOWER_MAX_GENERATIONS=1"}, nil)
+	rs := app.messages("result", "")
+	if len(rs) != 1 || !rs[0].Get("is_error").Bool() || !strings.Contains(rs[0].Get("result").String(), "generation limit") {
+		t.Fatalf("results %v: want one error result naming the generation limit", stringsOf(rs))
+	}
+	if ids := app.initSessions(); len(ids) != 1 {
+		t.Errorf("init sessions %v: no successor may start", ids)
+	}
+	st := manifestOf(t, app.cwd).Steps[0]
+	if st.Status != manifest.StatusGenerationLimit {
+		t.Errorf("step status %s, want %s", st.Status, manifest.StatusGenerationLimit)
+	}
+}
+
+func TestSDKOverflowDegrades(t *testing.T) {
+	g := &generations{}
+	overflow := scriptedapi.Overflow(250_000, 200_000)
+	srv := startServer(t, handoffScript(g, bash(25_000, "touch b1.txt"), &overflow))
+	app := runApp(t, "handoff", srv, "", nil, nil)
+	a, b := app.handedOff()
+	res := app.mustOneResult()
+	if res.Get("is_error").Bool() || res.Get("session_id").String() != b || res.Get("result").String() != "B-DONE" {
+		t.Errorf("result %s: want B-DONE from B", clip(res.Raw, 300))
+	}
+	var done []gjson.Result
+	for _, m := range app.messages("system", "flower_handoff") {
+		if m.Get("phase").String() == "done" {
+			done = append(done, m)
+		}
+	}
+	if len(done) != 1 || !done[0].Get("degraded").Bool() || done[0].Get("old_session_id").String() != a {
+		t.Errorf("flower_handoff done %v: want one, degraded, from A", stringsOf(done))
+	}
+	for _, m := range app.messages("assistant", "") {
+		if strings.Contains(m.Raw, "Prompt is too long") {
+			t.Errorf("the app saw A's overflow: %s", clip(m.Raw, 200))
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +35,8 @@ type session struct {
 	cutTurns    int
 	cutCost     float64
 	cost        float64 // total_cost_usd so far (cumulative per process)
+	held        [][]byte
+	swallow     int // results of turns whose end was made up, to keep from the engine
 
 	eq       *queue
 	ackMu    sync.Mutex
@@ -120,12 +123,33 @@ func (s *session) take(ev transcript.Event) {
 		return
 	}
 	if ev.Kind == transcript.KindResult {
+		r.mu.Lock()
+		swallow := s.swallow > 0
+		if swallow {
+			s.swallow--
+			s.cost = max(s.cost, ev.TotalCostUSD)
+		}
+		r.mu.Unlock()
+		if swallow {
+			return // the turn's end was made up already (see enforced)
+		}
 		s.waitAck(s.eq.push(ev))
 		r.result(s, ev)
 		return
 	}
+	if s.enforced(ev) {
+		return
+	}
 	r.mu.Lock()
-	if !s.hidden() {
+	switch {
+	case s.hidden():
+		s.log.Debug("kept from the application", "line", preview(ev.Raw))
+	case ev.Kind == transcript.KindAssistant && ev.Synthetic():
+		// An API error as a message ("Prompt is too long"): the engine may
+		// hand off on the result that follows, and then the application
+		// must not see it either.
+		s.held = append(s.held, ev.Raw)
+	default:
 		idle := ev.Subtype == "session_state_changed" && gjson.GetBytes(ev.Raw, "state").String() == "idle"
 		switch {
 		case idle && (r.busy || len(r.queue) > 0 || r.done != nil):
@@ -149,11 +173,16 @@ func (r *Relay) result(s *session, ev transcript.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s.cost = max(s.cost, ev.TotalCostUSD)
+	held := s.held
+	s.held = nil
 	if s.hidden() {
 		if s.retiring && !s.cutSeen {
 			s.cutSeen, s.cutTurns, s.cutCost = true, ev.NumTurns, ev.TotalCostUSD
 		}
 		return
+	}
+	for _, line := range held {
+		r.write(line)
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(ev.Raw, &m); err != nil {
@@ -187,6 +216,35 @@ func (s *session) answer(raw []byte) {
 	b, _ := json.Marshal(map[string]any{"type": "control_response", "response": resp})
 	s.log.Info("answered a callback of a cut session", "subtype", sub, "request_id", id)
 	s.forward(b)
+}
+
+// enforceMark starts the user line the harness adds when a reply ends
+// without the StructuredOutput call --json-schema asks for.
+const enforceMark = "[structured-output-enforce]"
+
+// enforced translates the end of the writing turn's reply under
+// --json-schema: the harness would force a StructuredOutput call on the
+// handoff document and run on. The model's reply is over, so the turn is,
+// as far as the engine goes: a result is made up for it, and the harness
+// is interrupted (its own result for the turn is kept from the engine).
+func (s *session) enforced(ev transcript.Event) bool {
+	if ev.Kind != transcript.KindUser || !strings.HasPrefix(strings.TrimSpace(transcript.UserText(&ev)), enforceMark) {
+		return false
+	}
+	s.r.mu.Lock()
+	writing := s.retiring && s.cutSeen && !s.stopped
+	if writing {
+		s.swallow++
+	}
+	s.r.mu.Unlock()
+	if !writing {
+		return false
+	}
+	s.log.Info("the writing turn's reply ended; the harness would force a StructuredOutput call: ending the turn")
+	_ = s.p.Interrupt()
+	s.waitAck(s.eq.push(transcript.Event{Kind: transcript.KindResult, Type: "result", Subtype: "success",
+		SessionID: ev.SessionID, TerminalReason: "completed"}))
+	return true
 }
 
 // waitAck waits until the engine has handled the record numbered seq, or

@@ -100,7 +100,7 @@ function streamed(wantSecond) {
   } };
 }
 
-let prompt = "FIRST-MSG: do the task";
+let prompt = process.env.SDK_PROMPT || "FIRST-MSG: do the task";
 let stream = null;
 if (which === "stream" || which === "interrupt") {
   stream = streamed(which === "stream");
