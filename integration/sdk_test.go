@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -544,5 +546,73 @@ func TestSDKOverflowDegrades(t *testing.T) {
 		if strings.Contains(m.Raw, "Prompt is too long") {
 			t.Errorf("the app saw A's overflow: %s", clip(m.Raw, 200))
 		}
+	}
+}
+
+// marked lists the processes whose environment holds mark, with their
+// executables.
+func marked(mark string) map[int]string {
+	out := map[int]string{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, []byte(mark)) {
+			continue
+		}
+		exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		out[pid] = exe
+	}
+	return out
+}
+
+func TestSDKAppKilledLeavesNoHarness(t *testing.T) {
+	mark := fmt.Sprintf("SDK_KILL_MARK=%d", time.Now().UnixNano())
+	asked := make(chan struct{}, 1)
+	srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind != scriptedapi.KindMain {
+			return scriptedapi.Harmless(r)
+		}
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		return scriptedapi.Reply{Text: "slow", Usage: usage(20_000), Delay: 2 * time.Minute}
+	})
+	harnessBin := harnessPath(t)
+	runApp(t, "handoff", srv, "", []string{mark}, func(cmd *exec.Cmd) {
+		select {
+		case <-asked:
+		case <-time.After(sdkLimit):
+			t.Fatal("hang guard: the harness never asked the API")
+		}
+		before := marked(mark)
+		var harnesses int
+		for _, exe := range before {
+			if exe == harnessBin {
+				harnesses++
+			}
+		}
+		if harnesses == 0 {
+			t.Errorf("no harness among the app's processes %v before the kill", before)
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// Nothing the app started may live on: not flower, not the harness.
+	deadline := time.Now().Add(waitLimit)
+	for {
+		left := marked(mark)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v after the app was killed, still running: %v", waitLimit, left)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
