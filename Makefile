@@ -6,8 +6,12 @@ GO      ?= go
 BIN     := bin/flower
 HARNESS_VERSION := 2.1.328
 export FLOWER_HARNESS_VERSION := $(HARNESS_VERSION)
+# The Agent SDK the relay is tested with (integration/sdk), cached like the
+# harness, under ~/.cache/flower/agent-sdk/<version>.
+AGENT_SDK_VERSION := 0.3.328
+export FLOWER_AGENT_SDK_VERSION := $(AGENT_SDK_VERSION)
 
-.PHONY: all build harness tools test unit tidy demo chaos fuzz bench clean
+.PHONY: all build harness agent-sdk tools test unit tidy demo chaos fuzz bench clean
 
 all: build
 
@@ -17,6 +21,10 @@ build:
 # Installs the pinned Claude Code harness (npm, cached) and prints its path.
 harness:
 	@scripts/install-harness.sh
+
+# Installs the pinned Agent SDK (npm, cached) and prints its node_modules.
+agent-sdk:
+	@scripts/install-agent-sdk.sh
 
 # tmux: the demo's screen is checked under a real terminal.
 tools:
@@ -37,6 +45,8 @@ tidy:
 test: tidy build tools
 	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" && export FLOWER_HARNESS && \
 	  echo "harness: $$FLOWER_HARNESS ($$("$$FLOWER_HARNESS" --version))" && \
+	  FLOWER_AGENT_SDK="$$(scripts/install-agent-sdk.sh)" && export FLOWER_AGENT_SDK && \
+	  echo "agent sdk: $$FLOWER_AGENT_SDK ($(AGENT_SDK_VERSION))" && \
 	  $(GO) vet ./... && \
 	  $(GO) test -race -count=1 -timeout 15m ./...
 
