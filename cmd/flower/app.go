@@ -50,7 +50,11 @@ Examples:
    flower --window 200000 -f task.md -- --allowedTools Bash Write Edit Read
    flower --no-handoff "a short job, with the harness's own auto-compact"
    flower show                      # what the latest run did
-   flower demo                      # see a handoff happen, no API key needed`,
+   flower demo                      # see a handoff happen, no API key needed
+
+Started by an Agent SDK application in the harness's place (its
+pathToClaudeCodeExecutable, or cli_path), flower acts as the harness; its
+settings then come from FLOWER_* environment variables (see the README).`,
 		Flags:  runFlags(),
 		Action: func(c *cli.Context) error { return runAction(c, p) },
 		// Built for this run: urfave/cli's setup rewrites a command's
