@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -388,6 +389,16 @@ func TestSDKStreamedMessageDuringHandoff(t *testing.T) {
 	})
 	app := runApp(t, "stream", srv, "", nil, nil)
 	a, b := app.handedOff()
+	// The permission mode the app set in A holds in B: its settings were
+	// replayed to the successor.
+	if len(app.events("permissionModeSet")) != 1 {
+		t.Errorf("setPermissionMode did not succeed: %v", stringsOf(app.events("permissionModeError")))
+	}
+	for _, m := range app.messages("system", "init") {
+		if m.Get("session_id").String() == b && m.Get("permissionMode").String() != "acceptEdits" {
+			t.Errorf("B's init has permissionMode %q, want acceptEdits", m.Get("permissionMode").String())
+		}
+	}
 	if rs := app.messages("result", ""); len(rs) != 2 || rs[0].Get("session_id").String() != b || rs[1].Get("session_id").String() != b {
 		t.Errorf("results %v: want two, both of B", stringsOf(rs))
 	}
@@ -614,5 +625,62 @@ func TestSDKAppKilledLeavesNoHarness(t *testing.T) {
 			t.Fatalf("%v after the app was killed, still running: %v", waitLimit, left)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestSDKHarnessCrashRetried(t *testing.T) {
+	mark := fmt.Sprintf("SDK_CRASH_MARK=%d", time.Now().UnixNano())
+	first := make(chan struct{}, 1)
+	var n atomic.Int32
+	srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind != scriptedapi.KindMain {
+			return scriptedapi.Harmless(r)
+		}
+		switch n.Add(1) {
+		case 1:
+			// A first round the harness records, so that the session
+			// can be resumed.
+			return bash(20_000, "touch a1.txt")
+		case 2:
+			first <- struct{}{}
+			return scriptedapi.Reply{Text: "never seen", Usage: usage(21_000), Delay: 2 * time.Minute}
+		}
+		return scriptedapi.Reply{Text: "RETRY-DONE", Usage: usage(22_000)}
+	})
+	harnessBin := harnessPath(t)
+	app := runApp(t, "handoff", srv, "", []string{mark}, func(*exec.Cmd) {
+		go func() {
+			select {
+			case <-first:
+			case <-time.After(sdkLimit):
+				return // the app's own hang guard reports it
+			}
+			for pid, exe := range marked(mark) {
+				if exe == harnessBin {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}()
+	})
+	if app.err != nil || len(app.events("end")) != 1 {
+		t.Fatalf("the query did not end cleanly: %v, errors %v", app.err, stringsOf(app.events("error")))
+	}
+	retries := app.messages("system", "flower_retry")
+	if len(retries) != 1 || retries[0].Get("reason").String() == "" {
+		t.Errorf("flower_retry lines %v: want one, with the reason", stringsOf(retries))
+	}
+	res := app.mustOneResult()
+	if res.Get("is_error").Bool() || res.Get("result").String() != "RETRY-DONE" {
+		t.Errorf("result %s: want RETRY-DONE", clip(res.Raw, 300))
+	}
+	all, _ := mainRequests(srv)
+	if len(all) != 3 || all[2].SessionID != all[0].SessionID || !strings.Contains(all[2].LastUserText, "stopped unexpectedly") {
+		t.Errorf("the API saw %d main requests; want the third to resume the same session with the retry's note", len(all))
+	}
+	if ids := app.initSessions(); len(ids) != 1 || retries[0].Get("session_id").String() != ids[0] {
+		t.Errorf("init sessions %v, retry line %s: want one session throughout, named by the retry line", ids, retries[0].Raw)
+	}
+	if st := manifestOf(t, app.cwd).Steps[0]; st.Attempts != 1 || st.Status != manifest.StatusSucceeded {
+		t.Errorf("manifest: attempts %d status %s, want 1, succeeded", st.Attempts, st.Status)
 	}
 }

@@ -332,7 +332,13 @@ func (r *Relay) Event(ev event.Event) {
 		r.done = &e
 		r.mu.Unlock()
 	case ev.Kind == event.KindRetry:
-		r.writeJSON(map[string]any{"type": "system", "subtype": SubtypeRetry, "session_id": ev.SessionID,
+		r.mu.Lock()
+		sid := ev.SessionID
+		if sid == "" && r.last != nil {
+			sid = r.last.sessionID
+		}
+		r.mu.Unlock()
+		r.writeJSON(map[string]any{"type": "system", "subtype": SubtypeRetry, "session_id": sid,
 			"generation": ev.Generation, "reason": ev.Text})
 	}
 }

@@ -35,6 +35,7 @@ type session struct {
 	cutTurns    int
 	cutCost     float64
 	cost        float64 // total_cost_usd so far (cumulative per process)
+	sessionID   string // the latest the harness reported
 	held        [][]byte
 	swallow     int // results of turns whose end was made up, to keep from the engine
 
@@ -94,6 +95,11 @@ func (s *session) pump() {
 
 func (s *session) take(ev transcript.Event) {
 	r := s.r
+	if ev.SessionID != "" && ev.Kind != transcript.KindControlResponse {
+		r.mu.Lock()
+		s.sessionID = ev.SessionID
+		r.mu.Unlock()
+	}
 	switch {
 	case ev.Type == "control_request":
 		r.mu.Lock()

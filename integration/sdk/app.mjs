@@ -114,7 +114,14 @@ try {
   for await (const m of q) {
     say({ ev: "message", m });
     if (stream) stream.seen(m);
-    if (m.type === "system" && m.subtype === "init" && firstSession === null) firstSession = m.session_id;
+    if (m.type === "system" && m.subtype === "init" && firstSession === null) {
+      firstSession = m.session_id;
+      // A lasting setting, made in generation 1, that generation 2 must
+      // have too.
+      if (which === "stream") {
+        q.setPermissionMode("acceptEdits").then(() => say({ ev: "permissionModeSet" }), (e) => say({ ev: "permissionModeError", message: String(e) }));
+      }
+    }
     // The interrupt case interrupts generation 2 while its tool runs.
     if (which === "interrupt" && !interrupted && m.type === "assistant" && m.session_id !== firstSession &&
         m.message.content.some((b) => b.type === "tool_use")) {
