@@ -104,6 +104,7 @@ type Process struct {
 
 	mu        sync.Mutex
 	pending   map[string]chan transcript.Event
+	fired     map[string]bool // interrupts sent, whose answers nobody reads
 	nextID    int
 	skipped   int
 	stopOnce  sync.Once
@@ -147,6 +148,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		exited:  make(chan struct{}),
 		stderr:  newTail(16 << 10),
 		pending: map[string]chan transcript.Event{},
+		fired:   map[string]bool{},
 	}
 	cmd := exec.CommandContext(ctx, cfg.Path, cfg.Argv()...)
 	cmd.Dir = cfg.Dir
@@ -224,7 +226,9 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // Events delivers every decoded stdout record in order. Control responses to
-// requests made with Control are delivered to their caller, not here. The
+// requests made with Control or Request are delivered to their caller, and
+// those to Interrupt are dropped: Events carries the answers to requests
+// someone else wrote to stdin (WriteLine) only. The
 // channel is closed after the last line.
 func (p *Process) Events() <-chan transcript.Event { return p.events }
 
@@ -258,6 +262,9 @@ func (p *Process) SendUser(text string) error {
 // turn's result record arrives on Events.
 func (p *Process) Interrupt() error {
 	id := p.newRequestID()
+	p.mu.Lock()
+	p.fired[id] = true
+	p.mu.Unlock()
 	return p.writeJSON(controlRequest(id, "interrupt"))
 }
 
@@ -444,7 +451,12 @@ func (p *Process) read(maxLine int, q *queue, done chan<- struct{}) {
 		if ev.Kind == transcript.KindControlResponse {
 			p.mu.Lock()
 			ch, ok := p.pending[ev.RequestID]
+			fired := p.fired[ev.RequestID]
+			delete(p.fired, ev.RequestID)
 			p.mu.Unlock()
+			if fired {
+				continue // an interrupt's answer: nobody waits for it
+			}
 			if ok {
 				select {
 				case ch <- ev:

@@ -35,7 +35,7 @@ type session struct {
 	cutTurns    int
 	cutCost     float64
 	cost        float64 // total_cost_usd so far (cumulative per process)
-	sessionID   string // the latest the harness reported
+	sessionID   string  // the latest the harness reported
 	held        [][]byte
 	swallow     int // results of turns whose end was made up, to keep from the engine
 
