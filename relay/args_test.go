@@ -3,6 +3,8 @@ package relay
 import (
 	"slices"
 	"testing"
+
+	"github.com/flowerhq/flower/front"
 )
 
 func TestWanted(t *testing.T) {
@@ -64,5 +66,23 @@ func TestLeft(t *testing.T) {
 	}
 	if got := leftBudget("1", 3); got != "0.01" {
 		t.Errorf("leftBudget past the budget = %s, want 0.01", got)
+	}
+}
+
+// A successor starts fresh with what the cut turn left of the app's
+// budgets; a retry resumes its own session.
+func TestArgsFor(t *testing.T) {
+	r := New(Config{Args: []string{"--verbose", "--resume=A", "--max-turns=10", "--max-budget-usd", "2", "--fork-session"}})
+	r.usedTurns, r.usedCost = 4, 0.5
+	if got := r.argsFor(kindFirst, front.Spec{}); !slices.Equal(got, r.cfg.Args) {
+		t.Errorf("first launch: %q, want the app's arguments as given", got)
+	}
+	want := []string{"--verbose", "--max-turns=6", "--max-budget-usd=1.5"}
+	if got := r.argsFor(kindSuccessor, front.Spec{Generation: 2}); !slices.Equal(got, want) {
+		t.Errorf("successor: %q, want %q", got, want)
+	}
+	want = []string{"--verbose", "--max-turns=6", "--max-budget-usd=1.5", "--resume=B"}
+	if got := r.argsFor(kindRetry, front.Spec{Generation: 2, Resume: "B"}); !slices.Equal(got, want) {
+		t.Errorf("retry: %q, want %q", got, want)
 	}
 }

@@ -266,13 +266,18 @@ func (r *Relay) Launch(ctx context.Context, spec front.Spec) (front.Session, err
 	go s.pump()
 
 	r.mu.Lock()
-	replay := r.init != nil && r.last != nil
-	init, settings := r.init, append([]json.RawMessage(nil), r.settings...)
+	var replay []json.RawMessage
+	if r.last != nil { // the first harness gets the application's own lines
+		if r.init != nil && !pendingInit(r.pending) {
+			// (An initialize still waiting goes to this harness as the
+			// application sent it, answer and all.)
+			replay = append(replay, r.init)
+		}
+		replay = append(replay, r.settings...)
+	}
 	r.last = s
 	r.mu.Unlock()
-	if replay {
-		s.replay(ctx, init, settings)
-	}
+	s.replay(ctx, replay)
 	r.mu.Lock()
 	r.live = s
 	pending := r.pending
@@ -282,6 +287,15 @@ func (r *Relay) Launch(ctx context.Context, spec front.Spec) (front.Session, err
 	}
 	r.mu.Unlock()
 	return s, nil
+}
+
+func pendingInit(lines [][]byte) bool {
+	for _, l := range lines {
+		if gjson.GetBytes(l, "request.subtype").String() == "initialize" {
+			return true
+		}
+	}
+	return false
 }
 
 type launchKind int

@@ -289,8 +289,8 @@ const replayTimeout = 60 * time.Second
 
 // replay tells a new harness what the application told the ones before:
 // its initialize and its lasting settings. The answers are flower's.
-func (s *session) replay(ctx context.Context, init json.RawMessage, settings []json.RawMessage) {
-	for _, req := range append([]json.RawMessage{init}, settings...) {
+func (s *session) replay(ctx context.Context, requests []json.RawMessage) {
+	for _, req := range requests {
 		c, cancel := context.WithTimeout(ctx, replayTimeout)
 		_, err := s.p.Request(c, req)
 		cancel()
