@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -81,6 +82,28 @@ func (c Config) Argv() []string {
 		args = append(args, "--resume", c.Resume)
 	}
 	return append(args, c.Args...)
+}
+
+// secretFlags carry JSON that may hold credentials (an MCP server's env, a
+// settings file's): their values never reach a log.
+var secretFlags = map[string]bool{"--mcp-config": true, "--managed-settings": true, "--settings": true}
+
+// LoggedArgs returns args fit for a log: the values of flags that may carry
+// credentials are replaced by their size.
+func LoggedArgs(args []string) []string {
+	out := append([]string(nil), args...)
+	for i := 0; i < len(out); i++ {
+		name, value, inline := strings.Cut(out[i], "=")
+		switch {
+		case !secretFlags[name]:
+		case inline:
+			out[i] = name + "=<" + strconv.Itoa(len(value)) + " bytes>"
+		case i+1 < len(out):
+			i++
+			out[i] = "<" + strconv.Itoa(len(out[i])) + " bytes>"
+		}
+	}
+	return out
 }
 
 // Process is one running harness. Events arrive on Events until the harness
@@ -180,7 +203,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	// The child holds its own copies now.
 	inR.Close()
 	outW.Close()
-	log.Debug("harness started", "pid", cmd.Process.Pid, "args", cfg.Argv())
+	log.Debug("harness started", "pid", cmd.Process.Pid, "args", LoggedArgs(cfg.Argv()))
 	p.guard.Watch(cmd.Process.Pid, log)
 	untrack := Track(func() {
 		_ = p.signalGroup(syscall.SIGKILL)

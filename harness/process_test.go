@@ -436,3 +436,11 @@ func TestHarnessOutlivesStartersThread(t *testing.T) {
 	}
 	untilResult(t, p)
 }
+
+func TestLoggedArgsHideConfigs(t *testing.T) {
+	got := LoggedArgs([]string{"--verbose", "--mcp-config", `{"k":"sk-secret"}`, "--settings={\"env\":{}}", "--model=m"})
+	want := []string{"--verbose", "--mcp-config", "<17 bytes>", "--settings=<10 bytes>", "--model=m"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("LoggedArgs = %q, want %q", got, want)
+	}
+}

@@ -67,7 +67,7 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	}
 	defer logFile.Close()
 	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	logger.Info("flower relays the Agent SDK", "harness", harnessPath, "args", args)
+	logger.Info("flower relays the Agent SDK", "harness", harnessPath, "args", harness.LoggedArgs(args))
 
 	// Apps keep the first session id they saw: resuming a retired one
 	// resumes its live successor.
