@@ -528,6 +528,10 @@ func TestSDKGenerationLimit(t *testing.T) {
 	if ids := app.initSessions(); len(ids) != 1 {
 		t.Errorf("init sessions %v: no successor may start", ids)
 	}
+	// The SDK turns the error result into an error the app catches.
+	if errs := app.events("error"); len(errs) != 1 || !strings.Contains(errs[0].Get("message").String(), "generation limit") {
+		t.Errorf("the app caught %v, want the generation limit", stringsOf(errs))
+	}
 	st := manifestOf(t, app.cwd).Steps[0]
 	if st.Status != manifest.StatusGenerationLimit {
 		t.Errorf("step status %s, want %s", st.Status, manifest.StatusGenerationLimit)
@@ -682,5 +686,56 @@ func TestSDKHarnessCrashRetried(t *testing.T) {
 	}
 	if st := manifestOf(t, app.cwd).Steps[0]; st.Attempts != 1 || st.Status != manifest.StatusSucceeded {
 		t.Errorf("manifest: attempts %d status %s, want 1, succeeded", st.Attempts, st.Status)
+	}
+}
+
+// Without the SDK: flower given the SDK's arguments and lines by hand. Its
+// stdout carries the protocol only, even with the status lines on stderr;
+// a line that is not JSON is skipped; the generation limit ends in an error
+// result and exit status 1.
+func TestRelayProtocolOnlyAndExitStatus(t *testing.T) {
+	g := &generations{}
+	srv := startServer(t, handoffScript(g, bash(25_000, "touch b1.txt"), nil))
+	cwd := t.TempDir()
+	home := filepath.Join(cwd, ".home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sdkLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, flowerBinary(t), "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
+		"--allowedTools=Bash")
+	cmd.Dir = cwd
+	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir(),
+		"FLOWER_HARNESS=" + harnessPath(t), "FLOWER_WINDOW=200000", "FLOWER_MAX_GENERATIONS=1", "FLOWER_STATUS=stderr"}, srv.Env()...)
+	cmd.Stdin = strings.NewReader(`{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize"}}
+not JSON at all
+{"type":"user","session_id":"","parent_tool_use_id":null,"message":{"role":"user","content":"FIRST-MSG: do the task"}}
+`)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("hang guard: flower did not end within %v\nstderr:\n%s", sdkLimit, stderr.String())
+	}
+	if code := exitCode(err); code != 1 {
+		t.Errorf("exit status %d, want 1 (the generation limit)\nstderr:\n%s", code, stderr.String())
+	}
+	var results []gjson.Result
+	for _, l := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		if !gjson.Valid(l) {
+			t.Errorf("stdout carries something other than the protocol: %q", clip(l, 200))
+			continue
+		}
+		if r := gjson.Parse(l); r.Get("type").String() == "result" {
+			results = append(results, r)
+		}
+	}
+	if len(results) != 1 || !results[0].Get("is_error").Bool() || results[0].Get("flower.generations").Int() != 1 {
+		t.Errorf("results %v: want one error result of generation 1", stringsOf(results))
+	}
+	// The status lines (English) went to stderr: the writing line at least.
+	if !strings.Contains(stderr.String(), "150.0K") && !strings.Contains(stderr.String(), "152.0K") {
+		t.Errorf("stderr has no status line of the handoff:\n%s", stderr.String())
 	}
 }
