@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 }
 
 // hangGuard bounds a relay run on the fake harness; the real harness and the
-// real SDK are in integration/sdk_test.go.
+// real SDK are in integration/sdk.
 const hangGuard = time.Minute
 
 // app is the application's side of a relay run.

@@ -1,12 +1,12 @@
 // An application on the Claude Agent SDK, pointed at flower in the
-// harness's place. integration/sdk_test.go runs it once per case and reads
+// harness's place. sdk_test.go runs it once per case and reads
 // what it prints: one JSON object per line, {"ev": …}, for every message
 // the SDK gave the app and every callback the SDK called. The Go test makes
 // the assertions; this script only behaves like an app.
 //
 // Environment: SDK_NODE_MODULES (the pinned SDK's node_modules), FLOWER_BIN
 // (pathToClaudeCodeExecutable), SDK_CASE, SDK_CWD, SDK_RESUME (a session to
-// resume). Everything else in the environment reaches flower and the
+// resume), SDK_PROMPT (the first message, when not the default). Everything else in the environment reaches flower and the
 // harness unchanged (the scripted API's address, FLOWER_*).
 import { createRequire } from "node:module";
 import { join } from "node:path";

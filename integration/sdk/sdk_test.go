@@ -1,4 +1,4 @@
-package integration_test
+package sdk_test
 
 import (
 	"bufio"
@@ -24,7 +24,7 @@ import (
 )
 
 // The Agent SDK relay (DESIGN.md «Agent SDK relay») on the real SDK: an app
-// (integration/sdk/app.mjs) calls query() with pathToClaudeCodeExecutable
+// (app.mjs, beside this file) calls query() with pathToClaudeCodeExecutable
 // set to flower, the pinned harness beneath it, and the scripted API
 // behind both. Each test asserts on what the app received and on what the
 // API received.
@@ -86,7 +86,7 @@ func runApp(t *testing.T, which string, srv *scriptedapi.Server, cwd string, env
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sdkLimit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "sdk/app.mjs")
+	cmd := exec.CommandContext(ctx, "node", "app.mjs")
 	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir(),
 		"SDK_NODE_MODULES=" + nm, "FLOWER_BIN=" + bin, "SDK_CASE=" + which, "SDK_CWD=" + cwd,
 		"FLOWER_HARNESS=" + harnessBin, "FLOWER_WINDOW=200000"}, srv.Env()...)
@@ -694,6 +694,7 @@ func TestSDKHarnessCrashRetried(t *testing.T) {
 // a line that is not JSON is skipped; the generation limit ends in an error
 // result and exit status 1.
 func TestRelayProtocolOnlyAndExitStatus(t *testing.T) {
+	harnessBin := harnessPath(t)
 	g := &generations{}
 	srv := startServer(t, handoffScript(g, bash(25_000, "touch b1.txt"), nil))
 	cwd := t.TempDir()
@@ -707,7 +708,7 @@ func TestRelayProtocolOnlyAndExitStatus(t *testing.T) {
 		"--allowedTools=Bash")
 	cmd.Dir = cwd
 	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir(),
-		"FLOWER_HARNESS=" + harnessPath(t), "FLOWER_WINDOW=200000", "FLOWER_MAX_GENERATIONS=1", "FLOWER_STATUS=stderr"}, srv.Env()...)
+		"FLOWER_HARNESS=" + harnessBin, "FLOWER_WINDOW=200000", "FLOWER_MAX_GENERATIONS=1", "FLOWER_STATUS=stderr"}, srv.Env()...)
 	cmd.Stdin = strings.NewReader(`{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize"}}
 not JSON at all
 {"type":"user","session_id":"","parent_tool_use_id":null,"message":{"role":"user","content":"FIRST-MSG: do the task"}}
