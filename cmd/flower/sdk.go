@@ -56,7 +56,9 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	}
 	step := env("FLOWER_STEP")
 	if step == "" {
-		step = "main"
+		// An application may run several queries in one directory at
+		// once: each keeps its own handoff file.
+		step = fmt.Sprintf("sdk-%d", os.Getpid())
 	}
 	if err := workbench.MkdirRun(runDir, wb); err != nil {
 		return err

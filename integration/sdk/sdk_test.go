@@ -689,14 +689,12 @@ func TestSDKHarnessCrashRetried(t *testing.T) {
 	}
 }
 
-// Without the SDK: flower given the SDK's arguments and lines by hand. Its
-// stdout carries the protocol only, even with the status lines on stderr;
-// a line that is not JSON is skipped; the generation limit ends in an error
-// result and exit status 1.
-func TestRelayProtocolOnlyAndExitStatus(t *testing.T) {
+// byHand runs flower the way the SDK starts it, with the SDK's first lines
+// written by hand and its input closed after them; it returns flower's
+// stdout lines, its stderr and how it exited.
+func byHand(t *testing.T, srv *scriptedapi.Server, env ...string) ([]string, string, error) {
+	t.Helper()
 	harnessBin := harnessPath(t)
-	g := &generations{}
-	srv := startServer(t, handoffScript(g, bash(25_000, "touch b1.txt"), nil))
 	cwd := t.TempDir()
 	home := filepath.Join(cwd, ".home")
 	if err := os.MkdirAll(home, 0o755); err != nil {
@@ -708,7 +706,8 @@ func TestRelayProtocolOnlyAndExitStatus(t *testing.T) {
 		"--allowedTools=Bash")
 	cmd.Dir = cwd
 	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir(),
-		"FLOWER_HARNESS=" + harnessBin, "FLOWER_WINDOW=200000", "FLOWER_MAX_GENERATIONS=1", "FLOWER_STATUS=stderr"}, srv.Env()...)
+		"FLOWER_HARNESS=" + harnessBin, "FLOWER_WINDOW=200000"}, srv.Env()...)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdin = strings.NewReader(`{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize"}}
 not JSON at all
 {"type":"user","session_id":"","parent_tool_use_id":null,"message":{"role":"user","content":"FIRST-MSG: do the task"}}
@@ -717,13 +716,29 @@ not JSON at all
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("hang guard: flower did not end within %v\nstderr:\n%s", sdkLimit, stderr.String())
+		t.Fatalf("hang guard: flower did not end within %v\nstderr:\n%s\nflower.log:\n%s", sdkLimit, stderr.String(), flowerLog(cwd))
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("stdout:\n%s\nstderr:\n%s\nflower.log:\n%s", stdout.String(), stderr.String(), flowerLog(cwd))
+		}
+	})
+	return strings.Split(strings.TrimSpace(stdout.String()), "\n"), stderr.String(), err
+}
+
+// Without the SDK: flower given the SDK's arguments and lines by hand. Its
+// stdout carries the protocol only, even with the status lines on stderr;
+// a line that is not JSON is skipped; the generation limit ends in an error
+// result and exit status 1.
+func TestRelayProtocolOnlyAndExitStatus(t *testing.T) {
+	g := &generations{}
+	srv := startServer(t, handoffScript(g, bash(25_000, "touch b1.txt"), nil))
+	lines, stderr, err := byHand(t, srv, "FLOWER_MAX_GENERATIONS=1", "FLOWER_STATUS=stderr")
 	if code := exitCode(err); code != 1 {
-		t.Errorf("exit status %d, want 1 (the generation limit)\nstderr:\n%s", code, stderr.String())
+		t.Errorf("exit status %d, want 1 (the generation limit)", code)
 	}
 	var results []gjson.Result
-	for _, l := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+	for _, l := range lines {
 		if !gjson.Valid(l) {
 			t.Errorf("stdout carries something other than the protocol: %q", clip(l, 200))
 			continue
@@ -736,7 +751,35 @@ not JSON at all
 		t.Errorf("results %v: want one error result of generation 1", stringsOf(results))
 	}
 	// The status lines (English) went to stderr: the writing line at least.
-	if !strings.Contains(stderr.String(), "150.0K") && !strings.Contains(stderr.String(), "152.0K") {
-		t.Errorf("stderr has no status line of the handoff:\n%s", stderr.String())
+	if !strings.Contains(stderr, "152.0K") {
+		t.Errorf("stderr has no status line of the handoff:\n%s", stderr)
+	}
+}
+
+// FLOWER_HANDOFF=off: a plain relay. The context crosses the threshold and
+// nothing happens; the turn's result is the app's; flower exits 0.
+func TestRelayHandoffOff(t *testing.T) {
+	g := &generations{}
+	srv := startServer(t, handoffScript(g, bash(25_000, "touch b1.txt"), nil))
+	lines, _, err := byHand(t, srv, "FLOWER_HANDOFF=off")
+	if err != nil {
+		t.Errorf("flower: %v, want exit status 0", err)
+	}
+	var results, handoffs []gjson.Result
+	for _, l := range lines {
+		switch r := gjson.Parse(l); {
+		case r.Get("type").String() == "result":
+			results = append(results, r)
+		case r.Get("subtype").String() == "flower_handoff":
+			handoffs = append(handoffs, r)
+		}
+	}
+	if len(handoffs) != 0 || len(results) != 1 || results[0].Get("result").String() != "A-PROGRESS" || results[0].Get("is_error").Bool() {
+		t.Errorf("handoff lines %v, results %v: want none, and A's own result", stringsOf(handoffs), stringsOf(results))
+	}
+	for _, r := range srv.Requests() {
+		if isWriting(&r) {
+			t.Errorf("request %d asked for a handoff with handoff off", r.Seq)
+		}
 	}
 }
