@@ -259,6 +259,15 @@ func (rt *Runtime) save(st *manifest.StepResult) {
 // step did not succeed. A step another flower is running in the same run
 // directory is refused with a *BusyError before anything starts.
 func (rt *Runtime) RunStep(ctx context.Context, name, task string) (*manifest.StepResult, error) {
+	return rt.RunStepResuming(ctx, name, task, "")
+}
+
+// RunStepResuming is RunStep for a step whose first generation resumes
+// session, a conversation the caller brought along (an Agent SDK
+// application resuming one of its own, DESIGN.md «Agent SDK relay»). The
+// session is not fresh: it has no start-up floor, and the futile guard
+// does not apply to it; it hands off like any other.
+func (rt *Runtime) RunStepResuming(ctx context.Context, name, task, session string) (*manifest.StepResult, error) {
 	s, err := rt.lockStep(name)
 	if err != nil {
 		return nil, err
@@ -268,7 +277,7 @@ func (rt *Runtime) RunStep(ctx context.Context, name, task string) (*manifest.St
 	s.st.Task = task
 	s.begin()
 	s.books().FreezeTask()
-	return s.run(ctx, launch{prompt: task, newGeneration: true, fallback: s.taskFallback})
+	return s.run(ctx, launch{prompt: task, resume: session, newGeneration: true, fallback: s.taskFallback})
 }
 
 // stepRun is the state of one RunStep, Continue or Rerun call.

@@ -113,7 +113,9 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	}
 	linkLatest(rt.RunDir(), wb)
 	rl.Start()
-	st, err := rt.RunStep(ctx, step, "")
+	// A resumed conversation is no fresh session (DESIGN.md «Futile guard»).
+	resume, _ := relay.Value(args, "--resume")
+	st, err := rt.RunStepResuming(ctx, step, "", resume)
 	sid := ""
 	if st != nil {
 		sid = st.SessionID

@@ -783,3 +783,40 @@ func TestRelayHandoffOff(t *testing.T) {
 		}
 	}
 }
+
+// An app resumes a long conversation of its own, already past the
+// threshold: it is no fresh session whose start-up floor says every
+// successor would hand off at once, so it hands off and goes on.
+func TestSDKResumeLongConversationHandsOff(t *testing.T) {
+	g := &generations{}
+	srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind != scriptedapi.KindMain {
+			return scriptedapi.Harmless(r)
+		}
+		switch n := g.of(r); {
+		case isWriting(r):
+			return handoffDoc()
+		case n == 1 && strings.Contains(r.LastUserText, "AGAIN-MSG"):
+			return scriptedapi.Reply{Text: "A-AGAIN", Usage: usage(165_000)}
+		case n == 1:
+			return scriptedapi.Reply{Text: "A-LONG", Usage: usage(160_000)}
+		default:
+			return scriptedapi.Reply{Text: "B-DONE", Usage: usage(30_000)}
+		}
+	})
+	// Built without handoff, the conversation is past 150k of the window.
+	first := runApp(t, "handoff", srv, "", []string{"FLOWER_HANDOFF=off"}, nil)
+	if ids := first.initSessions(); first.err != nil || len(ids) != 1 {
+		t.Fatalf("first query: %v, sessions %v", first.err, ids)
+	}
+	a := first.initSessions()[0]
+	again := runApp(t, "handoff", srv, first.cwd, []string{"SDK_RESUME=" + a, "SDK_PROMPT=AGAIN-MSG: go on"}, nil)
+	a2, b := again.handedOff()
+	if a2 != a {
+		t.Errorf("the resumed query started in %s, want %s", a2, a)
+	}
+	res := again.mustOneResult()
+	if res.Get("is_error").Bool() || res.Get("session_id").String() != b || res.Get("result").String() != "B-DONE" {
+		t.Errorf("result %s: want B-DONE from the successor", clip(res.Raw, 300))
+	}
+}
