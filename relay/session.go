@@ -166,6 +166,9 @@ func (s *session) take(ev transcript.Event) {
 				r.doneLine(ev.SessionID)
 			}
 			r.write(ev.Raw)
+			if ev.Kind == transcript.KindAssistant {
+				s.passInterrupts()
+			}
 		}
 	}
 	r.mu.Unlock()
@@ -190,6 +193,7 @@ func (r *Relay) result(s *session, ev transcript.Event) {
 	for _, line := range held {
 		r.write(line)
 	}
+	s.passInterrupts() // the turn ended before a reply: they find nothing to stop
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(ev.Raw, &m); err != nil {
 		r.write(ev.Raw)
@@ -307,7 +311,7 @@ func (s *session) Records() <-chan transcript.Event { return s.eq.out }
 
 // Begin starts the generation's first turn: a successor's handoff prompt,
 // or a retry's note when the application's turn was running. The
-// application's messages and interrupts waiting for it follow.
+// application's messages waiting for it follow.
 func (s *session) Begin() error {
 	r := s.r
 	r.mu.Lock()
@@ -318,12 +322,22 @@ func (s *session) Begin() error {
 		err = s.p.SendUser(prompt)
 		r.busy = true
 	}
-	for _, line := range r.interrupt {
-		s.forward(line)
-	}
-	r.interrupt = nil
 	r.dispatch()
 	return err
+}
+
+// passInterrupts gives the successor the interrupts the application sent
+// during the handoff, once the turn they interrupt has begun in it (the
+// model has the handoff): sooner, the harness would drop the handoff prompt
+// unseen. Called with r.mu held.
+func (s *session) passInterrupts() {
+	if !s.begun || s.hidden() || len(s.r.interrupt) == 0 {
+		return
+	}
+	for _, line := range s.r.interrupt {
+		s.forward(line)
+	}
+	s.r.interrupt = nil
 }
 
 // Send is the engine's turn (the handoff prompt); nothing of it reaches the

@@ -102,7 +102,7 @@ function streamed(wantSecond) {
 
 let prompt = process.env.SDK_PROMPT || "FIRST-MSG: do the task";
 let stream = null;
-if (which === "stream" || which === "interrupt") {
+if (which === "stream" || which === "interrupt" || which === "interruptHandoff") {
   stream = streamed(which === "stream");
   prompt = stream.gen;
 }
@@ -121,6 +121,11 @@ try {
       if (which === "stream") {
         q.setPermissionMode("acceptEdits").then(() => say({ ev: "permissionModeSet" }), (e) => say({ ev: "permissionModeError", message: String(e) }));
       }
+    }
+    // The interruptHandoff case interrupts while the handoff is written.
+    if (which === "interruptHandoff" && !interrupted && m.type === "system" && m.subtype === "flower_handoff" && m.phase === "writing") {
+      interrupted = true;
+      q.interrupt().then(() => say({ ev: "interrupted" }), (e) => say({ ev: "interruptError", message: String(e) }));
     }
     // The interrupt case interrupts generation 2 while its tool runs.
     if (which === "interrupt" && !interrupted && m.type === "assistant" && m.session_id !== firstSession &&

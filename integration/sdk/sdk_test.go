@@ -446,6 +446,32 @@ func TestSDKInterruptInSecondGeneration(t *testing.T) {
 	t.Logf("query with interrupt took %v", time.Since(start).Round(time.Second))
 }
 
+// An interrupt the app sends while the handoff is written is the
+// successor's: the writing turn is not disturbed, and the app's turn ends
+// in the successor, interrupted.
+func TestSDKInterruptDuringHandoff(t *testing.T) {
+	g := &generations{}
+	srv := startServer(t, handoffScript(g, bash(25_000, "tail -f /dev/null"), nil))
+	app := runApp(t, "interruptHandoff", srv, "", nil, nil)
+	a, b := app.handedOff()
+	if len(app.events("interrupted")) != 1 {
+		t.Fatalf("q.interrupt() did not succeed: %v", stringsOf(app.events("interruptError")))
+	}
+	res := app.mustOneResult()
+	if res.Get("session_id").String() != b || res.Get("subtype").String() != "error_during_execution" {
+		t.Errorf("result %s: want B's interrupted turn", clip(res.Raw, 300))
+	}
+	// B read its handoff before the interrupt reached it.
+	if _, by := mainRequests(srv); len(by[b]) == 0 || !strings.Contains(by[b][0].AllText, docMark) {
+		t.Errorf("B never asked the API with its handoff: the interrupt came before the handoff prompt ran")
+	}
+	st := manifestOf(t, app.cwd).Steps[0]
+	if len(st.Generations) == 0 || st.Generations[0].Handoff == nil || st.Generations[0].Handoff.Degraded ||
+		st.Generations[0].SessionID != a {
+		t.Errorf("A's handoff: %+v; want one written in full", st.Generations[0].Handoff)
+	}
+}
+
 func TestSDKResumeRetiredSession(t *testing.T) {
 	g := &generations{}
 	handoff := handoffScript(g, bash(25_000, "touch b1.txt"), nil)
