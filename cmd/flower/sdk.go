@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/flowerhq/flower/console"
@@ -92,6 +94,13 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 		harness.KillAll()
 	}
 	go watchParent(ctx, gone)
+	// A write to an application that is gone fails with EPIPE instead of
+	// killing flower outright, so the step is recorded as it stops.
+	// (Notify, not Ignore: an ignored signal would stay ignored in the
+	// harness.)
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
 	rl := relay.New(relay.Config{In: p.stdin, Out: p.stdout, Args: args, Logger: logger, Gone: gone})
 	var status *console.Status
 	if strings.EqualFold(env("FLOWER_STATUS"), "stderr") {
