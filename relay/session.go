@@ -104,6 +104,9 @@ func (s *session) take(ev transcript.Event) {
 	case ev.Type == "control_request":
 		r.mu.Lock()
 		hidden := s.hidden()
+		if passThrough[gjson.GetBytes(ev.Raw, "request.subtype").String()] {
+			hidden = s.stopped
+		}
 		if !hidden {
 			r.asked[gjson.GetBytes(ev.Raw, "request_id").String()] = s
 		}
@@ -208,6 +211,11 @@ func (r *Relay) result(s *session, ev transcript.Event) {
 		r.dispatch()
 	}
 }
+
+// passThrough are the harness's requests the application answers even
+// during the writing turn: credentials, without which the writing turn
+// itself would fail.
+var passThrough = map[string]bool{"oauth_token_refresh": true, "host_auth_token_refresh": true}
 
 // answer replies to a callback the application must not see (one caused by
 // the writing turn): a tool is refused, a hook lets things be.
