@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -102,18 +103,24 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
 	rl := relay.New(relay.Config{In: p.stdin, Out: p.stdout, Args: args, Logger: logger, Gone: gone})
-	var status *console.Status
-	if strings.EqualFold(env("FLOWER_STATUS"), "stderr") {
-		status = console.NewStatus(p.stderr, console.LangEn)
-	}
+	// The status lines a person would watch go to the log, and to stderr
+	// on request; stdout is the application's.
+	var lines strings.Builder
+	status := console.NewStatus(&lines, console.LangEn)
+	toStderr := strings.EqualFold(env("FLOWER_STATUS"), "stderr")
 	model, _ := relay.Value(args, "--model")
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol,
 		HarnessPath: harnessPath, Env: p.env, Model: model, Front: rl, Logger: logger,
 		OnEvent: func(ev event.Event) {
 			rl.Event(ev)
-			if status != nil {
-				status.Handle(ev)
+			lines.Reset()
+			status.Handle(ev)
+			if text := lines.String(); text != "" {
+				logger.Info("status", "lines", text)
+				if toStderr {
+					_, _ = io.WriteString(p.stderr, text)
+				}
 			}
 		},
 	})

@@ -282,11 +282,17 @@ func TestSDKHandoffMidQuery(t *testing.T) {
 	if got := stringsOf(res.Get("flower.retired").Array()); len(got) != 1 || got[0] != a {
 		t.Errorf("result's flower.retired %v, want [%s]", got, a)
 	}
-	var done []gjson.Result
+	var done, writing []gjson.Result
 	for _, m := range app.messages("system", "flower_handoff") {
-		if m.Get("phase").String() == "done" {
+		switch m.Get("phase").String() {
+		case "done":
 			done = append(done, m)
+		case "writing":
+			writing = append(writing, m)
 		}
+	}
+	if len(writing) != 1 || writing[0].Get("old_session_id").String() != a || writing[0].Get("context").Int() != 152_000 {
+		t.Errorf("flower_handoff writing lines %v: want one, of A, at 152000", stringsOf(writing))
 	}
 	if len(done) != 1 || done[0].Get("old_session_id").String() != a || done[0].Get("new_session_id").String() != b ||
 		done[0].Get("degraded").Bool() || done[0].Get("path").String() == "" {
@@ -718,10 +724,10 @@ func TestSDKHarnessCrashRetried(t *testing.T) {
 // byHand runs flower the way the SDK starts it, with the SDK's first lines
 // written by hand and its input closed after them; it returns flower's
 // stdout lines, its stderr and how it exited.
-func byHand(t *testing.T, srv *scriptedapi.Server, env ...string) ([]string, string, error) {
+func byHand(t *testing.T, srv *scriptedapi.Server, env ...string) (lines []string, stderr string, cwd string, err error) {
 	t.Helper()
 	harnessBin := harnessPath(t)
-	cwd := t.TempDir()
+	cwd = t.TempDir()
 	home := filepath.Join(cwd, ".home")
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		t.Fatal(err)
@@ -738,18 +744,18 @@ func byHand(t *testing.T, srv *scriptedapi.Server, env ...string) ([]string, str
 not JSON at all
 {"type":"user","session_id":"","parent_tool_use_id":null,"message":{"role":"user","content":"FIRST-MSG: do the task"}}
 `)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("hang guard: flower did not end within %v\nstderr:\n%s\nflower.log:\n%s", sdkLimit, stderr.String(), flowerLog(cwd))
+		t.Fatalf("hang guard: flower did not end within %v\nstderr:\n%s\nflower.log:\n%s", sdkLimit, errOut.String(), flowerLog(cwd))
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("stdout:\n%s\nstderr:\n%s\nflower.log:\n%s", stdout.String(), stderr.String(), flowerLog(cwd))
+			t.Logf("stdout:\n%s\nstderr:\n%s\nflower.log:\n%s", out.String(), errOut.String(), flowerLog(cwd))
 		}
 	})
-	return strings.Split(strings.TrimSpace(stdout.String()), "\n"), stderr.String(), err
+	return strings.Split(strings.TrimSpace(out.String()), "\n"), errOut.String(), cwd, err
 }
 
 // Without the SDK: flower given the SDK's arguments and lines by hand. Its
@@ -759,7 +765,7 @@ not JSON at all
 func TestRelayProtocolOnlyAndExitStatus(t *testing.T) {
 	g := &generations{}
 	srv := startServer(t, handoffScript(g, bash(25_000, "touch b1.txt"), nil))
-	lines, stderr, err := byHand(t, srv, "FLOWER_MAX_GENERATIONS=1", "FLOWER_STATUS=stderr")
+	lines, stderr, cwd, err := byHand(t, srv, "FLOWER_MAX_GENERATIONS=1", "FLOWER_STATUS=stderr")
 	if code := exitCode(err); code != 1 {
 		t.Errorf("exit status %d, want 1 (the generation limit)", code)
 	}
@@ -776,9 +782,13 @@ func TestRelayProtocolOnlyAndExitStatus(t *testing.T) {
 	if len(results) != 1 || !results[0].Get("is_error").Bool() || results[0].Get("flower.generations").Int() != 1 {
 		t.Errorf("results %v: want one error result of generation 1", stringsOf(results))
 	}
-	// The status lines (English) went to stderr: the writing line at least.
+	// The status lines (English) went to stderr, and to the log: the
+	// writing line at least.
 	if !strings.Contains(stderr, "152.0K") {
 		t.Errorf("stderr has no status line of the handoff:\n%s", stderr)
+	}
+	if log := flowerLog(cwd); !strings.Contains(log, `"msg":"status"`) || !strings.Contains(log, "152.0K") {
+		t.Errorf("flower.log has no status line of the handoff")
 	}
 }
 
@@ -787,7 +797,7 @@ func TestRelayProtocolOnlyAndExitStatus(t *testing.T) {
 func TestRelayHandoffOff(t *testing.T) {
 	g := &generations{}
 	srv := startServer(t, handoffScript(g, bash(25_000, "touch b1.txt"), nil))
-	lines, _, err := byHand(t, srv, "FLOWER_HANDOFF=off")
+	lines, _, _, err := byHand(t, srv, "FLOWER_HANDOFF=off")
 	if err != nil {
 		t.Errorf("flower: %v, want exit status 0", err)
 	}
