@@ -157,7 +157,8 @@ func (r *Relay) readApp() {
 			continue
 		}
 		if !gjson.ValidBytes(line) {
-			// The harness would end on it; the live session must not.
+			// The harness exits on such a line (DESIGN.md «Agent SDK relay»); the live
+			// session must not end for it.
 			r.log.Warn("skipped an input line that is not JSON", "preview", preview(line))
 			continue
 		}
