@@ -380,7 +380,14 @@ func (f *fake) handle(line []byte) (code int, stop bool) {
 			if f.turn == 0 && os.Getenv(EnvFloor) == "1" {
 				used = 1000 // a fresh session's start-up floor
 			}
-			resp = map[string]any{"totalTokens": used, "maxTokens": 200000, "isAutoCompactEnabled": os.Getenv("DISABLE_AUTO_COMPACT") != "1"}
+			// Like the real harness, the count is broken down: the
+			// system prompt (the floor) and the messages.
+			floor := min(used, 1000)
+			resp = map[string]any{"totalTokens": used, "maxTokens": 200000, "isAutoCompactEnabled": os.Getenv("DISABLE_AUTO_COMPACT") != "1",
+				"categories": []any{
+					map[string]any{"id": "system_prompt", "kind": "used", "tokens": floor},
+					map[string]any{"id": "messages", "kind": "used", "tokens": used - floor},
+				}}
 		}
 		f.emit(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": msg.RequestID, "response": resp}})
 	case "user":

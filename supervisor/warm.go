@@ -1,0 +1,91 @@
+package supervisor
+
+import (
+	"github.com/flowerhq/flower/front"
+)
+
+// This file is the warm successor (DESIGN.md «Warm successor»). As soon as a
+// handoff is decided, the successor's harness starts, so that its start-up
+// overlaps the cut and the writing turn instead of following them. It gets
+// no prompt until the handoff is frozen: its first prompt is read from the
+// file at that moment, so a person's edit still wins. The burned
+// generation's harness is stopped after that, off the critical path. A
+// successor that turns out not to be needed is stopped and leaves nothing:
+// it never reached the manifest.
+
+// startSuccessor starts the next generation's harness with no prompt, when
+// the front can (front.EarlyStarter) and the generation limit leaves room
+// for a successor. A failure to start is logged: the successor is then
+// started at launch as usual.
+func (a *attemptRun) startSuccessor() {
+	rt := a.rt
+	es, ok := rt.opts.Front.(front.EarlyStarter)
+	if !ok || !es.StartsEarly() || a.early != nil || a.over || a.gen.N >= rt.policy.MaxGenerations || a.ctx.Err() != nil {
+		return
+	}
+	sess, err := rt.opts.Front.Launch(a.ctx, a.spec(a.gen.N+1, "", ""))
+	if err != nil {
+		a.log.Warn("could not start the successor early; it starts at launch", "err", err)
+		return
+	}
+	a.early = sess
+	a.log.Info("successor harness started early", "successor", a.gen.N+1)
+}
+
+// dropSuccessor stops a successor started early that is not needed after
+// all: the step ended instead, the generation limit was reached, or flower
+// is stopping. Its harness is gone when this returns.
+func (a *attemptRun) dropSuccessor() {
+	stopUnused(a.early)
+	a.early = nil
+	a.log.Info("the successor started early was not needed; stopped")
+}
+
+// stopUnused stops a harness that never got a prompt and discards whatever
+// it said.
+func stopUnused(sess front.Session) {
+	if sess == nil {
+		return
+	}
+	sess.Stop()
+	for range sess.Records() {
+	}
+}
+
+// retiring is a burned generation's harness being stopped in the
+// background.
+type retiring struct {
+	a    *attemptRun
+	done chan struct{}
+}
+
+// retire stops the harness of a burned generation in the background: its
+// successor already has its first prompt. reap waits for it.
+func (s *stepRun) retire(a *attemptRun) {
+	if a == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.p.Stop()
+	}()
+	s.retiring = append(s.retiring, retiring{a: a, done: done})
+}
+
+// reap waits for the harnesses retire is stopping and records what they
+// left (attemptRun.stop).
+func (s *stepRun) reap() {
+	for _, r := range s.retiring {
+		<-r.done
+		r.a.stop()
+	}
+	s.retiring = nil
+}
+
+// abandon stops what a launch that will not run carries: a successor
+// started early, and the predecessor it was to take over from.
+func (s *stepRun) abandon(l launch) {
+	stopUnused(l.early)
+	s.retire(l.predecessor)
+}
