@@ -85,8 +85,8 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 	defer a.finish() // stops the harness; records skipped output lines
 	// DESIGN.md «Futile guard»: the run's measured floor judges a fresh
 	// session before it costs a turn.
+	a.predecessor = l.predecessor // stopped once this session's first round is back, or at the end
 	if floor := rt.runFloor(); a.fresh && rt.policy.Enabled && floor >= rt.policy.At() {
-		s.retire(l.predecessor)
 		return a.futile(floor, "before its first turn")
 	}
 	var err error
@@ -96,9 +96,6 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 	} else {
 		err = sess.Begin()
 	}
-	// The successor has its prompt: the burned harness goes now, off the
-	// critical path.
-	s.retire(l.predecessor)
 	if err != nil {
 		return a.died(fmt.Sprintf("send prompt: %v", err))
 	}
@@ -160,6 +157,9 @@ type attemptRun struct {
 	// first prompt.
 	early    front.Session
 	detached bool
+	// predecessor is the burned attempt this session took over from; its
+	// harness is stopped once this session's first request is out.
+	predecessor *attemptRun
 }
 
 func (a *attemptRun) setPhase(p phase) {
@@ -316,8 +316,10 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 			return
 		}
 		// The first prompt's request is out and answered: the one
-		// context-usage request of the run may go now (probe.go).
+		// context-usage request of the run may go now (probe.go), and
+		// the predecessor's harness (warm.go).
 		a.startProbe()
+		a.retirePredecessor()
 		if ev.Synthetic() {
 			return
 		}
@@ -367,6 +369,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 		}
 	case transcript.KindResult:
 		a.startProbe()
+		a.retirePredecessor()
 		return a.result(ev)
 	}
 	return

@@ -9,7 +9,8 @@ import (
 // overlaps the cut and the writing turn instead of following them. It gets
 // no prompt until the handoff is frozen: its first prompt is read from the
 // file at that moment, so a person's edit still wins. The burned
-// generation's harness is stopped after that, off the critical path. A
+// generation's harness is stopped once the successor's first round is back,
+// off the critical path. A
 // successor that turns out not to be needed is stopped and leaves nothing:
 // it never reached the manifest.
 
@@ -50,6 +51,15 @@ func stopUnused(sess front.Session) {
 	sess.Stop()
 	for range sess.Records() {
 	}
+}
+
+// retirePredecessor stops the burned generation's harness once this
+// session's first round is back: its first request went out before, so the
+// old harness's shutdown never competes with the successor's first turn for
+// the machine.
+func (a *attemptRun) retirePredecessor() {
+	a.retire(a.predecessor)
+	a.predecessor = nil
 }
 
 // retiring is a burned generation's harness being stopped in the

@@ -51,6 +51,7 @@ type config struct {
 	flower, harness string
 	bare, runs      int
 	streams         []int
+	writing         time.Duration
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -62,6 +63,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&c.runs, "runs", 3, "flower jobs of three generations")
 	streams := fs.String("streams", "10,500", "stream sizes in MB for flower's RSS")
 	keep := fs.Bool("keep", false, "keep the workspaces and run dirs (flower.log) and say where")
+	fs.DurationVar(&c.writing, "writing", 3*time.Second, "how long the scripted writing turn takes to answer (a real one writes ~1k tokens: 10 s or more)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -114,7 +116,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		rss = append(rss, r)
 	}
-	report(out, bare, jobs, rss, load0, loadavg())
+	report(out, c, bare, jobs, rss, load0, loadavg())
 	return nil
 }
 
@@ -197,6 +199,7 @@ type script struct {
 	gen, i   int
 	crossing map[int]bool // request seqs whose reply crossed the threshold
 	tools    map[int]bool // request seqs answered with a tool call, not crossing
+	writing  time.Duration
 }
 
 func usage(ctx int) scriptedapi.Usage {
@@ -212,7 +215,7 @@ func (s *script) reply(r *scriptedapi.Request) scriptedapi.Reply {
 	if strings.Contains(r.LastUserText, handoffwriter.PromptTag) {
 		s.gen++
 		s.i = 0
-		return scriptedapi.Reply{Usage: usage(156_000), Text: fmt.Sprintf("## 现在在做 (doing)\nGeneration %d appended lines to work.txt.\n\n"+
+		return scriptedapi.Reply{Usage: usage(156_000), Delay: s.writing, Text: fmt.Sprintf("## 现在在做 (doing)\nGeneration %d appended lines to work.txt.\n\n"+
 			"## 已定的事 (decided)\n- One line per round.\n\n## 走不通的 (deadends)\n(空)\n\n## 下一步 (next)\nAppend the next line.\n\n## 现场 (scene)\n- work.txt\n", s.gen)}
 	}
 	plan := []int{40_000, 80_000, 110_000, 135_000, 155_000}
@@ -256,7 +259,7 @@ type jobFigures struct {
 // job runs flower on the three-generation job and reads the figures off the
 // server's records.
 func (b *bench) job(ctx context.Context, n int) (jobFigures, error) {
-	s := &script{crossing: map[int]bool{}, tools: map[int]bool{}}
+	s := &script{crossing: map[int]bool{}, tools: map[int]bool{}, writing: b.writing}
 	srv, err := scriptedapi.Start(s.reply)
 	if err != nil {
 		return jobFigures{}, err
@@ -526,10 +529,11 @@ func median(ds []time.Duration) time.Duration {
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }
 
-func report(w io.Writer, bare []time.Duration, jobs []jobFigures, rss []streamFigures, load0, load1 string) {
+func report(w io.Writer, c config, bare []time.Duration, jobs []jobFigures, rss []streamFigures, load0, load1 string) {
 	cold := median(bare)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "load average (1, 5, 15 min)\tbefore %s, after %s on %d-core %s\n", load0, load1, numCPU(), "machine")
+	fmt.Fprintf(tw, "load average (1, 5, 15 min)\tbefore %s, after %s, %d cores\n", load0, load1, numCPU())
+	fmt.Fprintf(tw, "job\t3 generations of instant Bash rounds, --window 200000; the writing turn answers after %v\n", c.writing)
 	fmt.Fprintf(tw, "bare harness: spawn → first request\tmedian %s of %d (%s)\n", secs(cold), len(bare), list(bare))
 	fmt.Fprintln(tw, "what\t"+header(len(jobs))+"\tgoal\tmet")
 	row := func(what string, goal string, met bool, cell func(j jobFigures) string) {
