@@ -420,3 +420,52 @@ func TestOneProbePerRun(t *testing.T) {
 		t.Errorf("continue made %d count_tokens calls", n-len(ct))
 	}
 }
+
+// A gateway without count_tokens (it never answers) does not stall a run:
+// the context-usage request is bounded, its failure is recorded as the
+// run's fallback, a turn's result gives the window, and the run goes on
+// through its handoff without asking again.
+func TestProbeWithoutCountTokensDoesNotStall(t *testing.T) {
+	t.Parallel()
+	slow := bash(155_000, "echo two")
+	slow.Delay = 12 * time.Second // outlasts the request's 10 s bound
+	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo one"), slow}, {done(20_000)}}, handoff: goodHandoff}
+	srv := startServer(t, j.script)
+	srv.SetCountTokensReply(scriptedapi.Reply{Fault: scriptedapi.FaultStall})
+	f := &flowerRun{t: t, srv: srv, workspace: t.TempDir()}
+	f.runDir = filepath.Join(f.workspace, ".flower", "runs", "test")
+	rt, err := supervisor.New(supervisor.Options{Workspace: f.workspace, RunDir: f.runDir, Workbench: true,
+		HarnessPath: harnessPath(t), HarnessArgs: []string{"--allowedTools", "Bash"},
+		Env: harnessEnv(t, srv, "ANTHROPIC_MODEL=claude-haiku-4-5"), Grace: 3 * time.Second, OnEvent: f.onEvent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	st, err := rt.RunStep(ctx, "干活", "TASK-MARK: no count_tokens here")
+	if err != nil {
+		t.Fatalf("RunStep: %v\nerrors: %q", err, st.Errors)
+	}
+	if len(st.Generations) != 2 || st.Generations[0].Handoff == nil || st.Generations[0].Handoff.Degraded {
+		t.Fatalf("%d generations, handoff %+v", len(st.Generations), st.Generations[0].Handoff)
+	}
+	m, err := manifest.Load(manifest.Path(f.runDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := m.Probe; p == nil || !strings.Contains(p.Fallback, "got no answer") || p.Window != 0 {
+		t.Fatalf("the run's probe %+v: want a recorded fallback", m.Probe)
+	}
+	if !anyContains(st.Errors, "get_context_usage got no answer") {
+		t.Errorf("errors %q do not record the fallback", st.Errors)
+	}
+	if st.Window != 200_000 || st.WindowSource != manifest.WindowFromHarness {
+		t.Errorf("window %d from %s: want the result's 200000", st.Window, st.WindowSource)
+	}
+	gen1 := st.Generations[0].SessionID
+	for _, c := range srv.CountTokensRequests() {
+		if c.SessionID != gen1 {
+			t.Errorf("session %s asked again after the fallback was recorded", c.SessionID)
+		}
+	}
+}

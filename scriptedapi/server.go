@@ -118,6 +118,18 @@ type Server struct {
 	requests    []Request
 	unexpected  []string
 	countTokens []CountTokensRequest
+	// countReply, when set, answers count_tokens instead of the estimate.
+	countReply *Reply
+}
+
+// SetCountTokensReply makes count_tokens answer r from now on, as a
+// gateway without the endpoint does: a Status other than 200 answers that
+// error, a Delay holds the answer back, FaultStall never answers (until the
+// client gives up or the server closes).
+func (s *Server) SetCountTokensReply(r Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.countReply = &r
 }
 
 // CountTokensRequest is one recorded /v1/messages/count_tokens call.
@@ -233,7 +245,24 @@ func (s *Server) noteUnexpected(what string) {
 func (s *Server) serveCountTokens(w http.ResponseWriter, hr *http.Request) {
 	s.mu.Lock()
 	s.countTokens = append(s.countTokens, CountTokensRequest{Time: time.Now(), SessionID: hr.Header.Get("X-Claude-Code-Session-Id")})
+	override := s.countReply
 	s.mu.Unlock()
+	if r := override; r != nil {
+		t := time.NewTimer(r.Delay)
+		defer t.Stop()
+		if r.Fault == FaultStall {
+			t.Stop()
+		}
+		select {
+		case <-t.C:
+		case <-hr.Context().Done():
+			return
+		}
+		if r.Status != 0 && r.Status != http.StatusOK {
+			writeError(w, r.Status, r.ErrorType, r.ErrorMessage)
+			return
+		}
+	}
 	body, err := readBody(hr)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
