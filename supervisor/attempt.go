@@ -86,14 +86,16 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 	// DESIGN.md «Futile guard»: the run's measured floor judges a fresh
 	// session before it costs a turn.
 	a.predecessor = l.predecessor // stopped once this session's first round is back, or at the end
-	if floor := rt.runFloor(); a.fresh && rt.policy.Enabled && floor >= rt.policy.At() {
+	if floor := rt.runFloor(); a.fresh && !l.begun && rt.policy.Enabled && floor >= rt.policy.At() {
 		return a.futile(floor, "before its first turn")
 	}
 	var err error
-	if l.early != nil {
+	switch {
+	case l.begun:
+	case l.early != nil:
 		err = sess.Send(l.prompt)
 		log.Info("first prompt sent to the successor started early")
-	} else {
+	default:
 		err = sess.Begin()
 	}
 	if err != nil {

@@ -272,9 +272,14 @@ func (rt *Runtime) RunStep(ctx context.Context, name, task string) (*manifest.St
 	defer s.unlock()
 	s.st = rt.m.EnsureStep(name, task, rt.opts.Now())
 	s.st.Task = task
+	l := launch{prompt: task, newGeneration: true, fallback: s.taskFallback}
+	// The first prompt goes out at once: the harness starts with the task
+	// before the step's bookkeeping is written (DESIGN.md «Warm successor»).
+	l.early = s.startFirst(ctx, task)
+	l.begun = l.early != nil
 	s.begin()
 	s.books().FreezeTask()
-	return s.run(ctx, launch{prompt: task, newGeneration: true, fallback: s.taskFallback})
+	return s.run(ctx, l)
 }
 
 // stepRun is the state of one RunStep, Continue or Rerun call.
@@ -326,6 +331,8 @@ type launch struct {
 	// whose harness is stopped once early has its prompt (DESIGN.md «Warm successor»).
 	early       front.Session
 	predecessor *attemptRun
+	// begun: early was given its prompt already.
+	begun bool
 }
 
 func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, error) {
@@ -352,7 +359,7 @@ func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, erro
 		}
 		// A successor started early serves one attempt: a retry starts
 		// its own harness.
-		l.early, l.predecessor = nil, nil
+		l.early, l.predecessor, l.begun = nil, nil, false
 		if out.kind == outcomeFailed && ctx.Err() != nil {
 			// The harness went because flower is stopping (a second
 			// signal kills it at once): that is no failure of the step.

@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"context"
+
 	"github.com/flowerhq/flower/front"
 )
 
@@ -51,6 +53,31 @@ func stopUnused(sess front.Session) {
 	sess.Stop()
 	for range sess.Records() {
 	}
+}
+
+// startFirst starts a new step's first harness and gives it the task at
+// once, before the step's bookkeeping (manifest, task file) is written:
+// those writes then overlap the harness's start-up instead of preceding
+// it. It does so only for a front that can start a harness this way and
+// when the run's measured floor does not already make the session futile
+// (that is judged before a prompt is sent); otherwise, or when the start
+// fails, it returns nil and the attempt starts the harness as usual.
+func (s *stepRun) startFirst(ctx context.Context, task string) front.Session {
+	rt := s.rt
+	es, ok := rt.opts.Front.(front.EarlyStarter)
+	if !ok || !es.StartsEarly() || ctx.Err() != nil || (rt.policy.Enabled && rt.runFloor() >= rt.policy.At()) {
+		return nil
+	}
+	sess, err := rt.opts.Front.Launch(ctx, s.spec(len(s.st.Generations)+1, task, ""))
+	if err != nil {
+		return nil // the attempt tries again, and records why
+	}
+	if err := sess.Begin(); err != nil {
+		stopUnused(sess)
+		return nil
+	}
+	s.log.Info("harness started with the task")
+	return sess
 }
 
 // retirePredecessor stops the burned generation's harness once this

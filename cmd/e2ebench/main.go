@@ -52,6 +52,7 @@ type config struct {
 	bare, runs      int
 	streams         []int
 	writing         time.Duration
+	verbose         bool
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -63,6 +64,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&c.runs, "runs", 3, "flower jobs of three generations")
 	streams := fs.String("streams", "10,500", "stream sizes in MB for flower's RSS")
 	keep := fs.Bool("keep", false, "keep the workspaces and run dirs (flower.log) and say where")
+	fs.BoolVar(&c.verbose, "v", false, "print each job's requests with their times")
 	fs.DurationVar(&c.writing, "writing", 3*time.Second, "how long the scripted writing turn takes to answer (a real one writes ~1k tokens: 10 s or more)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -273,6 +275,13 @@ func (b *bench) job(ctx context.Context, n int) (jobFigures, error) {
 		return jobFigures{}, err
 	}
 	reqs := srv.Requests()
+	if b.verbose {
+		fmt.Printf("job %d flower spawned %s\n", n+1, p.spawn.UTC().Format("15:04:05.000"))
+		for _, r := range reqs {
+			fmt.Printf("job %d request %2d %s session %.8s arrived %s answered %s %q\n", n+1, r.Seq, r.Kind, r.SessionID,
+				r.Time.UTC().Format("15:04:05.000"), r.Answered.UTC().Format("15:04:05.000"), clip(r.LastUserText, 40))
+		}
+	}
 	var f jobFigures
 	f.wall, f.ownCPU, f.peakRSS = p.wall, p.ownCPU, p.peakRSS
 	if p.totalCPU > 0 {
@@ -607,6 +616,13 @@ func list(ds []time.Duration) string {
 		s = append(s, fmt.Sprintf("%.3f", d.Seconds()))
 	}
 	return strings.Join(s, ", ") + " s"
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 func mib(kib int) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
