@@ -45,8 +45,8 @@ type outcome struct {
 	writingSeconds float64
 	writingCost    float64
 	// early is the successor's harness, started when the handoff was
-	// decided; predecessor is this attempt, whose harness the step stops
-	// once early has its prompt (DESIGN.md «Warm successor»).
+	// decided; predecessor is this attempt, whose harness is stopped once
+	// early's first round is back (DESIGN.md «Warm successor»).
 	early       front.Session
 	predecessor *attemptRun
 }
@@ -63,8 +63,9 @@ const (
 // first prompt at once (nothing waits for the harness's context-usage answer,
 // DESIGN.md «Window from the harness») and follows the stream until the turn
 // ends, a handoff is written, or the harness fails. A launch that carries a
-// harness started early gives it the prompt, then stops the predecessor's
-// harness (DESIGN.md «Warm successor»).
+// harness started early gives it the prompt (unless it has it already), and
+// the predecessor's harness is stopped once the first round is back
+// (DESIGN.md «Warm successor»).
 func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launch) outcome {
 	rt := s.rt
 	s.logState.Set(gen.N, l.resume, runlog.PhaseStarting)
@@ -155,8 +156,8 @@ type attemptRun struct {
 
 	// early is the successor's harness, started when the handoff was
 	// decided (warm.go); detached: this attempt ended in a handoff with
-	// one, so its own harness is stopped only once the successor has its
-	// first prompt.
+	// one, so its own harness is stopped only once the successor's first
+	// round is back.
 	early    front.Session
 	detached bool
 	// predecessor is the burned attempt this session took over from; its

@@ -326,9 +326,11 @@ type launch struct {
 	// refused by the harness (the session is unknown to it), and what it
 	// starts from, for the record.
 	fallback func() (prompt, from string, err error)
-	// early is a successor's harness started while its predecessor wrote
-	// the handoff; prompt is its first Send. predecessor is the attempt
-	// whose harness is stopped once early has its prompt (DESIGN.md «Warm successor»).
+	// early is a harness started before the attempt: a successor started
+	// while its predecessor wrote the handoff (prompt is its first Send),
+	// or a new step's first harness (begun). predecessor is the attempt
+	// whose harness is stopped once early's first round is back (DESIGN.md
+	// «Warm successor»).
 	early       front.Session
 	predecessor *attemptRun
 	// begun: early was given its prompt already.

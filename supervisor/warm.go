@@ -97,7 +97,7 @@ type retiring struct {
 }
 
 // retire stops the harness of a burned generation in the background: its
-// successor already has its first prompt. reap waits for it.
+// successor's first request is out. reap waits for it.
 func (s *stepRun) retire(a *attemptRun) {
 	if a == nil {
 		return

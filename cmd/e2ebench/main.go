@@ -225,10 +225,11 @@ func (s *script) reply(r *scriptedapi.Request) scriptedapi.Reply {
 		plan = []int{30_000, 35_000, 40_000}
 	}
 	s.i++
-	if s.i > len(plan) || (s.gen == 2 && s.i == len(plan)) {
+	if s.gen == 2 && s.i >= len(plan) {
 		return scriptedapi.Reply{Text: "All done: the task is complete.", Usage: usage(40_000)}
 	}
-	ctx := plan[s.i-1]
+	// Past the threshold the work goes on until the cut lands.
+	ctx := plan[min(s.i, len(plan))-1]
 	if ctx >= 150_000 {
 		s.crossing[r.Seq] = true
 	} else {
