@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if c.harness == "" {
 		return errors.New("no harness: set FLOWER_HARNESS or -harness")
 	}
-	if c.bare < 5 {
+	if c.bare < 5 && c.runs > 0 {
 		return errors.New("-bare must be at least 5")
 	}
 	for _, s := range strings.Split(*streams, ",") {
@@ -98,9 +98,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	b := &bench{config: c, scratch: scratch}
 	load0 := loadavg()
 
-	bare, err := b.bareStarts(ctx)
-	if err != nil {
-		return fmt.Errorf("bare harness: %w", err)
+	var bare []time.Duration
+	if c.runs > 0 {
+		if bare, err = b.bareStarts(ctx); err != nil {
+			return fmt.Errorf("bare harness: %w", err)
+		}
 	}
 	var jobs []jobFigures
 	for i := range c.runs {
@@ -544,6 +546,27 @@ func report(w io.Writer, c config, bare []time.Duration, jobs []jobFigures, rss 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "load average (1, 5, 15 min)\tbefore %s, after %s, %d cores\n", load0, load1, numCPU())
 	fmt.Fprintf(tw, "job\t3 generations of instant Bash rounds, --window 200000; the writing turn answers after %v\n", c.writing)
+	if len(jobs) > 0 {
+		jobRows(tw, cold, bare, jobs)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "stream through flower (fake harness)\tpeak RSS\twall\tgoal\tmet")
+	lo, hi := 0, 0
+	for i, r := range rss {
+		if i == 0 || r.peakRSS < lo {
+			lo = r.peakRSS
+		}
+		hi = max(hi, r.peakRSS)
+		fmt.Fprintf(tw, "%d MB\t%s\t%s\t≤ 20 MiB\t%s\n", r.mb, mib(r.peakRSS), secs(r.wall), yes(r.peakRSS <= 20<<10))
+	}
+	if len(rss) > 1 {
+		fmt.Fprintf(tw, "flat from %d MB to %d MB\t%+.1f %%\t\twithin 10 %%\t%s\n", rss[0].mb, rss[len(rss)-1].mb,
+			100*float64(rss[len(rss)-1].peakRSS-rss[0].peakRSS)/float64(rss[0].peakRSS), yes(hi-lo <= lo/10))
+	}
+	tw.Flush()
+}
+
+func jobRows(tw io.Writer, cold time.Duration, bare []time.Duration, jobs []jobFigures) {
 	fmt.Fprintf(tw, "bare harness: spawn → first request\tmedian %s of %d (%s)\n", secs(cold), len(bare), list(bare))
 	fmt.Fprintln(tw, "what\t"+header(len(jobs))+"\tgoal\tmet")
 	row := func(what string, goal string, met bool, cell func(j jobFigures) string) {
@@ -586,21 +609,6 @@ func report(w io.Writer, c config, bare []time.Duration, jobs []jobFigures, rss 
 	row("flower's peak RSS", "≤ 20 MiB", all(func(j jobFigures) bool { return j.peakRSS <= 20<<10 }),
 		func(j jobFigures) string { return mib(j.peakRSS) })
 	row("job wall time", "", true, func(j jobFigures) string { return secs(j.wall) })
-	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "stream through flower (fake harness)\tpeak RSS\twall\tgoal\tmet")
-	lo, hi := 0, 0
-	for i, r := range rss {
-		if i == 0 || r.peakRSS < lo {
-			lo = r.peakRSS
-		}
-		hi = max(hi, r.peakRSS)
-		fmt.Fprintf(tw, "%d MB\t%s\t%s\t≤ 20 MiB\t%s\n", r.mb, mib(r.peakRSS), secs(r.wall), yes(r.peakRSS <= 20<<10))
-	}
-	if len(rss) > 1 {
-		fmt.Fprintf(tw, "flat from %d MB to %d MB\t%+.1f %%\t\twithin 10 %%\t%s\n", rss[0].mb, rss[len(rss)-1].mb,
-			100*float64(rss[len(rss)-1].peakRSS-rss[0].peakRSS)/float64(rss[0].peakRSS), yes(hi-lo <= lo/10))
-	}
-	tw.Flush()
 }
 
 func header(n int) string {
