@@ -114,8 +114,8 @@ type Prober interface {
 // EarlyStarter is a Launcher whose harness can be started before its first
 // prompt is known: Launch with an empty Spec.Prompt starts it idle, and the
 // engine's first Send is its first turn. The engine starts a successor this
-// way as soon as a handoff is decided, so that the harness's start-up
-// overlaps the cut and the writing turn (DESIGN.md «Warm successor»). A
+// way as soon as a handoff is certain, so that the harness's start-up
+// overlaps the writing turn (DESIGN.md «Warm successor»). A
 // front whose harness takes its first prompt only at start (the harness's
 // own screen) does not implement it, or answers false.
 type EarlyStarter interface {

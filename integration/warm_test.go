@@ -102,10 +102,10 @@ func TestWarmSuccessorGetsFilesAsOnDiskWhenSent(t *testing.T) {
 	if len(st.Generations) != 2 || st.Status != manifest.StatusSucceeded {
 		t.Fatalf("%d generations, status %s", len(st.Generations), st.Status)
 	}
-	// The successor was started early: before the writing turn, and given
+	// The successor was started early: with the writing turn, and given
 	// its prompt only after the freeze.
 	if !logOrder(log.String(), "successor harness started early", "handoff written", "first prompt sent to the successor started early") {
-		t.Errorf("the log does not show a successor started at the cut and given its prompt after the freeze:\n%s", log.String())
+		t.Errorf("the log does not show a successor started during the writing turn and given its prompt after the freeze:\n%s", log.String())
 	}
 	first := requestBySeq(f.srv, j.firstSeq[1])
 	for _, want := range []string{"TASK-EDIT-DURING-WRITING", "HANDOFF-EDIT-AFTER-FREEZE", "DOING-MARK-1"} {
@@ -211,12 +211,13 @@ func sessionsOf(srv *scriptedapi.Server) []string {
 	return out
 }
 
-// A successor started early that is not needed is stopped and leaves
-// nothing: no process, and no trace in the manifest (no generation, no
-// session, no request to the API).
+// A successor that is not needed leaves nothing: no process, and no trace
+// in the manifest (no generation, no session, no request to the API).
 //   - the step ended instead: the round over the threshold was the agent's
-//     last reply, so the turn ends on its own at the cut;
-//   - flower was interrupted during the writing turn;
+//     last reply, so the turn ends on its own at the cut, before any
+//     successor starts;
+//   - flower was interrupted during the writing turn: the successor
+//     started early is stopped;
 //   - the generation limit was reached: no successor starts at all.
 func TestUnneededEarlySuccessorLeavesNothing(t *testing.T) {
 	t.Parallel()
@@ -236,7 +237,6 @@ func TestUnneededEarlySuccessorLeavesNothing(t *testing.T) {
 			plans:  [][]scriptedapi.Reply{{bash(100_000, "echo one"), done(155_000)}},
 			code:   0,
 			status: manifest.StatusSucceeded,
-			early:  true,
 		},
 		{
 			name:  "flower interrupted",

@@ -402,9 +402,7 @@ func (a *attemptRun) compaction(sign string) {
 	}
 }
 
-// cut interrupts the running turn; its result starts the writing turn. The
-// successor's harness starts now, beside the cut and the writing turn
-// (DESIGN.md «Warm successor»).
+// cut interrupts the running turn; its result starts the writing turn.
 func (a *attemptRun) cut(reason string) {
 	a.setPhase(phaseCutting)
 	a.reason = reason
@@ -413,7 +411,6 @@ func (a *attemptRun) cut(reason string) {
 	if err := a.p.Interrupt(); err != nil {
 		a.log.Warn("interrupt failed", "err", err)
 	}
-	a.startSuccessor()
 }
 
 // check applies the thresholds after a main-thread round (DESIGN.md «Threshold path», «Near notice») and the
@@ -532,6 +529,9 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 		if err := a.p.Send(handoff.WritingPrompt(a.cutContext, rt.policy.Window, a.st.Task, rt.opts.TaskCarry)); err != nil {
 			return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
 		}
+		// The cut is over and the handoff certain: the successor's harness
+		// starts now, beside the writing turn (DESIGN.md «Warm successor»).
+		a.startSuccessor()
 		return outcome{}, false
 	default: // writing
 		if overflow {

@@ -389,7 +389,7 @@ func TestContinueRefusesBrokenHandoff(t *testing.T) {
 	}
 	_, err := b.runtime(Options{}).Continue(context.Background(), "s", "")
 	var hfe *HandoffFileError
-	// A successor started early at the cut got no prompt and was stopped
+	// A successor started early with the writing turn got no prompt and was stopped
 	// when the run was cancelled; continue starts nothing.
 	if starts, _ := b.prompted(); !errors.As(err, &hfe) || len(starts) != 1 {
 		t.Errorf("Continue on a broken file: %v, %d prompted starts", err, len(starts))

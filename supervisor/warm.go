@@ -7,8 +7,9 @@ import (
 )
 
 // This file is the warm successor (DESIGN.md «Warm successor»). As soon as a
-// handoff is decided, the successor's harness starts, so that its start-up
-// overlaps the cut and the writing turn instead of following them. It gets
+// handoff is certain (the cut turn ended and the writing prompt went out, or
+// there is no writing turn), the successor's harness starts, so that its
+// start-up overlaps the writing turn instead of following it. It gets
 // no prompt until the handoff is frozen: its first prompt is read from the
 // file at that moment, so a person's edit still wins. The burned
 // generation's harness is stopped once the successor's first round is back,
@@ -36,8 +37,7 @@ func (a *attemptRun) startSuccessor() {
 }
 
 // dropSuccessor stops a successor started early that is not needed after
-// all: the step ended instead, the generation limit was reached, or flower
-// is stopping. Its harness is gone when this returns.
+// all: flower is stopping. Its harness is gone when this returns.
 func (a *attemptRun) dropSuccessor() {
 	stopUnused(a.early)
 	a.early = nil
