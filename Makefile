@@ -11,7 +11,7 @@ export FLOWER_HARNESS_VERSION := $(HARNESS_VERSION)
 AGENT_SDK_VERSION := 0.3.328
 export FLOWER_AGENT_SDK_VERSION := $(AGENT_SDK_VERSION)
 
-.PHONY: all build harness agent-sdk tools test unit tidy demo chaos fuzz bench clean
+.PHONY: all build harness agent-sdk tools test unit tidy demo chaos fuzz bench bench-e2e clean
 
 all: build
 
@@ -76,6 +76,15 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# What a handoff costs end to end: the real harness and bin/flower against
+# the scripted API on 127.0.0.1, one table (cmd/e2ebench). A measurement,
+# not a test: it prints the machine's load with the figures.
+# E2E_FLAGS="-runs 5 -bare 9" for more samples.
+E2E_FLAGS ?=
+bench-e2e: build
+	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" && export FLOWER_HARNESS && \
+	  $(GO) run ./cmd/e2ebench -flower $(BIN) $(E2E_FLAGS)
 
 clean:
 	rm -rf bin

@@ -32,7 +32,9 @@ type Spec struct {
 	Resume string
 	// Prompt is the generation's first prompt: the task, a handoff's
 	// prompt block, or a continuation message. Session.Begin sends it, or
-	// the front gives it to the harness at start.
+	// the front gives it to the harness at start. It is empty for a
+	// harness started early (see EarlyStarter): the engine then sends the
+	// first prompt with Session.Send once it is known.
 	Prompt string
 	Dir    string
 	Env    []string
@@ -58,7 +60,9 @@ type Session interface {
 	// delivered.
 	Records() <-chan transcript.Event
 	// Begin starts the first turn with the Spec's prompt (a no-op for a
-	// front that gave the prompt to the harness at start).
+	// front that gave the prompt to the harness at start). A session
+	// started early, with no prompt, is never begun: its first turn is
+	// the first Send.
 	Begin() error
 	// Send submits a prompt as a new turn of the same session.
 	Send(prompt string) error
@@ -109,7 +113,22 @@ type Acknowledger interface {
 
 // Prober is a Session that can report the harness's view of its context
 // (the get_context_usage control request): window, start-up floor, and
-// whether auto-compact is on.
+// whether auto-compact is on. Unlike the Session's other methods, Probe is
+// called from a goroutine of its own while the engine goes on using the
+// session: the engine asks beside a running turn, never before the first
+// prompt (DESIGN.md «Window from the harness»).
 type Prober interface {
 	Probe(ctx context.Context) (gjson.Result, error)
+}
+
+// EarlyStarter is a Launcher whose harness can be started before its first
+// prompt is known: Launch with an empty Spec.Prompt starts it idle, and the
+// engine's first Send is its first turn. The engine starts a successor this
+// way as soon as a handoff is certain, so that the harness's start-up
+// overlaps the writing turn (DESIGN.md «Warm successor»). A
+// front whose harness takes its first prompt only at start (the harness's
+// own screen) does not implement it, or answers false.
+type EarlyStarter interface {
+	Launcher
+	StartsEarly() bool
 }

@@ -345,8 +345,15 @@ func (p *Process) CloseInput() error {
 // Stop ends the harness: stdin is closed, then after the grace period the
 // process group gets SIGINT, then SIGKILL. It returns when the harness has
 // exited and is safe to call more than once and concurrently. Events not
-// read by then are discarded.
+// read by the time Stop is called are discarded: nobody reads them, and a
+// harness whose output waits to be read could not exit.
 func (p *Process) Stop() {
+	p.drainOnce.Do(func() {
+		go func() {
+			for range p.events {
+			}
+		}()
+	})
 	p.stopOnce.Do(func() {
 		_ = p.CloseInput()
 		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
@@ -360,14 +367,6 @@ func (p *Process) Stop() {
 		}
 	})
 	<-p.done
-	// Nobody reads Events after Stop: let the queue run dry instead of
-	// keeping its goroutine (and what it holds) forever.
-	p.drainOnce.Do(func() {
-		go func() {
-			for range p.events {
-			}
-		}()
-	})
 }
 
 // Kill sends SIGKILL to the whole process group at once.

@@ -6,35 +6,55 @@ import (
 	"github.com/flowerhq/flower/transcript"
 )
 
-// queue decouples reading stdout from consuming events: the reader never
-// blocks on a slow consumer, so a consumer waiting for a control response
-// (which the reader delivers) cannot deadlock against it.
+// queueCap bounds the events read ahead of the consumer. Each holds its
+// line (Raw), and tool results make lines of tens of kilobytes: a reader
+// that ran ahead without bound would hold as much of the stream as the
+// consumer lags behind, so the resident set would grow with the stream
+// (make bench-e2e measures it). Past the bound the reader waits, and the
+// harness waits on its stdout pipe.
+const queueCap = 16
+
+// queue decouples reading stdout from consuming events. Control responses
+// do not go through it (the reader hands them to their caller), so a
+// consumer waiting for one while it also consumes events cannot deadlock
+// against the reader; one that waits without consuming waits until its own
+// context ends, and Stop drains what nobody reads.
 type queue struct {
 	mu     sync.Mutex
 	items  []transcript.Event
 	closed bool
-	wake   chan struct{}
+	wake   chan struct{} // an item or the close arrived
+	room   chan struct{} // the pump took items
 }
 
-func newQueue() *queue { return &queue{wake: make(chan struct{}, 1)} }
+func newQueue() *queue {
+	return &queue{wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+}
 
 func (q *queue) push(ev transcript.Event) {
-	q.mu.Lock()
-	q.items = append(q.items, ev)
-	q.mu.Unlock()
-	q.signal()
+	for {
+		q.mu.Lock()
+		if len(q.items) < queueCap {
+			q.items = append(q.items, ev)
+			q.mu.Unlock()
+			signal(q.wake)
+			return
+		}
+		q.mu.Unlock()
+		<-q.room
+	}
 }
 
 func (q *queue) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
-	q.signal()
+	signal(q.wake)
 }
 
-func (q *queue) signal() {
+func signal(c chan struct{}) {
 	select {
-	case q.wake <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -47,6 +67,7 @@ func (q *queue) pump(out chan<- transcript.Event) {
 		items, closed := q.items, q.closed
 		q.items = nil
 		q.mu.Unlock()
+		signal(q.room)
 		for _, ev := range items {
 			out <- ev
 		}

@@ -50,9 +50,10 @@ func TestContinueOnRealHarness(t *testing.T) {
 				case strings.Contains(r.AllText, "DOING-MARK-2"):
 					return done(20_000) // generation 3, after the resumed successor handed off
 				case strings.Contains(r.AllText, supervisor.ContinueMessage):
-					// The resumed successor crosses the threshold: text only,
-					// so the cut lands on a finished turn.
-					return scriptedapi.Reply{Text: "Resumed, carrying on RESUMED-TURN.", Usage: usage(155_000)}
+					// The resumed successor crosses the threshold in the
+					// middle of its work (a turn that ended on its own at
+					// the cut would end the step, DESIGN.md «The cut»).
+					return bash(155_000, "echo resumed RESUMED-TURN")
 				case strings.Contains(r.AllText, "DOING-MARK-1") && continued:
 					return done(20_000) // a fresh generation 3 from the file
 				case strings.Contains(r.AllText, "DOING-MARK-1"):

@@ -314,10 +314,22 @@ func TestThreeGenerations(t *testing.T) {
 	if w, _ := os.ReadFile(filepath.Join(f.workspace, "work.txt")); !strings.Contains(string(w), "final") {
 		t.Errorf("work.txt = %q", w)
 	}
-	// Auto-compact was off in every generation (DESIGN.md «Auto-compact off»), as the harness says.
-	for _, g := range st.Generations {
-		if g.AutoCompactEnabled == nil || *g.AutoCompactEnabled {
-			t.Errorf("generation %d: harness auto-compact %v", g.N, g.AutoCompactEnabled)
+	// Auto-compact was off (DESIGN.md «Auto-compact off»), as the harness
+	// says: asked once per run, by the first generation, and the answer is
+	// the run's (DESIGN.md «Window from the harness»).
+	m, err := manifest.Load(manifest.Path(f.runDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := m.Probe; p == nil || p.AutoCompactEnabled == nil || *p.AutoCompactEnabled || p.SessionID != st.Generations[0].SessionID {
+		t.Errorf("the run's probe %+v: want auto-compact off, answered by generation 1", m.Probe)
+	}
+	if g := st.Generations[0]; g.AutoCompactEnabled == nil || *g.AutoCompactEnabled {
+		t.Errorf("generation 1: harness auto-compact %v", g.AutoCompactEnabled)
+	}
+	for _, g := range st.Generations[1:] {
+		if g.AutoCompactEnabled != nil || g.HarnessWindow != 0 {
+			t.Errorf("generation %d was asked again: auto-compact %v window %d", g.N, g.AutoCompactEnabled, g.HarnessWindow)
 		}
 	}
 }

@@ -57,12 +57,35 @@ var ErrUnsupportedVersion = errors.New("unsupported manifest version")
 
 // Manifest is the content of manifest.json.
 type Manifest struct {
-	Version   int           `json:"version"`
-	RunDir    string        `json:"run_dir"`
-	Workspace string        `json:"workspace"`
-	CreatedAt time.Time     `json:"created_at"`
-	UpdatedAt time.Time     `json:"updated_at"`
-	Steps     []*StepResult `json:"steps"`
+	Version   int       `json:"version"`
+	RunDir    string    `json:"run_dir"`
+	Workspace string    `json:"workspace"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Probe is the harness's answer to the context-usage request, asked
+	// once per run and reused by every later session and continuation
+	// (DESIGN.md «Window from the harness»); nil until a session answered
+	// or the request failed.
+	Probe *Probe        `json:"probe,omitempty"`
+	Steps []*StepResult `json:"steps"`
+}
+
+// Probe is what the harness said of its context when asked once per run
+// (get_context_usage): the window, the start-up floor of a session (system
+// prompt, tools and skills, without messages) and whether auto-compact is
+// on, for the model it answered for. When the request failed or timed out,
+// Fallback says why and what is in force instead; the figures are then
+// zero.
+type Probe struct {
+	Model     string    `json:"model,omitempty"`
+	SessionID string    `json:"session_id,omitempty"`
+	At        time.Time `json:"at"`
+	// Seconds is how long the answer took.
+	Seconds            float64 `json:"seconds"`
+	Window             int     `json:"window,omitempty"`
+	Floor              int     `json:"floor,omitempty"`
+	AutoCompactEnabled *bool   `json:"auto_compact_enabled,omitempty"`
+	Fallback           string  `json:"fallback,omitempty"`
 }
 
 // StepResult is one step's record.
@@ -111,9 +134,11 @@ type Generation struct {
 	NumTurns  int        `json:"num_turns"`
 	// Context is the main thread's context at the end, or at the cut.
 	Context int `json:"context"`
-	// What the harness said of the fresh session (get_context_usage):
-	// its window, the context before the first turn (the start-up floor),
-	// and whether its auto-compact is on. Zero/nil when it did not answer.
+	// What the harness said when this generation's session was asked
+	// (get_context_usage, once per run: see Manifest.Probe): its window,
+	// its start-up floor, and whether its auto-compact is on. Zero/nil in
+	// the generations that reused the run's answer, and when it did not
+	// answer.
 	HarnessWindow      int   `json:"harness_window,omitempty"`
 	StartFloor         int   `json:"start_floor,omitempty"`
 	AutoCompactEnabled *bool `json:"auto_compact_enabled,omitempty"`

@@ -31,11 +31,15 @@ type ToolResult struct {
 
 // Request is one recorded /v1/messages call.
 type Request struct {
-	Seq    int
-	Time   time.Time
-	Path   string
-	Header http.Header // x-api-key and authorization are REDACTED
-	Body   []byte      // raw JSON
+	Seq int
+	// Time is when the request arrived; Answered, when its answer was
+	// written in full (zero while it is being answered, or when the client
+	// went away first).
+	Time     time.Time
+	Answered time.Time
+	Path     string
+	Header   http.Header // x-api-key and authorization are REDACTED
+	Body     []byte      // raw JSON
 
 	Model     string
 	System    string // system prompt flattened to text

@@ -117,7 +117,27 @@ type Server struct {
 	mu          sync.Mutex
 	requests    []Request
 	unexpected  []string
-	countTokens int
+	countTokens []CountTokensRequest
+	// countReply, when set, answers count_tokens instead of the estimate.
+	countReply *Reply
+}
+
+// SetCountTokensReply makes count_tokens answer r from now on, as a
+// gateway without the endpoint does: a Status other than 200 answers that
+// error, a Delay holds the answer back, FaultStall never answers (until the
+// client gives up or the server closes).
+func (s *Server) SetCountTokensReply(r Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.countReply = &r
+}
+
+// CountTokensRequest is one recorded /v1/messages/count_tokens call.
+type CountTokensRequest struct {
+	Time time.Time
+	// SessionID is the harness session that asked (the
+	// X-Claude-Code-Session-Id header), "" when it did not say.
+	SessionID string
 }
 
 // APIKey is the fake key Env hands the harness; it is not a secret.
@@ -128,14 +148,28 @@ func Start(script Script) (*Server, error) {
 	if script == nil {
 		return nil, errors.New("start api server: nil script")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := listen()
 	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
+		return nil, err
 	}
 	s := &Server{URL: "http://" + ln.Addr().String(), script: script, ln: ln}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
+}
+
+// listen opens the server's socket. Its listen backlog is what matters
+// for the harness's bursts of parallel count_tokens connections: a short
+// one drops their SYNs, and each dropped connection waits out a 1 s SYN
+// retry, which would falsify every time measured against this server. Go
+// asks the kernel for net.core.somaxconn (4096 on current kernels), far
+// above a burst of 25 to 35; TestListenBacklog holds it to that.
+func listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return ln, nil
 }
 
 // Close stops the server at once, dropping open connections.
@@ -170,7 +204,15 @@ func (s *Server) Requests() []Request {
 func (s *Server) CountTokensCalls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.countTokens
+	return len(s.countTokens)
+}
+
+// CountTokensRequests returns every /v1/messages/count_tokens request so
+// far, in arrival order.
+func (s *Server) CountTokensRequests() []CountTokensRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]CountTokensRequest(nil), s.countTokens...)
 }
 
 // Unexpected lists "METHOD /path" of every request the server did not
@@ -202,8 +244,25 @@ func (s *Server) noteUnexpected(what string) {
 
 func (s *Server) serveCountTokens(w http.ResponseWriter, hr *http.Request) {
 	s.mu.Lock()
-	s.countTokens++
+	s.countTokens = append(s.countTokens, CountTokensRequest{Time: time.Now(), SessionID: hr.Header.Get("X-Claude-Code-Session-Id")})
+	override := s.countReply
 	s.mu.Unlock()
+	if r := override; r != nil {
+		t := time.NewTimer(r.Delay)
+		defer t.Stop()
+		if r.Fault == FaultStall {
+			t.Stop()
+		}
+		select {
+		case <-t.C:
+		case <-hr.Context().Done():
+			return
+		}
+		if r.Status != 0 && r.Status != http.StatusOK {
+			writeError(w, r.Status, r.ErrorType, r.ErrorMessage)
+			return
+		}
+	}
 	body, err := readBody(hr)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
@@ -258,9 +317,12 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request) {
 	blocks := reply.blocks()
 	if !req.Stream {
 		writeJSON(w, http.StatusOK, message(req.Model, blocks, reply, true))
+	} else if !streamReply(w, hr, req.Model, blocks, reply) {
 		return
 	}
-	streamReply(w, hr, req.Model, blocks, reply)
+	s.mu.Lock()
+	s.requests[req.Seq-1].Answered = time.Now()
+	s.mu.Unlock()
 }
 
 func readBody(hr *http.Request) ([]byte, error) {
@@ -341,7 +403,8 @@ func message(model string, blocks []block, r Reply, full bool) map[string]any {
 	return m
 }
 
-func streamReply(w http.ResponseWriter, hr *http.Request, model string, blocks []block, r Reply) {
+// streamReply streams the answer; it reports whether it was sent in full.
+func streamReply(w http.ResponseWriter, hr *http.Request, model string, blocks []block, r Reply) bool {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -361,11 +424,11 @@ func streamReply(w http.ResponseWriter, hr *http.Request, model string, blocks [
 	}
 
 	if !send("message_start", map[string]any{"type": "message_start", "message": message(model, nil, r, false)}) {
-		return
+		return false
 	}
 	if r.Fault != FaultNone {
 		breakStream(w, hr, send, r)
-		return
+		return false
 	}
 	for i, b := range blocks {
 		start := block{}
@@ -388,15 +451,15 @@ func streamReply(w http.ResponseWriter, hr *http.Request, model string, blocks [
 			deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": string(js)})
 		}
 		if !send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": start}) {
-			return
+			return false
 		}
 		for _, d := range deltas {
 			if !send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d}) {
-				return
+				return false
 			}
 		}
 		if !send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i}) {
-			return
+			return false
 		}
 	}
 	if !send("message_delta", map[string]any{
@@ -404,9 +467,9 @@ func streamReply(w http.ResponseWriter, hr *http.Request, model string, blocks [
 		"delta": map[string]any{"stop_reason": r.stopReason(), "stop_sequence": nil},
 		"usage": map[string]int{"output_tokens": r.Usage.OutputTokens},
 	}) {
-		return
+		return false
 	}
-	send("message_stop", map[string]any{"type": "message_stop"})
+	return send("message_stop", map[string]any{"type": "message_stop"})
 }
 
 // breakStream sends the start of a text block and one delta, then breaks

@@ -281,6 +281,44 @@ func TestNonStreamAndErrors(t *testing.T) {
 	if n := s.CountTokensCalls(); n != 1 {
 		t.Errorf("CountTokensCalls = %d", n)
 	}
+
+	// A gateway without the endpoint.
+	s.SetCountTokensReply(Reply{Status: 404, ErrorType: "not_found_error", ErrorMessage: "no count_tokens here"})
+	resp = post(t, s.URL+"/v1/messages/count_tokens?beta=true", `{"model":"m","messages":[]}`)
+	if resp.StatusCode != 404 {
+		t.Errorf("count_tokens with a 404 reply set: status %d", resp.StatusCode)
+	}
+	if got := s.CountTokensRequests(); len(got) != 2 || got[1].Time.Before(got[0].Time) {
+		t.Errorf("CountTokensRequests = %+v", got)
+	}
+}
+
+// A stalled count_tokens answers nothing until the client gives up.
+func TestCountTokensStall(t *testing.T) {
+	s := &Server{script: Harmless}
+	s.SetCountTokensReply(Reply{Fault: FaultStall})
+	ctx, cancel := context.WithCancel(context.Background())
+	hr := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/messages/count_tokens", strings.NewReader(`{"model":"m","messages":[]}`))
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() {
+		s.ServeHTTP(rec, hr)
+		close(done)
+	}()
+	select {
+	case <-done:
+		t.Fatal("a stalled count_tokens answered")
+	case <-time.After(200 * time.Millisecond):
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stalled count_tokens did not end when the client left")
+	}
+	if rec.Body.Len() != 0 {
+		t.Errorf("a stalled count_tokens wrote %q", rec.Body.String())
+	}
 }
 
 func TestDelayEndsWhenClientLeaves(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/runlog"
 
@@ -42,6 +44,11 @@ type outcome struct {
 	handoff        handoffwriter.Handoff
 	writingSeconds float64
 	writingCost    float64
+	// early is the successor's harness, started when the handoff was
+	// decided; predecessor is this attempt, whose harness is stopped once
+	// early's first round is back (DESIGN.md «Warm successor»).
+	early       front.Session
+	predecessor *attemptRun
 }
 
 type phase int
@@ -53,50 +60,78 @@ const (
 )
 
 // attempt runs one harness process for the current generation: it sends the
-// prompt and follows the stream until the turn ends, a handoff is written,
-// or the harness fails.
-func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, prompt, resume string) outcome {
+// first prompt at once (nothing waits for the harness's context-usage answer,
+// DESIGN.md «Window from the harness») and follows the stream until the turn
+// ends, a handoff is written, or the harness fails. A launch that carries a
+// harness started early gives it the prompt (unless it has it already), and
+// the predecessor's harness is stopped once the first round is back
+// (DESIGN.md «Warm successor»).
+func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launch) outcome {
 	rt := s.rt
-	s.logState.Set(gen.N, resume, runlog.PhaseStarting)
+	s.logState.Set(gen.N, l.resume, runlog.PhaseStarting)
 	log := s.log
-	sess, err := rt.opts.Front.Launch(ctx, front.Spec{
-		Step: s.st.Name, Generation: gen.N,
-		Path: rt.opts.HarnessPath, Args: rt.opts.HarnessArgs, Model: rt.opts.Model, Resume: resume,
-		Prompt: prompt, Dir: rt.opts.Workspace, Env: rt.env, Logger: log, Grace: rt.opts.Grace,
-	})
-	if err != nil {
-		return outcome{kind: outcomeFailed, why: err.Error(), sessionID: resume}
+	sess := l.early
+	if sess == nil {
+		var err error
+		if sess, err = rt.opts.Front.Launch(ctx, s.spec(gen.N, l.prompt, l.resume)); err != nil {
+			return outcome{kind: outcomeFailed, why: err.Error(), sessionID: l.resume}
+		}
+		log.Info("harness started", "resume", l.resume)
 	}
-	rt.emit(Event{Kind: KindGeneration, Step: s.st.Name, Generation: gen.N, SessionID: resume,
+	rt.emit(Event{Kind: KindGeneration, Step: s.st.Name, Generation: gen.N, SessionID: l.resume,
 		Window: rt.policy.Window, At: rt.policy.At(), WarnAt: rt.policy.WarnAt()})
-	log.Info("harness started", "resume", resume)
 
-	a := &attemptRun{stepRun: s, gen: gen, p: sess, log: log}
-	a.meter.SessionID = resume
+	a := &attemptRun{stepRun: s, ctx: ctx, gen: gen, p: sess, log: log, fresh: l.resume == ""}
+	a.meter.SessionID = l.resume
 	defer a.finish() // stops the harness; records skipped output lines
-	// A resumed session carries its own context; the futile guard is for
-	// fresh sessions only.
-	a.sawRound = resume != ""
-	if pr, ok := sess.(front.Prober); ok {
-		a.probe(ctx, pr)
-	}
-	if floor := gen.StartFloor; resume == "" && rt.policy.Enabled && floor >= rt.policy.At() {
+	// DESIGN.md «Futile guard»: the run's measured floor judges a fresh
+	// session before it costs a turn.
+	a.predecessor = l.predecessor // stopped once this session's first round is back, or at the end
+	if floor := rt.runFloor(); a.fresh && !l.begun && rt.policy.Enabled && floor >= rt.policy.At() {
 		return a.futile(floor, "before its first turn")
 	}
-	if err := sess.Begin(); err != nil {
+	var err error
+	switch {
+	case l.begun:
+	case l.early != nil:
+		err = sess.Send(l.prompt)
+		log.Info("first prompt sent to the successor started early")
+	default:
+		err = sess.Begin()
+	}
+	if err != nil {
 		return a.died(fmt.Sprintf("send prompt: %v", err))
 	}
 	a.setPhase(phaseWorking)
 	return a.follow(ctx)
 }
 
+// spec says how to start generation n's harness.
+func (s *stepRun) spec(n int, prompt, resume string) front.Spec {
+	rt := s.rt
+	return front.Spec{
+		Step: s.st.Name, Generation: n,
+		Path: rt.opts.HarnessPath, Args: rt.opts.HarnessArgs, Model: rt.opts.Model, Resume: resume,
+		Prompt: prompt, Dir: rt.opts.Workspace, Env: rt.env, Logger: s.log, Grace: rt.opts.Grace,
+	}
+}
+
 type attemptRun struct {
 	*stepRun
+	ctx   context.Context
 	gen   *manifest.Generation
 	p     front.Session
 	log   *slog.Logger
 	meter transcript.Meter
 	phase phase
+	// fresh: a new session, not a resumed one (the futile guard is for
+	// fresh sessions only).
+	fresh bool
+	// model is the model the session runs, from its init line.
+	model   string
+	sawInit bool
+	// over: the attempt has returned its outcome; nothing may cut any more.
+	over bool
 	// warned: the near notice was shown in this generation (DESIGN.md «Near notice»).
 	warned bool
 
@@ -112,7 +147,22 @@ type attemptRun struct {
 	writingInterrupted bool
 	writingRetried     bool
 	sawRound           bool // a main-thread round was seen (futile guard)
+	firstRound         int  // the context of the session's first main-thread round
 	compacted          bool // the backstop fired in this attempt
+
+	// The context-usage request, asked beside the turn (probe.go).
+	probeAsked bool
+	probing    chan probeAnswer // its answer; nil when none is awaited
+
+	// early is the successor's harness, started when the handoff was
+	// decided (warm.go); detached: this attempt ended in a handoff with
+	// one, so its own harness is stopped only once the successor's first
+	// round is back.
+	early    front.Session
+	detached bool
+	// predecessor is the burned attempt this session took over from; its
+	// harness is stopped once this session's first request is out.
+	predecessor *attemptRun
 }
 
 func (a *attemptRun) setPhase(p phase) {
@@ -128,44 +178,6 @@ func (a *attemptRun) futile(floor int, when string) outcome {
 	// Stop the turn where it is; closing stdin alone would let it run on.
 	_ = a.p.Interrupt()
 	return outcome{kind: outcomeFutile, floor: floor, why: when, sessionID: a.meter.SessionID, context: floor}
-}
-
-// probeTimeout bounds the get_context_usage request at session start.
-const probeTimeout = 20 * time.Second
-
-// probe asks the fresh session what the harness knows of it before the first
-// turn: its window, its start-up floor, and whether auto-compact is on.
-// A harness that does not answer is logged, not fatal.
-func (a *attemptRun) probe(ctx context.Context, pr front.Prober) {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	resp, err := pr.Probe(ctx)
-	if err != nil {
-		a.log.Warn("get_context_usage", "err", err)
-		return
-	}
-	if w := int(resp.Get("maxTokens").Int()); w > 0 {
-		a.gen.HarnessWindow = w
-		a.rt.adoptWindow(a.st, w, "get_context_usage")
-	}
-	if a.meter.SessionID == "" { // a resumed session has no start-up floor
-		a.gen.StartFloor = int(resp.Get("totalTokens").Int())
-	}
-	if v := resp.Get("isAutoCompactEnabled"); v.Exists() {
-		on := v.Bool()
-		a.gen.AutoCompactEnabled = &on
-		if on && a.backstopArmed() {
-			// Something (a settings.json "env" block, say) beat the
-			// injected DISABLE_AUTO_COMPACT=1. Say so loudly; should it
-			// compact, the backstop in handle hands off.
-			msg := "the harness reports auto-compact ON although handoff switched it off (is DISABLE_AUTO_COMPACT overridden, e.g. by an env block in settings.json?)"
-			a.st.AddError(msg)
-			a.log.Error(msg)
-			a.rt.emit(Event{Kind: KindNotice, Step: a.st.Name, Generation: a.gen.N, Text: msg, IsError: true})
-		}
-	}
-	a.rt.save(a.st)
-	a.log.Info("session probed", "max_tokens", a.gen.HarnessWindow, "floor", a.gen.StartFloor, "auto_compact", resp.Get("isAutoCompactEnabled").Raw)
 }
 
 func (a *attemptRun) follow(ctx context.Context) outcome {
@@ -201,6 +213,10 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 					arm(rt.opts.WritingTimeout)
 				}
 			}
+		case ans := <-a.probing:
+			if out, end := a.probed(ans); end {
+				return out
+			}
 		case <-timer:
 			switch a.phase {
 			case phaseWorking:
@@ -228,6 +244,22 @@ func (a *attemptRun) exited() outcome {
 		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}
 	}
 	return a.died(x.Why)
+}
+
+// exitWhy waits a grace period for the harness to exit after a turn it
+// refused, and says how it ended.
+func (a *attemptRun) exitWhy() string {
+	deadline := time.After(a.rt.opts.Grace)
+	for {
+		select {
+		case _, ok := <-a.p.Records():
+			if !ok {
+				return a.p.Exit().Why
+			}
+		case <-deadline:
+			return "the harness is still running"
+		}
+	}
 }
 
 // died handles a harness that is gone. Mid-handoff, the handoff degrades
@@ -281,8 +313,21 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 		a.compaction(`"Autocompact is thrashing"`)
 	}
 	switch ev.Kind {
+	case transcript.KindInit:
+		a.sawInit = true
+		if ev.Model != "" {
+			a.model = ev.Model
+		}
 	case transcript.KindAssistant:
-		if !ev.MainThread() || ev.Synthetic() {
+		if !ev.MainThread() {
+			return
+		}
+		// The first prompt's request is out and answered: the one
+		// context-usage request of the run may go now (probe.go), and
+		// the predecessor's harness (warm.go).
+		a.startProbe()
+		a.retirePredecessor()
+		if ev.Synthetic() {
 			return
 		}
 		if a.phase == phaseWriting {
@@ -330,6 +375,8 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 			a.compaction("a compact_boundary line")
 		}
 	case transcript.KindResult:
+		a.startProbe()
+		a.retirePredecessor()
 		return a.result(ev)
 	}
 	return
@@ -373,15 +420,42 @@ func (a *attemptRun) cut(reason string) {
 // check applies the thresholds after a main-thread round (DESIGN.md «Threshold path», «Near notice») and the
 // futile guard to the session's first round.
 func (a *attemptRun) check() (outcome, bool) {
-	if a.phase != phaseWorking {
+	if a.phase != phaseWorking || a.over {
 		return outcome{}, false
 	}
 	if !a.sawRound {
 		a.sawRound = true
-		if a.rt.policy.Enabled && a.meter.Context >= a.rt.policy.At() {
-			return a.futile(a.meter.Context, "in its first round"), true
+		a.firstRound = a.meter.Context
+		if out, end := a.futileRound(); end {
+			return out, true
 		}
 	}
+	return a.thresholds()
+}
+
+// judge applies the futile guard and the thresholds again after the window
+// moved (the harness answered the context-usage request): the rounds seen
+// before were judged against the window in force then.
+func (a *attemptRun) judge() (outcome, bool) {
+	if a.phase != phaseWorking || a.over || !a.sawRound {
+		return outcome{}, false
+	}
+	if out, end := a.futileRound(); end {
+		return out, true
+	}
+	return a.thresholds()
+}
+
+// futileRound is the futile guard on a fresh session's first round (DESIGN.md «Futile guard»).
+func (a *attemptRun) futileRound() (outcome, bool) {
+	if a.fresh && a.rt.policy.Enabled && a.firstRound >= a.rt.policy.At() {
+		return a.futile(a.firstRound, "in its first round"), true
+	}
+	return outcome{}, false
+}
+
+// thresholds shows the near notice and cuts when a handoff is due.
+func (a *attemptRun) thresholds() (outcome, bool) {
 	s := a.state()
 	if policy.NearDue(s) {
 		a.warned = true
@@ -400,8 +474,8 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 	st.AddUsage(a.meter.CostUSD-a.lastCost, ev.NumTurns)
 	a.lastCost = a.meter.CostUSD
 	st.SetContext(a.meter.Context)
-	if ev.ContextWindow > 0 {
-		rt.adoptWindow(st, ev.ContextWindow, "the result's modelUsage")
+	if w := a.resultWindow(ev); w > 0 {
+		a.crossCheck(w)
 	}
 	rt.save(st)
 	overflow := ev.TerminalReason == "prompt_too_long" || ev.TerminalReason == "blocking_limit" ||
@@ -423,13 +497,31 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 			return outcome{}, false
 		}
 		if ev.IsError {
-			return a.fail("the turn ended in an error: " + firstNonEmpty(ev.Result, ev.Subtype, ev.TerminalReason)), true
+			why := "the turn ended in an error: " + firstNonEmpty(ev.Result, ev.Subtype, ev.TerminalReason)
+			if !a.sawInit {
+				// A result before any init line: the harness refused the
+				// session (a resume of one it does not know, say). Its
+				// reason is on stderr, and it exits now (DESIGN.md «Result lines»).
+				why += "; " + a.exitWhy()
+			}
+			return a.fail(why), true
 		}
 		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
 	case phaseCutting:
 		if overflow {
 			a.reason = manifest.ReasonOverflow
 			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow at the cut: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
+		}
+		if !ev.IsError && gjson.GetBytes(ev.Raw, "stop_reason").String() == "end_turn" && !a.p.PersonDriven() {
+			// The turn ended on its own before the interrupt reached it
+			// (the round over the threshold was the agent's last reply):
+			// the agent is done, and there is nothing to hand off
+			// (DESIGN.md «The cut»).
+			a.log.Info("the turn ended on its own at the cut; the step is done")
+			e := a.event(KindTurn)
+			e.Text = ev.Result
+			rt.emit(e)
+			return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
 		}
 		a.setPhase(phaseWriting)
 		a.writingStart = rt.opts.Now()
@@ -441,6 +533,9 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 		if err := a.p.Send(handoff.WritingPrompt(a.cutContext, rt.policy.Window, a.st.Task, rt.opts.TaskCarry)); err != nil {
 			return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
 		}
+		// The cut is over and the handoff certain: the successor's harness
+		// starts now, beside the writing turn (DESIGN.md «Warm successor»).
+		a.startSuccessor()
 		return outcome{}, false
 	default: // writing
 		if overflow {
@@ -482,8 +577,16 @@ func (a *attemptRun) handoffOutcome(h handoffwriter.Handoff, why string) outcome
 	if a.cutContext == 0 {
 		a.cutContext = a.meter.Context
 	}
+	// An overflow, or a harness that died, decides the handoff only now:
+	// the successor starts at once, beside the freeze.
+	a.startSuccessor()
 	out := outcome{kind: outcomeHandoff, handoff: h, why: why, sessionID: a.meter.SessionID,
-		reason: a.reason, context: a.cutContext}
+		reason: a.reason, context: a.cutContext, early: a.early}
+	if a.early != nil {
+		// The successor takes it from here; this harness is stopped after
+		// the successor has its prompt (DESIGN.md «Warm successor»).
+		out.predecessor, a.early, a.detached = a, nil, true
+	}
 	switch {
 	case a.writingStart.IsZero():
 		out.writeOutcome = manifest.OutcomeNoWritingTurn

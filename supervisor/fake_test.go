@@ -130,6 +130,20 @@ func (b *bench) firstPrompts() []string {
 	return out
 }
 
+// prompted returns the starts that were sent a prompt, with their first
+// prompts: a successor started early that was not needed got none.
+func (b *bench) prompted() ([]harnesstest.LogEntry, []string) {
+	var starts []harnesstest.LogEntry
+	var prompts []string
+	for i, p := range b.firstPrompts() {
+		if p != "" {
+			starts = append(starts, b.starts()[i])
+			prompts = append(prompts, p)
+		}
+	}
+	return starts, prompts
+}
+
 func resumeOf(e harnesstest.LogEntry) string {
 	if i := slices.Index(e.Args, "--resume"); i >= 0 && i+1 < len(e.Args) {
 		return e.Args[i+1]

@@ -15,12 +15,18 @@ import (
 type Headless struct{}
 
 var (
-	_ front.Launcher = Headless{}
-	_ front.Session  = (*headlessSession)(nil)
-	_ front.Prober   = (*headlessSession)(nil)
+	_ front.EarlyStarter = Headless{}
+	_ front.Session      = (*headlessSession)(nil)
+	_ front.Prober       = (*headlessSession)(nil)
 )
 
-// Launch starts a stream-json harness. The first prompt is sent by Begin.
+// StartsEarly implements front.EarlyStarter: a stream-json harness waits
+// for its first user line on stdin, so it can be started before the line
+// is known.
+func (Headless) StartsEarly() bool { return true }
+
+// Launch starts a stream-json harness. The first prompt is sent by Begin
+// (or, for a harness started early, by the first Send).
 func (Headless) Launch(ctx context.Context, s front.Spec) (front.Session, error) {
 	p, err := harness.Start(ctx, harness.Config{
 		Path: s.Path, Args: s.Args, Model: s.Model, Resume: s.Resume,

@@ -105,6 +105,7 @@ type Runtime struct {
 	policy       policy.HandoffPolicy
 	windowSource string
 	windowWarned bool // the flag-versus-harness warning was given
+	crossWarned  bool // the result-versus-answer warning was given
 	env          []string
 	wb           *workbench.Workbench
 	wbErr        error // why the workbench asked for could not be opened
@@ -199,6 +200,11 @@ func New(opts Options) (*Runtime, error) {
 	} else {
 		return nil, err
 	}
+	if p := rt.m.Probe; p != nil && p.Window > 0 {
+		// The run asked the harness once already (DESIGN.md «Window from
+		// the harness»); its answer holds for every later session.
+		rt.adoptWindow(nil, p.Window, "the run's context-usage answer in the manifest")
+	}
 	if err := workbench.MkdirRun(opts.RunDir, opts.WorkbenchDir); err != nil {
 		return nil, err
 	}
@@ -275,9 +281,16 @@ func (rt *Runtime) RunStepResuming(ctx context.Context, name, task, session stri
 	defer s.unlock()
 	s.st = rt.m.EnsureStep(name, task, rt.opts.Now())
 	s.st.Task = task
+	l := launch{prompt: task, resume: session, newGeneration: true, fallback: s.taskFallback}
+	if session == "" {
+		// The first prompt goes out at once: the harness starts with the
+		// task before the step's bookkeeping is written (DESIGN.md «Warm successor»).
+		l.early = s.startFirst(ctx, task)
+		l.begun = l.early != nil
+	}
 	s.begin()
 	s.books().FreezeTask()
-	return s.run(ctx, launch{prompt: task, resume: session, newGeneration: true, fallback: s.taskFallback})
+	return s.run(ctx, l)
 }
 
 // stepRun is the state of one RunStep, Continue or Rerun call.
@@ -288,6 +301,8 @@ type stepRun struct {
 	lock *stepLock
 	// logState stamps generation, session and phase on every record of log.
 	logState *runlog.State
+	// retiring: burned generations' harnesses being stopped (warm.go).
+	retiring []retiring
 }
 
 // begin marks the step running under this Runtime's settings.
@@ -322,6 +337,15 @@ type launch struct {
 	// refused by the harness (the session is unknown to it), and what it
 	// starts from, for the record.
 	fallback func() (prompt, from string, err error)
+	// early is a harness started before the attempt: a successor started
+	// while its predecessor wrote the handoff (prompt is its first Send),
+	// or a new step's first harness (begun). predecessor is the attempt
+	// whose harness is stopped once early's first round is back (DESIGN.md
+	// «Warm successor»).
+	early       front.Session
+	predecessor *attemptRun
+	// begun: early was given its prompt already.
+	begun bool
 }
 
 func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, error) {
@@ -329,6 +353,7 @@ func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, erro
 	// MaxAttempts bounds the failures of this call: a continued step gets
 	// a fresh budget, while Attempts keeps counting for the record (DESIGN.md «Manifest»).
 	failedBefore := st.Attempts
+	defer s.reap()
 	for {
 		if l.newGeneration {
 			st.BeginGeneration("", rt.opts.Now())
@@ -340,10 +365,14 @@ func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, erro
 		if ctx.Err() != nil {
 			// Stopped between attempts (during a handoff, say): start
 			// nothing more.
+			s.abandon(l)
 			out = outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error()}
 		} else {
-			out = s.attempt(ctx, gen, l.prompt, l.resume)
+			out = s.attempt(ctx, gen, l)
 		}
+		// A successor started early serves one attempt: a retry starts
+		// its own harness.
+		l.early, l.predecessor, l.begun = nil, nil, false
 		if out.kind == outcomeFailed && ctx.Err() != nil {
 			// The harness went because flower is stopping (a second
 			// signal kills it at once): that is no failure of the step.
@@ -403,9 +432,11 @@ func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, erro
 		case outcomeHandoff:
 			next, err := s.handOff(gen, out)
 			if err != nil {
+				s.abandon(launch{early: out.early, predecessor: out.predecessor})
 				return st, err
 			}
-			l = launch{prompt: next, newGeneration: true, fallback: s.handoffFallback}
+			l = launch{prompt: next, newGeneration: true, fallback: s.handoffFallback,
+				early: out.early, predecessor: out.predecessor}
 		}
 	}
 }

@@ -54,11 +54,28 @@ func (a *attemptRun) bookInterrupted(ev *transcript.Event) {
 	a.rt.emit(e)
 }
 
-// finish stops the harness and records what of its output could not be
+// finish ends the attempt: a successor started early that is not needed is
+// stopped (warm.go), the context-usage answer still on its way is awaited
+// (probe.go), and the harness is stopped, unless a successor took over
+// (then the step stops it once the successor has its prompt).
+func (a *attemptRun) finish() {
+	a.over = true
+	a.retirePredecessor()
+	if a.early != nil {
+		a.dropSuccessor()
+	}
+	if a.detached {
+		return
+	}
+	a.settleProbe()
+	a.stop()
+}
+
+// stop stops the harness and records what of its output could not be
 // read: lines that were not JSON, or too long, were skipped (and logged);
 // the manifest says how many, so that a person knows the stream was not
 // clean.
-func (a *attemptRun) finish() {
+func (a *attemptRun) stop() {
 	a.p.Stop()
 	// Whatever the harness said after the attempt's end still counts.
 	for ev := range a.p.Records() {

@@ -2,8 +2,12 @@ package supervisor
 
 import (
 	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/transcript"
 )
 
 // adoptWindow takes the harness's own figure for the context window. A
@@ -19,7 +23,7 @@ func (rt *Runtime) adoptWindow(st *manifest.StepResult, w int, from string) {
 			rt.windowWarned = true
 			msg := fmt.Sprintf("--window %d disagrees with the harness's window of %d tokens for this model (%s) by more than 10%%; keeping --window", rt.policy.Window, w, from)
 			rt.log.Warn(msg)
-			rt.emit(Event{Kind: KindNotice, Step: st.Name, Text: msg})
+			rt.emit(Event{Kind: KindNotice, Step: stepName(st), Text: msg})
 		}
 		return
 	}
@@ -29,7 +33,50 @@ func (rt *Runtime) adoptWindow(st *manifest.StepResult, w int, from string) {
 	rt.log.Info("window from the harness", "window", w, "was", rt.policy.Window, "source_was", rt.windowSource, "from", from)
 	rt.policy.Window = w
 	rt.windowSource = manifest.WindowFromHarness
-	st.Window, st.WindowSource = w, manifest.WindowFromHarness
+	if st != nil {
+		st.Window, st.WindowSource = w, manifest.WindowFromHarness
+	}
+}
+
+func stepName(st *manifest.StepResult) string {
+	if st == nil {
+		return ""
+	}
+	return st.Name
+}
+
+// crossCheck weighs the window a turn's result reports (modelUsage) against
+// the harness's answer to the context-usage request. The answer is the
+// source; the result only checks it, and a disagreement of more than 10% is
+// said once per run. Without an answer for this model (not yet, or the
+// request failed) the result's figure is the harness's best word and is
+// adopted (DESIGN.md «Window from the harness»).
+func (a *attemptRun) crossCheck(w int) {
+	rt := a.rt
+	if p := rt.m.Probe; p != nil && p.Window > 0 && (p.Model == "" || a.model == "" || p.Model == a.model) {
+		if !rt.crossWarned && disagree(p.Window, w) {
+			rt.crossWarned = true
+			msg := fmt.Sprintf("a turn's result reports a window of %d tokens, the harness's context-usage answer said %d; keeping %d", w, p.Window, rt.policy.Window)
+			rt.log.Warn(msg)
+			a.st.AddError(msg)
+			rt.emit(Event{Kind: KindNotice, Step: a.st.Name, Text: msg})
+		}
+		return
+	}
+	rt.adoptWindow(a.st, w, "the result's modelUsage")
+}
+
+// resultWindow is the window a result reports for the session's model
+// (modelUsage.<model>.contextWindow), or the largest it reports when the
+// model is not known.
+func (a *attemptRun) resultWindow(ev *transcript.Event) int {
+	if a.model != "" && ev.Raw != nil {
+		key := strings.NewReplacer(".", `\.`, "*", `\*`, "?", `\?`).Replace(a.model)
+		if w := gjson.GetBytes(ev.Raw, "modelUsage."+key+".contextWindow").Int(); w > 0 {
+			return int(w)
+		}
+	}
+	return ev.ContextWindow
 }
 
 // disagree reports whether a and b differ by more than 10% of the larger.

@@ -65,6 +65,11 @@ const (
 	// real harness can be made to print only in ways flower never uses,
 	// such as a compact_boundary line.
 	EnvExtraLine = "FLOWER_FAKE_EXTRA_LINE"
+	// EnvStreamBytes makes each working turn write about this many bytes
+	// of tool-result lines (64 KiB each, as a tool's output) before its
+	// result: a long stream of ordinary lines for measuring what reading
+	// it costs.
+	EnvStreamBytes = "FLOWER_FAKE_STREAM_BYTES"
 )
 
 // The modes.
@@ -380,7 +385,14 @@ func (f *fake) handle(line []byte) (code int, stop bool) {
 			if f.turn == 0 && os.Getenv(EnvFloor) == "1" {
 				used = 1000 // a fresh session's start-up floor
 			}
-			resp = map[string]any{"totalTokens": used, "maxTokens": 200000, "isAutoCompactEnabled": os.Getenv("DISABLE_AUTO_COMPACT") != "1"}
+			// Like the real harness, the count is broken down: the
+			// system prompt (the floor) and the messages.
+			floor := min(used, 1000)
+			resp = map[string]any{"totalTokens": used, "maxTokens": 200000, "isAutoCompactEnabled": os.Getenv("DISABLE_AUTO_COMPACT") != "1",
+				"categories": []any{
+					map[string]any{"id": "system_prompt", "kind": "used", "tokens": floor},
+					map[string]any{"id": "messages", "kind": "used", "tokens": used - floor},
+				}}
 		}
 		f.emit(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": msg.RequestID, "response": resp}})
 	case "user":
@@ -417,6 +429,9 @@ func (f *fake) handle(line []byte) (code int, stop bool) {
 		if f.mode == ModeHangAfter {
 			hang()
 		}
+		if n, _ := strconv.Atoi(os.Getenv(EnvStreamBytes)); n > 0 && !writing {
+			f.stream(n)
+		}
 		f.cost += 0.01
 		f.emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": reply,
 			"session_id": f.session, "total_cost_usd": f.cost, "num_turns": 1, "terminal_reason": "completed"})
@@ -433,6 +448,17 @@ func (f *fake) assistant(text string, ctx int, idSuffix string) {
 			"usage":   map[string]any{"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": ctx, "output_tokens": 5},
 		},
 	})
+}
+
+// stream writes about n bytes of tool-result lines of 64 KiB each.
+func (f *fake) stream(n int) {
+	const size = 64 << 10
+	content := strings.Repeat("x", size-200)
+	for i := 0; i < n; i += size {
+		f.emit(map[string]any{"type": "user", "session_id": f.session, "parent_tool_use_id": nil,
+			"message": map[string]any{"role": "user", "content": []any{map[string]any{
+				"type": "tool_result", "tool_use_id": "toolu_" + strconv.Itoa(i), "content": content}}}})
+	}
 }
 
 // hang never returns: the turn never ends, whatever interrupt or SIGINT

@@ -1,0 +1,128 @@
+package supervisor
+
+import (
+	"context"
+
+	"github.com/flowerhq/flower/front"
+)
+
+// This file is the warm successor (DESIGN.md «Warm successor»). As soon as a
+// handoff is certain (the cut turn ended and the writing prompt went out, or
+// there is no writing turn), the successor's harness starts, so that its
+// start-up overlaps the writing turn instead of following it. It gets
+// no prompt until the handoff is frozen: its first prompt is read from the
+// file at that moment, so a person's edit still wins. The burned
+// generation's harness is stopped once the successor's first round is back,
+// off the critical path. A
+// successor that turns out not to be needed is stopped and leaves nothing:
+// it never reached the manifest.
+
+// startSuccessor starts the next generation's harness with no prompt, when
+// the front can (front.EarlyStarter) and the generation limit leaves room
+// for a successor. A failure to start is logged: the successor is then
+// started at launch as usual.
+func (a *attemptRun) startSuccessor() {
+	rt := a.rt
+	es, ok := rt.opts.Front.(front.EarlyStarter)
+	if !ok || !es.StartsEarly() || a.early != nil || a.over || a.gen.N >= rt.policy.MaxGenerations || a.ctx.Err() != nil {
+		return
+	}
+	sess, err := rt.opts.Front.Launch(a.ctx, a.spec(a.gen.N+1, "", ""))
+	if err != nil {
+		a.log.Warn("could not start the successor early; it starts at launch", "err", err)
+		return
+	}
+	a.early = sess
+	a.log.Info("successor harness started early", "successor", a.gen.N+1)
+}
+
+// dropSuccessor stops a successor started early that is not needed after
+// all: flower is stopping. Its harness is gone when this returns.
+func (a *attemptRun) dropSuccessor() {
+	stopUnused(a.early)
+	a.early = nil
+	a.log.Info("the successor started early was not needed; stopped")
+}
+
+// stopUnused stops a harness that never got a prompt and discards whatever
+// it said.
+func stopUnused(sess front.Session) {
+	if sess == nil {
+		return
+	}
+	sess.Stop()
+	for range sess.Records() {
+	}
+}
+
+// startFirst starts a new step's first harness and gives it the task at
+// once, before the step's bookkeeping (manifest, task file) is written:
+// those writes then overlap the harness's start-up instead of preceding
+// it. It does so only for a front that can start a harness this way and
+// when the run's measured floor does not already make the session futile
+// (that is judged before a prompt is sent); otherwise, or when the start
+// fails, it returns nil and the attempt starts the harness as usual.
+func (s *stepRun) startFirst(ctx context.Context, task string) front.Session {
+	rt := s.rt
+	es, ok := rt.opts.Front.(front.EarlyStarter)
+	if !ok || !es.StartsEarly() || ctx.Err() != nil || (rt.policy.Enabled && rt.runFloor() >= rt.policy.At()) {
+		return nil
+	}
+	sess, err := rt.opts.Front.Launch(ctx, s.spec(len(s.st.Generations)+1, task, ""))
+	if err != nil {
+		return nil // the attempt tries again, and records why
+	}
+	if err := sess.Begin(); err != nil {
+		stopUnused(sess)
+		return nil
+	}
+	s.log.Info("harness started with the task")
+	return sess
+}
+
+// retirePredecessor stops the burned generation's harness once this
+// session's first round is back: its first request went out before, so the
+// old harness's shutdown never competes with the successor's first turn for
+// the machine.
+func (a *attemptRun) retirePredecessor() {
+	a.retire(a.predecessor)
+	a.predecessor = nil
+}
+
+// retiring is a burned generation's harness being stopped in the
+// background.
+type retiring struct {
+	a    *attemptRun
+	done chan struct{}
+}
+
+// retire stops the harness of a burned generation in the background: its
+// successor's first request is out. reap waits for it.
+func (s *stepRun) retire(a *attemptRun) {
+	if a == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.p.Stop()
+	}()
+	s.retiring = append(s.retiring, retiring{a: a, done: done})
+}
+
+// reap waits for the harnesses retire is stopping and records what they
+// left (attemptRun.stop).
+func (s *stepRun) reap() {
+	for _, r := range s.retiring {
+		<-r.done
+		r.a.stop()
+	}
+	s.retiring = nil
+}
+
+// abandon stops what a launch that will not run carries: a successor
+// started early, and the predecessor it was to take over from.
+func (s *stepRun) abandon(l launch) {
+	stopUnused(l.early)
+	s.retire(l.predecessor)
+}
