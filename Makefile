@@ -46,15 +46,17 @@ demo: build
 	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" $(BIN) demo
 
 # The seeded fault campaign, longer than the fixed-seed rounds make test
-# runs (integration/chaos_test.go). Round i uses seed CHAOS_SEED+i; a
+# runs (integration/chaos_test.go), on the fronts CHAOS_FRONT names
+# (headless, interactive or both). Round i uses seed CHAOS_SEED+i; a
 # failing round prints the command that replays it, e.g.
-# CHAOS_SEED=123 CHAOS_ROUNDS=1 make chaos.
+# CHAOS_FRONT=interactive CHAOS_SEED=123 CHAOS_ROUNDS=1 make chaos.
+CHAOS_FRONT  ?= both
 CHAOS_SEED   ?= $(shell date +%s)
 CHAOS_ROUNDS ?= 12
 CHAOS_FAULTS ?= 6
-chaos:
+chaos: tools
 	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" && export FLOWER_HARNESS && \
-	  CHAOS_SEED=$(CHAOS_SEED) CHAOS_ROUNDS=$(CHAOS_ROUNDS) CHAOS_FAULTS=$(CHAOS_FAULTS) \
+	  CHAOS_FRONT=$(CHAOS_FRONT) CHAOS_SEED=$(CHAOS_SEED) CHAOS_ROUNDS=$(CHAOS_ROUNDS) CHAOS_FAULTS=$(CHAOS_FAULTS) \
 	  $(GO) test -run 'TestChaos$$' -count=1 -v -timeout 0 ./integration
 
 # Longer fuzzing than CI does; FUZZTIME=10m make fuzz for more.
