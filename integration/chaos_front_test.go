@@ -115,6 +115,6 @@ func (interactive) start(r *round, cont bool) (flowerHandle, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.startPerson(r.home, r.harness, r.model.finished, r.note)
+	f.startPerson(r.home, r.harness, r.model.finished, nil, r.note)
 	return f, nil
 }

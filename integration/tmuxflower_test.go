@@ -192,11 +192,12 @@ func harnessChild(flowerPID int, exe string) int {
 }
 
 // startPerson runs person until flower exits or the test ends.
-func (f *tmuxFlower) startPerson(home, harnessExe string, finished func() bool, note func(string, ...any)) {
+// quiet, when set and true, keeps the person from typing.
+func (f *tmuxFlower) startPerson(home, harnessExe string, finished, quiet func() bool, note func(string, ...any)) {
 	f.persons.Add(1)
 	go func() {
 		defer f.persons.Done()
-		f.person(home, harnessExe, finished, note)
+		f.person(home, harnessExe, finished, quiet, note)
 	}()
 }
 
@@ -205,7 +206,7 @@ func (f *tmuxFlower) startPerson(home, harnessExe string, finished func() bool, 
 // gave up) waits for one, and so does the end of the job. Once the harness
 // has sat idle for a while, person types "go on" — or /exit when finished
 // says the job is done. It returns when flower exits.
-func (f *tmuxFlower) person(home, harnessExe string, finished func() bool, note func(string, ...any)) {
+func (f *tmuxFlower) person(home, harnessExe string, finished, quiet func() bool, note func(string, ...any)) {
 	var idleSince, lastTyped time.Time
 	idlePid := 0
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -227,7 +228,7 @@ func (f *tmuxFlower) person(home, harnessExe string, finished func() bool, note 
 		if idlePid != pid || idleSince.IsZero() {
 			idleSince, idlePid = now, pid
 		}
-		if now.Sub(lastTyped) < 10*time.Second {
+		if now.Sub(lastTyped) < 10*time.Second || (quiet != nil && quiet()) {
 			continue
 		}
 		switch idle := now.Sub(idleSince); {
