@@ -146,7 +146,7 @@ func (a *attemptRun) probe(ctx context.Context, pr front.Prober) {
 	}
 	if w := int(resp.Get("maxTokens").Int()); w > 0 {
 		a.gen.HarnessWindow = w
-		a.rt.adoptWindow(a.st, w, "get_context_usage")
+		a.adoptWindow(w, "get_context_usage")
 	}
 	if a.meter.SessionID == "" { // a resumed session has no start-up floor
 		a.gen.StartFloor = int(resp.Get("totalTokens").Int())
@@ -397,7 +397,7 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 	a.lastCost = a.meter.CostUSD
 	st.SetContext(a.meter.Context)
 	if ev.ContextWindow > 0 {
-		rt.adoptWindow(st, ev.ContextWindow, "the result's modelUsage")
+		a.adoptWindow(ev.ContextWindow, "the result's modelUsage")
 	}
 	rt.save(st)
 	overflow := ev.TerminalReason == "prompt_too_long" || ev.TerminalReason == "blocking_limit" ||

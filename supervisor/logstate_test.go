@@ -9,16 +9,32 @@ import (
 	"testing"
 
 	"github.com/flowerhq/flower/harness/harnesstest"
+	"github.com/flowerhq/flower/policy"
 )
 
 // Every record of the run's log carries the generation, the session id and
-// the phase, and no secret from the environment.
+// the phase, and no secret from the environment: with the window given, and
+// with the window the harness reports taking over from the guess (its
+// record is written by the step too).
 func TestLogRecordsCarryGenerationSessionPhase(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		handoff any
+		want    string // a record that must be there
+	}{
+		{"window given", nil, ""},
+		{"window from the harness", policy.HandoffPolicy{Enabled: true}, "window from the harness"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { logRecordsCarryGenerationSessionPhase(t, tc.handoff, tc.want) })
+	}
+}
+
+func logRecordsCarryGenerationSessionPhase(t *testing.T, handoff any, want string) {
 	const secret = "sk-ant-api03-LOGSECRET-abcdefghijklmnop"
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b := newBench(t, harnesstest.ModeStream, harnesstest.EnvContext+"=155000", "ANTHROPIC_API_KEY="+secret)
-	rt := b.runtime(Options{Logger: logger})
+	rt := b.runtime(Options{Logger: logger, Handoff: handoff})
 	st, err := rt.RunStep(context.Background(), "s", "a task")
 	if err != nil {
 		t.Fatalf("RunStep: %v", err)
@@ -43,6 +59,9 @@ func TestLogRecordsCarryGenerationSessionPhase(t *testing.T) {
 				t.Errorf("record %q lacks %q", rec["msg"], k)
 			}
 		}
+		if rec["msg"] == want {
+			want = ""
+		}
 		p, _ := rec["phase"].(string)
 		phases[p] = true
 		g, _ := rec["gen"].(float64)
@@ -58,6 +77,9 @@ func TestLogRecordsCarryGenerationSessionPhase(t *testing.T) {
 	}
 	if !gens[1] || !gens[2] {
 		t.Errorf("records of generations %v, want 1 and 2", gens)
+	}
+	if want != "" {
+		t.Errorf("no record %q", want)
 	}
 	t.Logf("%d records", n)
 }

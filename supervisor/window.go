@@ -9,8 +9,10 @@ import (
 // adoptWindow takes the harness's own figure for the context window. A
 // window given by flag (or policy) wins, with one warning when the two
 // disagree by more than 10%; otherwise the harness's figure replaces the
-// guess from the model name, and the thresholds move with it.
-func (rt *Runtime) adoptWindow(st *manifest.StepResult, w int, from string) {
+// guess from the model name, and the thresholds move with it. It logs
+// through the step's logger, which stamps where in the run it was.
+func (s *stepRun) adoptWindow(w int, from string) {
+	rt, st := s.rt, s.st
 	if w <= 0 {
 		return
 	}
@@ -18,7 +20,7 @@ func (rt *Runtime) adoptWindow(st *manifest.StepResult, w int, from string) {
 		if !rt.windowWarned && disagree(rt.policy.Window, w) {
 			rt.windowWarned = true
 			msg := fmt.Sprintf("--window %d disagrees with the harness's window of %d tokens for this model (%s) by more than 10%%; keeping --window", rt.policy.Window, w, from)
-			rt.log.Warn(msg)
+			s.log.Warn(msg)
 			rt.emit(Event{Kind: KindNotice, Step: st.Name, Text: msg})
 		}
 		return
@@ -26,7 +28,7 @@ func (rt *Runtime) adoptWindow(st *manifest.StepResult, w int, from string) {
 	if rt.windowSource == manifest.WindowFromHarness && rt.policy.Window == w {
 		return
 	}
-	rt.log.Info("window from the harness", "window", w, "was", rt.policy.Window, "source_was", rt.windowSource, "from", from)
+	s.log.Info("window from the harness", "window", w, "was", rt.policy.Window, "source_was", rt.windowSource, "from", from)
 	rt.policy.Window = w
 	rt.windowSource = manifest.WindowFromHarness
 	st.Window, st.WindowSource = w, manifest.WindowFromHarness
