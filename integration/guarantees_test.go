@@ -60,7 +60,8 @@ type guarRun struct {
 const guarStep = "main"
 
 func newGuarRun(t *testing.T, fr guarFront, script scriptedapi.Script, env ...string) *guarRun {
-	g := &guarRun{t: t, front: fr, flower: flowerBinary(t), harness: harnessPath(t), ws: t.TempDir(), doneSessions: map[string]bool{}}
+	harness := harnessPath(t) // skips under -short, before anything is built
+	g := &guarRun{t: t, front: fr, flower: flowerBinary(t), harness: harness, ws: t.TempDir(), doneSessions: map[string]bool{}}
 	if real, err := filepath.EvalSymlinks(g.harness); err == nil {
 		g.harness = real
 	}
@@ -123,8 +124,8 @@ func (g *guarRun) step() *manifest.StepResult {
 	return loadStep(g.t, g.runDir, guarStep)
 }
 
-// sessions lists the sessions the API saw, in order of their first
-// request; mains maps each to its first main-thread request.
+// sessions lists the sessions the API saw in main-thread requests, in
+// order of their first one; first maps each to that request.
 func (g *guarRun) sessions() (order []string, first map[string]scriptedapi.Request) {
 	first = map[string]scriptedapi.Request{}
 	for _, r := range g.srv.Requests() {
