@@ -111,6 +111,7 @@ type session struct {
 	writeStart time.Time
 	replies    int // replies in the writing turn
 	typed      string
+	endAfter   bool // EndAfterTurn waits for the turn to end
 
 	stopOnce sync.Once
 }
@@ -200,8 +201,19 @@ func (s *session) Send(prompt string) error {
 	return nil
 }
 
-// EndAfterTurn ends the harness as a person would: Ctrl-C twice.
-func (s *session) EndAfterTurn() error { return s.exitKeys() }
+// EndAfterTurn ends the harness as a person would, once its turn is over:
+// Ctrl-C twice. Pressed while a turn runs, the first Ctrl-C would only end
+// the turn and the harness would stay; so a busy harness gets the keys from
+// tick when its state file says idle.
+func (s *session) EndAfterTurn() error {
+	if st, err := readState(s.cfg.configDir, s.p.PID()); err == nil && st.Status == "busy" {
+		s.mu.Lock()
+		s.endAfter = true
+		s.mu.Unlock()
+		return nil
+	}
+	return s.exitKeys()
+}
 
 func (s *session) exitKeys() error {
 	if err := s.f.gate.Type([]byte(keyCtrlC)); err != nil {
@@ -466,7 +478,17 @@ func (s *session) tick() {
 	}
 	s.mu.Lock()
 	st, cutStart, escAt, submitBy, writeStart, replies, typed := s.state, s.cutStart, s.escAt, s.submitBy, s.writeStart, s.replies, s.typed
+	endNow := s.endAfter && err == nil && state.Status == "idle"
+	if endNow {
+		s.endAfter = false
+	}
 	s.mu.Unlock()
+	if endNow {
+		s.log.Info("the turn is over; ending the harness")
+		if err := s.exitKeys(); err != nil {
+			s.log.Debug("exit keys", "err", err)
+		}
+	}
 
 	keysReady, wait := s.ready, keysAfter
 	if s.cfg.argPrompt {
