@@ -82,3 +82,39 @@ func (p *proc) output() string {
 	defer p.mu.Unlock()
 	return p.out.String()
 }
+
+// interactive runs `flower -i TASK` in a tmux pane, as a person at a
+// terminal does, with a person at the screen (tmuxFlower.person) who types
+// "go on" when a turn ended in an error and /exit once the job is done.
+// `flower continue` resumes an interactive step headless (README,
+// «Interactive mode»), so a continuation runs as the headless front's does.
+type interactive struct{}
+
+func (interactive) name() string         { return "interactive" }
+func (interactive) takes(faultKind) bool { return true }
+
+// late: flower stopped by a signal is continued headless, so those faults
+// land in the last session, after the other faults met the interactive
+// front.
+func (interactive) late(k faultKind) bool { return k == faultKillFlower || k == faultTermFlower }
+
+func (interactive) start(r *round, cont bool) (flowerHandle, error) {
+	if cont {
+		return headless{}.start(r, true)
+	}
+	seedHarnessHome(r.t, r.home, r.ws, r.key)
+	var env []string
+	for _, kv := range r.env {
+		if kv != r.marker {
+			env = append(env, kv)
+		}
+	}
+	argv := []string{r.flower, "-i", "-C", r.ws, "--run-dir", r.runDir, "--window", "200000", "--max-attempts", "6", r.task,
+		"--", "--permission-mode", "dontAsk", "--allowedTools", "Bash"}
+	f, err := startTmuxFlower(r.t, env, []string{r.marker}, r.ws, argv)
+	if err != nil {
+		return nil, err
+	}
+	f.startPerson(r.home, r.harness, r.model.finished, nil, r.note)
+	return f, nil
+}

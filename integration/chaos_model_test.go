@@ -39,10 +39,12 @@ type chaosModel struct {
 	sessions []string       // in order of first appearance
 	// written maps a handoff reply's marks to the session that wrote it.
 	written map[int]string
+	// done holds the sessions told the job is done.
+	done map[string]bool
 }
 
 func newChaosModel(faults []*fault) *chaosModel {
-	m := &chaosModel{faults: map[int]*fault{}, written: map[int]string{}}
+	m := &chaosModel{faults: map[int]*fault{}, written: map[int]string{}, done: map[string]bool{}}
 	for _, f := range faults {
 		if !f.kind.api() {
 			continue
@@ -95,6 +97,7 @@ func (m *chaosModel) reply(r *scriptedapi.Request) scriptedapi.Reply {
 	if sessionN >= 3 {
 		n := strings.Count(r.AllText, "; echo final")
 		if n >= 3 {
+			m.done[r.SessionID] = true
 			return done(40_000)
 		}
 		return bash(30_000, fmt.Sprintf("%secho final-%d >> work.txt", slow(n), n))
@@ -109,6 +112,14 @@ func (m *chaosModel) mainRequests() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.main
+}
+
+// finished reports whether the newest session the API saw was told the
+// job is done.
+func (m *chaosModel) finished() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.sessions) > 0 && m.done[m.sessions[len(m.sessions)-1]]
 }
 
 // reached reports whether a process fault's moment has come (before its

@@ -109,6 +109,17 @@ func (f *fault) done() bool { return f.injected || f.hits > 0 }
 // turn, then four to finish.
 const chaosRequests = 16
 
+// chaosLate is a main-thread request of the last session (the one that
+// finishes the job) in a round without faults.
+const chaosLate = 13
+
+// lateFront is a front on which some kinds of fault must come late: after
+// them the round goes on another way (an interactive step continues
+// headless), and the faults before them should meet this front.
+type lateFront interface {
+	late(k faultKind) bool
+}
+
 // planRound draws a round's faults from rng: n distinct kinds the front
 // takes, each at a random moment. API faults get request ordinals that do
 // not overlap, so each breaks what it was planned to break.
@@ -164,6 +175,9 @@ func planRound(rng *rand.Rand, fr front, n int) []*fault {
 				f.at = 0
 			}
 			f.delay = time.Duration(rng.Intn(1500)) * time.Millisecond
+		}
+		if l, ok := fr.(lateFront); ok && l.late(k) {
+			f.writing, f.at = 0, max(f.at, chaosLate)
 		}
 		plan = append(plan, f)
 	}

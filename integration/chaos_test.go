@@ -8,12 +8,14 @@ package integration_test
 // and a person editing the handoff file in the launch window. After every
 // exit of flower and at the end the invariants are checked (chaos_check_test.go).
 //
-// CHAOS_SEED (default 1) is the first round's seed, CHAOS_ROUNDS (default
-// 3) the number of rounds, round i using seed CHAOS_SEED+i; CHAOS_FAULTS
-// (default 6) faults of distinct kinds are drawn per round. The defaults
-// are what `make test` runs: seeds 1 to 3 between them plan every kind.
-// `make chaos` runs more rounds from a fresh seed. A failing round prints
-// the command that replays it.
+// CHAOS_FRONT (headless, interactive, or both: the default) names the
+// fronts; CHAOS_SEED (default 1) is the first round's seed, CHAOS_ROUNDS
+// the number of rounds per front (default 3 headless, 2 interactive: an
+// interactive round is slower), round i using seed CHAOS_SEED+i;
+// CHAOS_FAULTS (default 6) faults of distinct kinds are drawn per round.
+// The defaults are what `make test` runs: on each front the default seeds
+// between them plan every kind. `make chaos` runs more rounds from a fresh
+// seed. A failing round prints the command that replays it.
 
 import (
 	"fmt"
@@ -27,12 +29,23 @@ import (
 // chaosConfig is the campaign's size, from the environment.
 type chaosConfig struct {
 	seed   int64
-	rounds int
+	rounds int // 0: the front's default
 	faults int
 }
 
+// roundsFor is how many rounds a front runs.
+func (c chaosConfig) roundsFor(fr front) int {
+	switch {
+	case c.rounds > 0:
+		return c.rounds
+	case fr.name() == "interactive":
+		return 2
+	}
+	return 3
+}
+
 func chaosConfigFromEnv(t *testing.T) chaosConfig {
-	c := chaosConfig{seed: 1, rounds: 3, faults: 6}
+	c := chaosConfig{seed: 1, faults: 6}
 	for _, v := range []struct {
 		name string
 		set  func(int64)
@@ -58,22 +71,39 @@ func TestChaos(t *testing.T) {
 	cfg := chaosConfigFromEnv(t)
 	harness := harnessPath(t)
 	flower := flowerBinary(t)
-	for _, fr := range []front{headless{}} {
+	for _, fr := range chaosFronts(t) {
 		var results []*roundResult
-		for i := 0; i < cfg.rounds; i++ {
+		rounds := cfg.roundsFor(fr)
+		for i := 0; i < rounds; i++ {
 			seed := cfg.seed + int64(i)
 			t.Run(fmt.Sprintf("%s/seed=%d", fr.name(), seed), func(t *testing.T) {
 				r := newRound(t, fr, seed, cfg.faults, flower, harness)
 				res := r.run()
 				results = append(results, res)
 				if len(res.broken) > 0 {
-					t.Errorf("%d invariant(s) broken; replay this round with:\n  CHAOS_SEED=%d CHAOS_ROUNDS=1 CHAOS_FAULTS=%d make chaos\n  (or: CHAOS_SEED=%d CHAOS_ROUNDS=1 CHAOS_FAULTS=%d go test -run 'TestChaos$' -count=1 -v ./integration)",
-						len(res.broken), seed, cfg.faults, seed, cfg.faults)
+					t.Errorf("%d invariant(s) broken; replay this round with:\n  CHAOS_FRONT=%s CHAOS_SEED=%d CHAOS_ROUNDS=1 CHAOS_FAULTS=%d make chaos\n  (or: CHAOS_FRONT=%s CHAOS_SEED=%d CHAOS_ROUNDS=1 CHAOS_FAULTS=%d go test -run 'TestChaos$' -count=1 -v ./integration)",
+						len(res.broken), fr.name(), seed, cfg.faults, fr.name(), seed, cfg.faults)
 				}
 			})
 		}
 		t.Logf("fault campaign, %s front, seeds %d..%d, %d faults drawn per round:\n%s",
-			fr.name(), cfg.seed, cfg.seed+int64(cfg.rounds)-1, cfg.faults, summary(results))
+			fr.name(), cfg.seed, cfg.seed+int64(rounds)-1, cfg.faults, summary(results))
+	}
+}
+
+// chaosFronts are the fronts CHAOS_FRONT names: headless, interactive, or
+// both (the default).
+func chaosFronts(t *testing.T) []front {
+	switch v := os.Getenv("CHAOS_FRONT"); v {
+	case "", "both":
+		return []front{headless{}, interactive{}}
+	case "headless":
+		return []front{headless{}}
+	case "interactive":
+		return []front{interactive{}}
+	default:
+		t.Fatalf("CHAOS_FRONT=%q: want headless, interactive or both", v)
+		return nil
 	}
 }
 

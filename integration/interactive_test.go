@@ -604,3 +604,45 @@ func pidsWithCmdline(s string) []int {
 	}
 	return pids
 }
+
+// TestInteractiveSignalMidTurn: SIGTERM to flower while the harness runs a
+// tool ends the turn at the boundary, and the harness then exits on its own
+// (DESIGN.md «Signals and orphans»), rather than after the grace periods
+// at flower's hand.
+func TestInteractiveSignalMidTurn(t *testing.T) {
+	t.Parallel()
+	const tool = "timeout 93 tail -f /dev/null"
+	srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind == scriptedapi.KindMain && len(r.LastToolResults) == 0 {
+			return bash(20_000, tool)
+		}
+		return scriptedapi.Harmless(r)
+	})
+	r := interactiveRun{srv: srv, workspace: t.TempDir(), home: t.TempDir(), flower: buildFlower(t), harness: harnessPath(t),
+		args: []string{"--", "--permission-mode", "dontAsk", "--allowedTools", "Bash"}}
+	seedHarnessHome(t, r.home, r.workspace, scriptedapi.APIKey)
+	p := startPane(t, r)
+	p.harnessUp(r.home)
+	p.keys("start the long tool")
+	time.Sleep(300 * time.Millisecond)
+	p.press("Enter")
+	p.waitFor("the tool to run", waitLimit, func() bool { return len(pidsWithCmdline(tool)) > 0 })
+	if err := syscall.Kill(p.flowerPID(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	p.waitText("TTY-", 2*waitLimit)
+	if screen := p.capture(); !strings.Contains(screen, "FLOWER-EXIT=130") || !strings.Contains(screen, "TTY-RESTORED") {
+		t.Errorf("want exit 130 and the terminal restored")
+	}
+	st := onlyStep(t, r.workspace)
+	if st.Status != manifest.StatusInterrupted || st.SessionID == "" {
+		t.Errorf("status %s, session %q: want interrupted with its session", st.Status, st.SessionID)
+	}
+	log, err := os.ReadFile(filepath.Join(filepath.Dir(manifests(t, r.workspace)[0]), "flower.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(log), "the harness did not exit after the interrupt") {
+		t.Errorf("flower had to stop the harness: it did not exit on its own after the turn")
+	}
+}

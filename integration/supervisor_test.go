@@ -2,8 +2,6 @@ package integration_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -334,16 +332,6 @@ func TestThreeGenerations(t *testing.T) {
 	}
 }
 
-// Case 3a: the API answers 400 "prompt is too long": degraded handoff with
-// the marker and a 交接降级 error; the run goes on in a new session.
-func TestOverflowDegradesAndContinues(t *testing.T) {
-	t.Parallel()
-	overflow := scriptedapi.Reply{Status: 400, ErrorType: "invalid_request_error", ErrorMessage: "prompt is too long: 250123 tokens > 200000 maximum"}
-	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo a"), overflow}, {done(20_000)}}, handoff: goodHandoff}
-	f, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0), Workbench: true}, "Overflowing task OVERFLOW-TASK")
-	assertDegradedThenDone(t, f, st, err, j, "overflow")
-}
-
 // Case 3b: the harness refuses locally (blocking_limit) near the window.
 func TestBlockingLimitDegradesAndContinues(t *testing.T) {
 	t.Parallel()
@@ -353,20 +341,6 @@ func TestBlockingLimitDegradesAndContinues(t *testing.T) {
 	pol := policy.HandoffPolicy{Enabled: true, Window: 1_000_000}
 	f, st, err := runFlower(t, j, supervisor.Options{Handoff: pol, Workbench: true}, "Overflowing task OVERFLOW-TASK", "ANTHROPIC_MODEL=claude-haiku-4-5")
 	assertDegradedThenDone(t, f, st, err, j, "overflow")
-}
-
-// Case 4: a handoff reply without "next" is degraded; the run continues.
-func TestMalformedHandoffDegrades(t *testing.T) {
-	t.Parallel()
-	bad := func(int) scriptedapi.Reply {
-		return scriptedapi.Reply{Usage: usage(156_000), Text: "## 现在在做 (doing)\nSomething.\n\n## 已定的事 (decided)\nNothing."}
-	}
-	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo start"), bash(155_000, "echo a")}, {done(20_000)}}, handoff: bad}
-	f, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0), Workbench: true}, "Task OVERFLOW-TASK")
-	assertDegradedThenDone(t, f, st, err, j, "threshold")
-	if why := st.Generations[0].Handoff.Why; !strings.Contains(why, "next") {
-		t.Errorf("why %q should name the missing section", why)
-	}
 }
 
 func assertDegradedThenDone(t *testing.T, f *flowerRun, st *manifest.StepResult, err error, j *job, reason string) {
@@ -472,29 +446,6 @@ func TestCutInterruptsRunningTool(t *testing.T) {
 	}
 }
 
-// Case 7: a window so small that every session starts above the threshold:
-// the run stops after max_generations with the runaway guard's message.
-func TestGenerationLimit(t *testing.T) {
-	t.Parallel()
-	// Each session starts below the threshold (10K) and crosses it in its
-	// second round, so the futile guard stays quiet and only the limit stops it.
-	j := &job{plans: [][]scriptedapi.Reply{{bash(5_000, "echo start"), bash(20_000, "echo again")}}, handoff: goodHandoff}
-	pol := policy.HandoffPolicy{Enabled: true, Window: 30_000, MaxGenerations: 3}
-	_, st, err := runFlower(t, j, supervisor.Options{Handoff: pol, Workbench: true}, "Runaway task")
-	var gle *policy.GenerationLimitError
-	if !errors.Is(err, policy.ErrGenerationLimit) || !errors.As(err, &gle) {
-		t.Fatalf("err %v, want a generation limit error", err)
-	}
-	for _, want := range []string{"start-up floor", "--window", "--no-handoff", "34k"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("limit message lacks %q: %s", want, err)
-		}
-	}
-	if st.Status != manifest.StatusGenerationLimit || len(st.Generations) != 3 || len(j.writingSeq) != 3 {
-		t.Errorf("status %s, %d generations, %d writing turns", st.Status, len(st.Generations), len(j.writingSeq))
-	}
-}
-
 // Case 8: the child's auto-compact as the harness itself reports it.
 func TestAutoCompactAsHarnessReports(t *testing.T) {
 	t.Parallel()
@@ -528,38 +479,6 @@ func TestAutoCompactAsHarnessReports(t *testing.T) {
 				t.Errorf("isAutoCompactEnabled = %v, want %v", got, tc.want)
 			}
 		})
-	}
-}
-
-// Case 9: a person edits the handoff between freezing and launch: the
-// successor's prompt carries the edit, and the receipt's hashes differ.
-func TestEditedHandoffReachesSuccessor(t *testing.T) {
-	t.Parallel()
-	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo start"), bash(155_000, "echo a")}, {done(20_000)}}, handoff: goodHandoff}
-	edit := func(path string) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Errorf("read for edit: %v", err)
-			return
-		}
-		s := strings.Replace(string(b), "NEXT-MARK-1", "NEXT-MARK-1 and PERSON-EDIT: use the vendored zlib", 1)
-		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-			t.Errorf("edit: %v", err)
-		}
-	}
-	f, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0), Workbench: true, AfterFreeze: edit}, "Edit me")
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := requestBySeq(f.srv, j.firstSeq[1])
-	if !strings.Contains(first.AllText, "PERSON-EDIT: use the vendored zlib") {
-		t.Errorf("the successor's first request lacks the person's edit")
-	}
-	h := st.Generations[0].Handoff
-	b, _ := os.ReadFile(h.Path)
-	sum := sha256.Sum256(b)
-	if h.SHA256Written == h.SHA256Launched || h.SHA256Launched != hex.EncodeToString(sum[:]) {
-		t.Errorf("receipt hashes written %s launched %s (file %x)", h.SHA256Written, h.SHA256Launched, sum)
 	}
 }
 

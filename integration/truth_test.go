@@ -4,7 +4,6 @@ package integration_test
 // result's modelUsage) instead of guessing from the model's name.
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,33 +14,6 @@ import (
 	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
 )
-
-// claude-sonnet-4-5 is a 200k model to the harness, while the seed's name
-// rule calls it 1M: without --window, flower must hand off at 150k, not 950k.
-func TestWindowFromHarness(t *testing.T) {
-	t.Parallel()
-	if got := policy.DefaultWindow([]string{"ANTHROPIC_MODEL=claude-sonnet-4-5"}); got != 1_000_000 {
-		t.Fatalf("premise: the name rule gives %d for claude-sonnet-4-5, want 1000000", got)
-	}
-	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo one"), bash(155_000, "echo two")}, {done(30_000)}}, handoff: goodHandoff}
-	_, st, err := runFlower(t, j, supervisor.Options{Workbench: true}, "Window task", "ANTHROPIC_MODEL=claude-sonnet-4-5")
-	if err != nil {
-		t.Fatalf("RunStep: %v", err)
-	}
-	if st.Window != 200_000 || st.WindowSource != manifest.WindowFromHarness {
-		t.Errorf("window %d from %q, want 200000 from the harness", st.Window, st.WindowSource)
-	}
-	if len(st.Generations) != 2 || st.Generations[0].Handoff == nil {
-		t.Fatalf("%d generations: no handoff at 155k under a 200k window", len(st.Generations))
-	}
-	h := st.Generations[0].Handoff
-	if h.At != 150_000 || h.Window != 200_000 || h.WindowSource != manifest.WindowFromHarness || h.Context != 155_000 {
-		t.Errorf("receipt %+v, want a handoff at 150K of the harness's 200K", h)
-	}
-	if st.Generations[0].HarnessWindow != 200_000 {
-		t.Errorf("generation 1 harness window %d", st.Generations[0].HarnessWindow)
-	}
-}
 
 // A --window the harness contradicts by more than 10% is kept, with one
 // warning that names both numbers.
@@ -64,34 +36,6 @@ func TestWindowFlagDisagreementWarnsOnce(t *testing.T) {
 	}
 	if st.Window != 1_000_000 || st.WindowSource != manifest.WindowFromFlag || len(st.Generations) != 2 {
 		t.Errorf("window %d from %q over %d generations: the flag must win", st.Window, st.WindowSource, len(st.Generations))
-	}
-}
-
-// A fresh session whose first round is already above the threshold stops at
-// once, with the measured floor, instead of burning eight generations.
-func TestFutileHandoffStopsAfterOneGeneration(t *testing.T) {
-	t.Parallel()
-	j := &job{plans: [][]scriptedapi.Reply{{bash(23_456, "echo one"), done(24_000)}}, handoff: goodHandoff}
-	pol := policy.HandoffPolicy{Enabled: true, Window: 30_000} // handoff at 10K
-	f, st, err := runFlower(t, j, supervisor.Options{Handoff: pol, Workbench: true}, "Futile task")
-	var gle *policy.GenerationLimitError
-	if !errors.As(err, &gle) || !gle.Futile {
-		t.Fatalf("err %v, want a futile generation-limit error", err)
-	}
-	for _, want := range []string{"23.5K", "start-up floor", "--window", "--no-handoff"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("message lacks %q: %v", want, err)
-		}
-	}
-	if len(st.Generations) != 1 || len(j.writingSeq) != 0 || st.Status != manifest.StatusGenerationLimit {
-		t.Errorf("%d generations, %d writing turns, status %s; want 1, 0, generation_limit", len(st.Generations), len(j.writingSeq), st.Status)
-	}
-	// Every request came from the one session that got the task: no
-	// successor was started (a successor's first prompt is a handoff).
-	for _, r := range f.srv.Requests() {
-		if !strings.Contains(r.AllText, "Futile task") || strings.Contains(r.AllText, "You are taking over") {
-			t.Errorf("request %d is not from the first session", r.Seq)
-		}
 	}
 }
 

@@ -1,11 +1,13 @@
 package interactive
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +28,9 @@ import (
 // cannot be made to do on cue: crash, overflow, write a bad handoff.
 func TestMain(m *testing.M) {
 	if os.Getenv("FLOWER_FAKE_INTERACTIVE") == "1" {
+		if slices.Contains(os.Args[1:], "-p") {
+			os.Exit(fakeProbe())
+		}
 		os.Exit(fakeHarness())
 	}
 	os.Exit(m.Run())
@@ -55,6 +60,33 @@ type fakeReply struct {
 type fakeRecord struct {
 	Prompts []string // submitted prompts, in order
 	Input   string   // what sat in the input when it exited
+}
+
+// fakeProbe is the fake started in stream-json mode, as Session.Probe
+// starts the harness: it answers the context-usage request as the real one
+// does before any turn (a 200K window, auto-compact as the environment
+// says) and exits when its input ends.
+func fakeProbe() int {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var msg struct {
+			Type      string `json:"type"`
+			RequestID string `json:"request_id"`
+			Request   struct {
+				Subtype string `json:"subtype"`
+			} `json:"request"`
+		}
+		if json.Unmarshal(in.Bytes(), &msg) != nil || msg.Type != "control_request" {
+			continue
+		}
+		resp := map[string]any{}
+		if msg.Request.Subtype == "get_context_usage" {
+			resp = map[string]any{"totalTokens": 1000, "maxTokens": 200000, "isAutoCompactEnabled": os.Getenv("DISABLE_AUTO_COMPACT") != "1"}
+		}
+		b, _ := json.Marshal(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": msg.RequestID, "response": resp}})
+		fmt.Printf("%s\n", b)
+	}
+	return 0
 }
 
 func fakeHarness() int {

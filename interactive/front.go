@@ -285,7 +285,8 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 	configDir := transcript.ConfigDir(s.Env)
 	g := newSession(ctx, f, p, log, sessionConfig{
 		configDir: configDir, cwd: s.Dir, typed: typed, argPrompt: argPrompt != "", resumed: s.Resume,
-		loc: locator{configDir: configDir, cwd: s.Dir, pid: p.PID(), since: launched.Add(-time.Second), used: f.used},
+		loc:   locator{configDir: configDir, cwd: s.Dir, pid: p.PID(), since: launched.Add(-time.Second), used: f.used},
+		probe: harness.Config{Path: s.Path, Args: s.Args, Model: s.Model, Dir: s.Dir, Env: s.Env, Logger: log, Grace: grace},
 	})
 	log.Info("harness started", "pid", p.PID(), "interactive", true)
 	return g, nil

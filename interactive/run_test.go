@@ -511,3 +511,37 @@ func TestRunFollowsWindowSize(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRunAdoptsTheHarnessWindow (DESIGN.md «Window from the harness»): the
+// name rule says 1M for claude-sonnet-4-5, the harness says 200K; the
+// session's probe brings the harness's figure, so 155K hands off.
+func TestRunAdoptsTheHarnessWindow(t *testing.T) {
+	t.Parallel()
+	f := newFakeRun(t,
+		fakeScript{Replies: []fakeReply{{Context: 155_000, Before: 60_000}}, Writing: goodDoc},
+		fakeScript{Replies: []fakeReply{{Context: 20_000}}})
+	f.opts.Env = append(f.opts.Env, "ANTHROPIC_MODEL=claude-sonnet-4-5")
+	f.opts.Policy = policy.HandoffPolicy{Enabled: true}
+	wait := f.start(context.Background())
+	f.generationUp(1)
+	f.person.waitFor("raw mode", f.person.raw)
+	f.person.typeKeys("port the parser\r")
+	f.generationUp(2)
+	f.person.typeKeys("\x03\x03")
+	st, err := wait()
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if st.Window != 200_000 || st.WindowSource != manifest.WindowFromHarness {
+		t.Errorf("window %d from %q, want 200000 from the harness", st.Window, st.WindowSource)
+	}
+	if len(st.Generations) != 2 || st.Generations[0].HarnessWindow != 200_000 {
+		t.Fatalf("%d generations; generation 1's harness window %d", len(st.Generations), st.Generations[0].HarnessWindow)
+	}
+	if h := st.Generations[0].Handoff; h == nil || h.At != 150_000 || h.WindowSource != manifest.WindowFromHarness {
+		t.Errorf("receipt %+v, want a handoff at 150K of the harness's 200K", h)
+	}
+	if ac := st.Generations[0].AutoCompactEnabled; ac == nil || *ac {
+		t.Errorf("auto-compact %v, want the probe's false (DISABLE_AUTO_COMPACT=1 reached the harness)", ac)
+	}
+}

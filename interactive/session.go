@@ -16,6 +16,7 @@ import (
 
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -70,6 +71,7 @@ type sessionConfig struct {
 	argPrompt bool   // the harness got its first prompt as an argument
 	resumed   string
 	loc       locator
+	probe     harness.Config // the same harness in stream-json mode (Probe)
 }
 
 // session is one harness on the person's terminal as a front.Session. One
@@ -109,11 +111,15 @@ type session struct {
 	writeStart time.Time
 	replies    int // replies in the writing turn
 	typed      string
+	endAfter   bool // EndAfterTurn waits for the turn to end
 
 	stopOnce sync.Once
 }
 
-var _ front.Session = (*session)(nil)
+var (
+	_ front.Session = (*session)(nil)
+	_ front.Prober  = (*session)(nil)
+)
 
 func newSession(ctx context.Context, f *Front, p *proc, log *slog.Logger, cfg sessionConfig) *session {
 	s := &session{f: f, p: p, log: log, cfg: cfg, ctx: ctx, typed: cfg.typed,
@@ -131,6 +137,22 @@ func (s *session) Begin() error { return nil }
 
 // PersonDriven implements front.Session: the person types the turns.
 func (s *session) PersonDriven() bool { return true }
+
+// Probe implements front.Prober. The harness's screen cannot be asked what
+// it knows of its context, but the same harness can: started with the same
+// executable, flags, model, directory and environment in stream-json mode,
+// it answers the context-usage request before any turn, without calling the
+// API (DESIGN.md «Context usage request»), and is stopped again. Its window
+// and auto-compact are this session's; its start-up floor is a fresh
+// session's with the same tools, which is what the futile guard weighs.
+func (s *session) Probe(ctx context.Context) (gjson.Result, error) {
+	p, err := harness.Start(ctx, s.cfg.probe)
+	if err != nil {
+		return gjson.Result{}, fmt.Errorf("start the probe: %w", err)
+	}
+	defer p.Stop()
+	return p.Control(ctx, "get_context_usage")
+}
 
 // Interrupt ends the running turn at the message boundary as a person
 // would: Esc, pressed again while the turn runs on. From here on the
@@ -179,8 +201,19 @@ func (s *session) Send(prompt string) error {
 	return nil
 }
 
-// EndAfterTurn ends the harness as a person would: Ctrl-C twice.
-func (s *session) EndAfterTurn() error { return s.exitKeys() }
+// EndAfterTurn ends the harness as a person would, once its turn is over:
+// Ctrl-C twice. Pressed while a turn runs, the first Ctrl-C would only end
+// the turn and the harness would stay; so a busy harness gets the keys from
+// tick when its state file says idle.
+func (s *session) EndAfterTurn() error {
+	if st, err := readState(s.cfg.configDir, s.p.PID()); err == nil && st.Status == "busy" {
+		s.mu.Lock()
+		s.endAfter = true
+		s.mu.Unlock()
+		return nil
+	}
+	return s.exitKeys()
+}
 
 func (s *session) exitKeys() error {
 	if err := s.f.gate.Type([]byte(keyCtrlC)); err != nil {
@@ -445,7 +478,17 @@ func (s *session) tick() {
 	}
 	s.mu.Lock()
 	st, cutStart, escAt, submitBy, writeStart, replies, typed := s.state, s.cutStart, s.escAt, s.submitBy, s.writeStart, s.replies, s.typed
+	endNow := s.endAfter && err == nil && state.Status == "idle"
+	if endNow {
+		s.endAfter = false
+	}
 	s.mu.Unlock()
+	if endNow {
+		s.log.Info("the turn is over; ending the harness")
+		if err := s.exitKeys(); err != nil {
+			s.log.Debug("exit keys", "err", err)
+		}
+	}
 
 	keysReady, wait := s.ready, keysAfter
 	if s.cfg.argPrompt {

@@ -88,7 +88,7 @@ func (s *stepRun) continuation(message string) (launch, error) {
 	if rt.windowSource == manifest.WindowFromModel && st.WindowSource == manifest.WindowFromHarness {
 		// The harness said what the window is; a guess from the model
 		// name must not undo that before it says so again.
-		rt.adoptWindow(st, st.Window, "the manifest")
+		rt.adoptWindow(s.log, st, st.Window, "the manifest")
 	}
 	gen := st.Current()
 	session := st.SessionID

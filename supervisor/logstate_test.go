@@ -9,16 +9,36 @@ import (
 	"testing"
 
 	"github.com/flowerhq/flower/harness/harnesstest"
+	"github.com/flowerhq/flower/policy"
 )
 
 // Every record of the run's log carries the generation, the session id and
-// the phase, and no secret from the environment.
+// the phase, and no secret from the environment: with the window given, and
+// with the window the harness reports taking over from the guess (its
+// record is written by the step too).
 func TestLogRecordsCarryGenerationSessionPhase(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		handoff any
+		want    string // a record that must be there
+		env     []string
+	}{
+		{"window given", nil, "", nil},
+		// The context-usage answer comes once the first round is back: a
+		// first round at the floor lets it land before the round that
+		// crosses the threshold.
+		{"window from the harness", policy.HandoffPolicy{Enabled: true}, "window from the harness", []string{harnesstest.EnvFloor + "=1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { logRecordsCarryGenerationSessionPhase(t, tc.handoff, tc.want, tc.env) })
+	}
+}
+
+func logRecordsCarryGenerationSessionPhase(t *testing.T, handoff any, want string, env []string) {
 	const secret = "sk-ant-api03-LOGSECRET-abcdefghijklmnop"
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b := newBench(t, harnesstest.ModeStream, harnesstest.EnvContext+"=155000", "ANTHROPIC_API_KEY="+secret)
-	rt := b.runtime(Options{Logger: logger})
+	b := newBench(t, harnesstest.ModeStream, append([]string{harnesstest.EnvContext + "=155000", "ANTHROPIC_API_KEY=" + secret}, env...)...)
+	rt := b.runtime(Options{Logger: logger, Handoff: handoff})
 	st, err := rt.RunStep(context.Background(), "s", "a task")
 	if err != nil {
 		t.Fatalf("RunStep: %v", err)
@@ -43,6 +63,9 @@ func TestLogRecordsCarryGenerationSessionPhase(t *testing.T) {
 				t.Errorf("record %q lacks %q", rec["msg"], k)
 			}
 		}
+		if rec["msg"] == want {
+			want = ""
+		}
 		p, _ := rec["phase"].(string)
 		phases[p] = true
 		g, _ := rec["gen"].(float64)
@@ -58,6 +81,9 @@ func TestLogRecordsCarryGenerationSessionPhase(t *testing.T) {
 	}
 	if !gens[1] || !gens[2] {
 		t.Errorf("records of generations %v, want 1 and 2", gens)
+	}
+	if want != "" {
+		t.Errorf("no record %q", want)
 	}
 	t.Logf("%d records", n)
 }

@@ -103,7 +103,7 @@ func (a *attemptRun) probed(ans probeAnswer) (outcome, bool) {
 	rt.m.Probe = p
 	a.gen.HarnessWindow, a.gen.StartFloor, a.gen.AutoCompactEnabled = p.Window, p.Floor, p.AutoCompactEnabled
 	if p.Window > 0 {
-		rt.adoptWindow(st, p.Window, "get_context_usage")
+		rt.adoptWindow(a.log, st, p.Window, "get_context_usage")
 	}
 	if on := p.AutoCompactEnabled; on != nil && *on && a.backstopArmed() {
 		// Something (a settings.json "env" block, say) beat the injected

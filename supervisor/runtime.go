@@ -203,7 +203,7 @@ func New(opts Options) (*Runtime, error) {
 	if p := rt.m.Probe; p != nil && p.Window > 0 {
 		// The run asked the harness once already (DESIGN.md «Window from
 		// the harness»); its answer holds for every later session.
-		rt.adoptWindow(nil, p.Window, "the run's context-usage answer in the manifest")
+		rt.adoptWindow(rt.log, nil, p.Window, "the run's context-usage answer in the manifest")
 	}
 	if err := workbench.MkdirRun(opts.RunDir, opts.WorkbenchDir); err != nil {
 		return nil, err

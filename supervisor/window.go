@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -13,8 +14,9 @@ import (
 // adoptWindow takes the harness's own figure for the context window. A
 // window given by flag (or policy) wins, with one warning when the two
 // disagree by more than 10%; otherwise the harness's figure replaces the
-// guess from the model name, and the thresholds move with it.
-func (rt *Runtime) adoptWindow(st *manifest.StepResult, w int, from string) {
+// guess from the model name, and the thresholds move with it. It logs to
+// log: the step's logger, which stamps where in the run it was.
+func (rt *Runtime) adoptWindow(log *slog.Logger, st *manifest.StepResult, w int, from string) {
 	if w <= 0 {
 		return
 	}
@@ -22,7 +24,7 @@ func (rt *Runtime) adoptWindow(st *manifest.StepResult, w int, from string) {
 		if !rt.windowWarned && disagree(rt.policy.Window, w) {
 			rt.windowWarned = true
 			msg := fmt.Sprintf("--window %d disagrees with the harness's window of %d tokens for this model (%s) by more than 10%%; keeping --window", rt.policy.Window, w, from)
-			rt.log.Warn(msg)
+			log.Warn(msg)
 			rt.emit(Event{Kind: KindNotice, Step: stepName(st), Text: msg})
 		}
 		return
@@ -30,7 +32,7 @@ func (rt *Runtime) adoptWindow(st *manifest.StepResult, w int, from string) {
 	if rt.windowSource == manifest.WindowFromHarness && rt.policy.Window == w {
 		return
 	}
-	rt.log.Info("window from the harness", "window", w, "was", rt.policy.Window, "source_was", rt.windowSource, "from", from)
+	log.Info("window from the harness", "window", w, "was", rt.policy.Window, "source_was", rt.windowSource, "from", from)
 	rt.policy.Window = w
 	rt.windowSource = manifest.WindowFromHarness
 	if st != nil {
@@ -57,13 +59,13 @@ func (a *attemptRun) crossCheck(w int) {
 		if !rt.crossWarned && disagree(p.Window, w) {
 			rt.crossWarned = true
 			msg := fmt.Sprintf("a turn's result reports a window of %d tokens, the harness's context-usage answer said %d; keeping %d", w, p.Window, rt.policy.Window)
-			rt.log.Warn(msg)
+			a.log.Warn(msg)
 			a.st.AddError(msg)
 			rt.emit(Event{Kind: KindNotice, Step: a.st.Name, Text: msg})
 		}
 		return
 	}
-	rt.adoptWindow(a.st, w, "the result's modelUsage")
+	rt.adoptWindow(a.log, a.st, w, "the result's modelUsage")
 }
 
 // resultWindow is the window a result reports for the session's model
