@@ -24,9 +24,10 @@ func TestLogRecordsCarryGenerationSessionPhase(t *testing.T) {
 		env     []string
 	}{
 		{"window given", nil, "", nil},
-		// The context-usage answer comes once the first round is back: a
-		// first round at the floor lets it land before the round that
-		// crosses the threshold.
+		// The context-usage answer is asked for once the first round is
+		// back; the fake answers it when its turn is over, so the step may
+		// end before the window it reports is adopted: that record must
+		// carry the stamps all the same.
 		{"window from the harness", policy.HandoffPolicy{Enabled: true}, "window from the harness", []string{harnesstest.EnvFloor + "=1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { logRecordsCarryGenerationSessionPhase(t, tc.handoff, tc.want, tc.env) })
@@ -43,7 +44,8 @@ func logRecordsCarryGenerationSessionPhase(t *testing.T, handoff any, want strin
 	if err != nil {
 		t.Fatalf("RunStep: %v", err)
 	}
-	if len(st.Generations) != 2 {
+	handedOff := want == ""
+	if handedOff && len(st.Generations) != 2 {
 		t.Fatalf("%d generations, want 2 (one handoff)", len(st.Generations))
 	}
 	if strings.Contains(buf.String(), "LOGSECRET") {
@@ -74,13 +76,15 @@ func logRecordsCarryGenerationSessionPhase(t *testing.T, handoff any, want strin
 			t.Errorf("a writing-phase record without its session: %q", rec["msg"])
 		}
 	}
-	for _, p := range []string{"starting", "working", "cutting", "writing"} {
-		if !phases[p] {
-			t.Errorf("no record in phase %q (saw %v)", p, phases)
+	if handedOff {
+		for _, p := range []string{"starting", "working", "cutting", "writing"} {
+			if !phases[p] {
+				t.Errorf("no record in phase %q (saw %v)", p, phases)
+			}
 		}
-	}
-	if !gens[1] || !gens[2] {
-		t.Errorf("records of generations %v, want 1 and 2", gens)
+		if !gens[1] || !gens[2] {
+			t.Errorf("records of generations %v, want 1 and 2", gens)
+		}
 	}
 	if want != "" {
 		t.Errorf("no record %q", want)
