@@ -21,6 +21,7 @@ import (
 
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/harness/harnesstest"
+	"github.com/flowerhq/flower/integration/itest"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
@@ -30,38 +31,14 @@ import (
 func TestMain(m *testing.M) {
 	harnesstest.Main()
 	code := m.Run()
-	if flowerBin != "" {
-		os.RemoveAll(filepath.Dir(flowerBin)) // the binary built once for these tests
-	}
+	flower.Remove()
 	os.Exit(code)
 }
 
-var (
-	flowerOnce sync.Once
-	flowerBin  string
-	flowerErr  error
-)
+// flower is the binary these tests run, built once.
+var flower itest.Flower
 
-// flowerBinary builds cmd/flower once per test binary.
-func flowerBinary(t *testing.T) string {
-	t.Helper()
-	flowerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "flower-crash-")
-		if err != nil {
-			flowerErr = err
-			return
-		}
-		flowerBin = filepath.Join(dir, "flower")
-		out, err := exec.Command("go", "build", "-o", flowerBin, "../cmd/flower").CombinedOutput()
-		if err != nil {
-			flowerErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if flowerErr != nil {
-		t.Fatal(flowerErr)
-	}
-	return flowerBin
-}
+func flowerBinary(t *testing.T) string { return flower.Path(t) }
 
 // flowerProc is a flower process started in the background.
 type flowerProc struct {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,42 +17,19 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/flowerhq/flower/integration/itest"
 	"github.com/flowerhq/flower/scriptedapi"
 )
 
-// harnessVersion is the pinned Claude Code version scripts/install-harness.sh
-// installs; the facts tests assert the binary reports it.
-const harnessVersion = "2.1.328"
+const harnessVersion = itest.HarnessVersion
 
 // waitLimit bounds every wait for the harness. Startup alone takes 0.3 s on
 // an idle machine but was seen to take 12 s with other tests fuzzing on both
 // cores; a hung harness fails the test after this long instead of hanging it.
 const waitLimit = 45 * time.Second
 
-// harnessPath finds the real harness: $FLOWER_HARNESS, else the cache
-// scripts/install-harness.sh fills.
-func harnessPath(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("needs the real harness: make test runs this, make unit does not")
-	}
-	if p := os.Getenv("FLOWER_HARNESS"); p != "" {
-		return p
-	}
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			t.Fatalf("find harness: %v", err)
-		}
-		cache = filepath.Join(home, ".cache")
-	}
-	p := filepath.Join(cache, "flower", "harness", harnessVersion, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("no harness at %s: run `make test` (it installs the pinned harness) or set FLOWER_HARNESS", p)
-	}
-	return p
-}
+// harnessPath finds the real harness, or skips under -short.
+func harnessPath(t *testing.T) string { return itest.HarnessPath(t) }
 
 // line is one stdout line of the harness, parsed.
 type line struct {

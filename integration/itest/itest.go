@@ -1,0 +1,79 @@
+// Package itest is what the test packages that drive the real harness
+// share: finding the pinned harness, and building flower once per test
+// binary.
+package itest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// HarnessVersion is the pinned Claude Code version scripts/install-harness.sh
+// installs; the facts tests assert the binary reports it.
+const HarnessVersion = "2.1.328"
+
+// HarnessPath finds the real harness: $FLOWER_HARNESS, else the cache
+// scripts/install-harness.sh fills. Under -short the test is skipped: make
+// unit runs without the harness.
+func HarnessPath(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the real harness: make test runs this, make unit does not")
+	}
+	if p := os.Getenv("FLOWER_HARNESS"); p != "" {
+		return p
+	}
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			t.Fatalf("find harness: %v", err)
+		}
+		cache = filepath.Join(home, ".cache")
+	}
+	p := filepath.Join(cache, "flower", "harness", HarnessVersion, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("no harness at %s: run `make test` (it installs the pinned harness) or set FLOWER_HARNESS", p)
+	}
+	return p
+}
+
+// Flower is the flower binary, built once per test binary on first use.
+// TestMain calls Remove when the tests are done.
+type Flower struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Path builds cmd/flower (once) and returns the binary's path.
+func (f *Flower) Path(t testing.TB) string {
+	t.Helper()
+	f.once.Do(func() {
+		dir, err := os.MkdirTemp("", "flower-bin-")
+		if err != nil {
+			f.err = err
+			return
+		}
+		f.path = filepath.Join(dir, "flower")
+		out, err := exec.Command("go", "build", "-o", f.path, "github.com/flowerhq/flower/cmd/flower").CombinedOutput()
+		if err != nil {
+			f.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+	return f.path
+}
+
+// Remove deletes the binary, if one was built.
+func (f *Flower) Remove() {
+	if f.path != "" {
+		os.RemoveAll(filepath.Dir(f.path))
+	}
+}
