@@ -3,8 +3,10 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/flowerhq/flower/handoff"
+	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
@@ -115,3 +117,308 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 		}
 	}
 }
+
+// How a generation run by RunGeneration ended (GenerationResult.End).
+const (
+	// EndHandoff: the session handed off; its handoff is frozen and the
+	// next generation starts from it.
+	EndHandoff = "handoff"
+	// The step's own ends, as manifest statuses.
+	EndSucceeded       = manifest.StatusSucceeded
+	EndFailed          = manifest.StatusFailed
+	EndGenerationLimit = manifest.StatusGenerationLimit
+	EndInterrupted     = manifest.StatusInterrupted
+)
+
+// GenerationInput says which step a generation belongs to and what it
+// starts from. The caller (a workflow) keeps the step's handoffs; the
+// engine freezes, launches and records them as in a local run.
+type GenerationInput struct {
+	Step string
+	Task string
+	// Handoff is the handoff document (markdown) the generation starts
+	// from; empty starts from the task (the step's first generation).
+	Handoff string
+	// Replaced says a person set Handoff in place of the one the previous
+	// generation wrote: it is frozen to the handoff file (the previous one
+	// archived) before the generation launches from the file.
+	Replaced bool
+	// Lost describes an earlier run of this generation whose machine was
+	// lost; nil for a first run.
+	Lost *LostGeneration
+}
+
+// LostGeneration is what was last heard of a generation that was lost with
+// its machine (its last heartbeat).
+type LostGeneration struct {
+	// Why says how it was lost ("no heartbeat for 30s").
+	Why       string
+	SessionID string
+	Context   int
+	NumTurns  int
+	CostUSD   float64
+}
+
+// String describes the lost generation for a person.
+func (l LostGeneration) String() string {
+	s := l.Why
+	if l.SessionID != "" || l.NumTurns > 0 {
+		s += fmt.Sprintf("; last heard: session %s, context %s, %d turns, $%.4f", firstNonEmpty(l.SessionID, "(none yet)"),
+			policy.FormatUsed(l.Context), l.NumTurns, l.CostUSD)
+	}
+	return s
+}
+
+// GenerationResult is the outcome of RunGeneration: how the generation
+// ended, and the handoff it froze, as the manifest records them.
+type GenerationResult struct {
+	Step string
+	// N is the manifest's number of the generation that ran (a lost
+	// generation makes way for a new one, so it may be past the
+	// caller's count).
+	N int
+	// End is EndHandoff or how the step ended (EndSucceeded, …).
+	End string
+	// Error is why the step ended without success (the generation limit's
+	// message, the failure); empty otherwise.
+	Error string
+	// Futile: the generation limit was the futile guard (DESIGN.md «Futile guard»).
+	Futile bool
+
+	// The handoff, when End is EndHandoff or EndGenerationLimit after one.
+	Handoff  string // the document as frozen (markdown)
+	Degraded bool
+	Why      string
+	Reason   string
+	Outcome  string
+	Path     string
+	Sections []string
+
+	// Started says what the generation started from, for a person: "the
+	// task", a handoff file, or a degraded handoff after a lost machine.
+	Started string
+	// Launched is the handoff document (markdown) the generation's first
+	// prompt carried, as read from disk; empty when it started from the task.
+	Launched string
+
+	SessionID    string
+	Context      int
+	Window       int
+	WindowSource string
+	// CostUSD and NumTurns are this call's share (retries included).
+	CostUSD  float64
+	NumTurns int
+	// Retired and Errors are what this call added to the step's records.
+	Retired []string
+	Errors  []string
+	// Generation is the manifest's record of the generation.
+	Generation manifest.Generation
+}
+
+// RunGeneration runs exactly one generation of a step with the engine a
+// local run uses (harness, meter, cut, writing turn, retries of a crashed
+// harness, degraded path, freeze to the workbench), recording it in the run
+// directory's manifest, and returns its outcome. It is what a remote front
+// runs as one unit of work (DESIGN.md «Many machines»); the caller decides
+// whether another generation follows.
+//
+// A generation starts from in.Handoff as the handoff file holds it now
+// (DESIGN.md «Launch from disk»), or from the task. A lost earlier run of
+// it (in.Lost) is recorded and its session retired; the new run starts from
+// the last handoff, or, with none, from a degraded handoff built from the
+// task and what was last heard of the lost one, frozen as that generation's.
+//
+// The error is RunStep's for the same end (a *policy.GenerationLimitError,
+// ErrStepFailed, an interruption); the result is valid with it, except for
+// errors before anything ran (a busy step).
+func (rt *Runtime) RunGeneration(ctx context.Context, in GenerationInput) (*GenerationResult, error) {
+	s, err := rt.lockStep(in.Step)
+	if err != nil {
+		return nil, err
+	}
+	defer s.unlock()
+	now := rt.opts.Now()
+	st := rt.m.EnsureStep(in.Step, in.Task, now)
+	if st.Task == "" {
+		st.Task = in.Task
+	}
+	s.st = st
+	fresh := st.TaskSHA256 == ""
+	s.begin()
+	if fresh {
+		s.books().FreezeTask()
+	}
+	cost0, turns0, retired0, errors0 := st.CostUSD, st.NumTurns, len(st.Retired), len(st.Errors)
+
+	res := &GenerationResult{Step: st.Name}
+	l, g, done := s.generationStart(in, res)
+	if !done {
+		g = s.generation(ctx, &l, st.Attempts)
+		if g.out.kind == outcomeHandoff {
+			rt.emit(DoneEvent(st, g.gen, g.frozen, rt.policy))
+		}
+	}
+	res.fill(st, g, rt)
+	res.CostUSD, res.NumTurns = st.CostUSD-cost0, st.NumTurns-turns0
+	res.Retired = append([]string{}, st.Retired[retired0:]...)
+	res.Errors = append([]string{}, st.Errors[errors0:]...)
+	return res, g.err
+}
+
+func (res *GenerationResult) fill(st *manifest.StepResult, g genEnd, rt *Runtime) {
+	gen := g.gen
+	if gen == nil {
+		gen = st.Current()
+	}
+	if gen != nil {
+		res.N = gen.N
+		res.Generation = *gen
+		res.Context = gen.Context
+		res.SessionID = gen.SessionID
+	}
+	res.Window, res.WindowSource = rt.policy.Window, rt.windowSource
+	switch st.Status {
+	case manifest.StatusRunning:
+		res.End = EndHandoff
+	default:
+		res.End = st.Status
+	}
+	if g.err != nil {
+		res.Error = g.err.Error()
+	}
+	res.Futile = g.out.kind == outcomeFutile
+	if rec := g.frozen.Record; rec != nil {
+		res.Handoff = g.frozen.Handoff.Markdown()
+		res.Degraded, res.Why, res.Reason, res.Outcome = rec.Degraded, rec.Why, rec.Reason, rec.Outcome
+		res.Path, res.Sections = g.frozen.Path, rec.Sections
+	}
+}
+
+// generationStart decides how a generation of RunGeneration starts. done
+// reports that it ended before a harness started (a lost generation's
+// degraded handoff was the last the policy allows), with g saying how.
+func (s *stepRun) generationStart(in GenerationInput, res *GenerationResult) (l launch, g genEnd, done bool) {
+	rt, st := s.rt, s.st
+	cur := st.Current()
+	lostNote := ""
+	if in.Lost != nil {
+		lostNote = s.lostGeneration(cur, *in.Lost)
+		cur = st.Current()
+		if in.Handoff == "" {
+			// Nothing was handed off yet: a degraded handoff from the task
+			// and the last heartbeat, frozen as the lost generation's
+			// (DESIGN.md «Degraded handoff»).
+			gen := cur
+			if gen == nil || gen.Handoff != nil {
+				gen = st.BeginGeneration(in.Lost.SessionID, rt.opts.Now())
+			}
+			f, err := s.books().Freeze(gen, handoff.Cut{Why: "the machine running this generation was lost: " + in.Lost.String(),
+				Reason: manifest.ReasonLost, Context: in.Lost.Context, Outcome: manifest.OutcomeNoWritingTurn})
+			rt.emit(DoneEvent(st, gen, f, rt.policy))
+			if err != nil {
+				return launch{}, genEnd{out: outcome{kind: outcomeHandoff}, gen: gen, err: err}, true
+			}
+			res.Started = "a degraded handoff built from the task and the lost generation's last heartbeat"
+			res.Launched = f.Handoff.Markdown()
+			prompt := s.books().Launch(f)
+			if f.Path != "" {
+				if b, err := readFile(f.Path); err == nil {
+					res.Launched = string(b)
+				}
+			}
+			return launch{prompt: prompt, newGeneration: true, fallback: s.handoffFallback}, genEnd{}, false
+		}
+	}
+	newGen := cur == nil || cur.Handoff != nil || cur.SessionID != ""
+	if !newGen {
+		cur.EndedAt = nil // a generation that never got a session runs on
+	}
+	if in.Handoff == "" {
+		res.Started = "the task"
+		task, _ := s.books().Task()
+		return launch{prompt: lostNote + task, newGeneration: newGen, fallback: s.taskFallback}, genEnd{}, false
+	}
+	prompt, from, launched := s.launchFrom(in)
+	res.Started, res.Launched = from, launched
+	return launch{prompt: lostNote + prompt, newGeneration: newGen, fallback: s.handoffFallback}, genEnd{}, false
+}
+
+// lostGeneration records that the open generation cur was lost with its
+// machine: its session is retired (it lives in the lost machine's harness
+// state) and the generation ended. It returns the note a successor's first
+// prompt opens with.
+func (s *stepRun) lostGeneration(cur *manifest.Generation, lost LostGeneration) string {
+	rt, st := s.rt, s.st
+	n := 1
+	if cur != nil {
+		n = cur.N
+		if cur.Handoff == nil && cur.EndedAt == nil {
+			st.Retire(cur.SessionID)
+			end := rt.opts.Now()
+			cur.EndedAt = &end
+		} else {
+			n++
+		}
+	}
+	st.Retire(lost.SessionID)
+	if st.SessionID != "" && st.SessionID == lost.SessionID || cur != nil && st.SessionID == cur.SessionID {
+		st.SessionID = ""
+	}
+	msg := fmt.Sprintf("generation %d was lost with its machine (%s); a fresh session takes over", n, lost.String())
+	st.AddError(msg)
+	s.log.Warn(msg)
+	rt.emit(Event{Kind: KindNotice, Step: st.Name, Generation: n, Text: msg, IsError: true})
+	rt.save(st)
+	return "A session that worked on this step after the document below was lost with its machine " +
+		"(" + lost.String() + "). Check the workspace for work it already did before you redo anything.\n\n"
+}
+
+// launchFrom returns the first prompt of a generation that starts from
+// in.Handoff, what it started from, and the document as launched. The
+// handoff file is the document when this run directory recorded it (a
+// person may have edited it, DESIGN.md «Launch from disk»); a document
+// the step's records do not know (set by a person, or recorded on another
+// machine's disk) is frozen to the file first.
+func (s *stepRun) launchFrom(in GenerationInput) (prompt, from, launched string) {
+	rt, st := s.rt, s.st
+	rec := s.lastHandoff()
+	f := handoff.Frozen{Handoff: parseHandoff(in.Handoff, st.Name), Record: rec}
+	known := rec != nil && rec.Path != "" && !in.Replaced && rec.SHA256Written == handoff.Digest([]byte(in.Handoff))
+	if known {
+		f.Path = rec.Path
+	} else {
+		if rec == nil {
+			rec = &manifest.HandoffRecord{} // nowhere to record the launch
+			f.Record = rec
+		}
+		path, err := rt.wb.Freeze(st.Name, []byte(in.Handoff), rt.opts.Now())
+		if err != nil {
+			st.AddError("write handoff: " + err.Error())
+			s.log.Error("write handoff", "err", err)
+		}
+		f.Path = path
+		if in.Replaced {
+			msg := fmt.Sprintf("the next generation starts from a handoff a person set (sha256 %s)", handoff.Digest([]byte(in.Handoff))[:16])
+			st.AddError(msg)
+			s.log.Info(msg)
+			rt.emit(Event{Kind: KindNotice, Step: st.Name, Text: msg})
+		}
+	}
+	prompt = s.books().Launch(f)
+	from, launched = "the handoff as given", in.Handoff
+	if f.Path != "" {
+		from = f.Path
+		if b, err := readFile(f.Path); err == nil {
+			launched = string(b)
+		}
+	}
+	return prompt, from, launched
+}
+
+func parseHandoff(doc, step string) handoffwriter.Handoff {
+	h := handoffwriter.Parse(doc)
+	h.Step = step
+	return h
+}
+
+func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
