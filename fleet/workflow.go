@@ -130,7 +130,7 @@ func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
 			doc, replaced = edit.Document, true
 			edit, st.Pending, st.PendingFrom = nil, "", ""
 		}
-		n := st.Generation + 1
+		n := len(st.Record.Generations) + 1
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: timeout,
 			HeartbeatTimeout:    hb,
@@ -149,9 +149,9 @@ func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
 			Workspace: in.Workspace, Handoff: doc, Replaced: replaced, HeartbeatTimeout: hb}).Get(ctx, &res)
 		st.Running = 0
 		if err != nil {
-			st.Status = supervisor.EndFailed
-			st.Errors = append(st.Errors, fmt.Sprintf("generation %d: %v", n, err))
-			st.End(workflow.Now(ctx))
+			st.Record.Status = supervisor.EndFailed
+			st.Record.AddError(fmt.Sprintf("generation %d: %v", n, err))
+			st.end(workflow.Now(ctx))
 			return st, err
 		}
 		st.apply(&res)
@@ -159,10 +159,10 @@ func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
 		case supervisor.EndHandoff:
 			doc, replaced = res.Handoff, false
 		case supervisor.EndSucceeded:
-			st.End(workflow.Now(ctx))
+			st.end(workflow.Now(ctx))
 			return st, nil
 		default:
-			st.End(workflow.Now(ctx))
+			st.end(workflow.Now(ctx))
 			return st, temporal.NewNonRetryableApplicationError(res.Error, res.End, nil)
 		}
 	}

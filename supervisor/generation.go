@@ -211,8 +211,9 @@ type GenerationResult struct {
 	// Retired and Errors are what this call added to the step's records.
 	Retired []string
 	Errors  []string
-	// Generation is the manifest's record of the generation.
-	Generation manifest.Generation
+	// Generations are the manifest's records of the generations this call
+	// ran or ended (a lost one, then its successor), in order.
+	Generations []manifest.Generation
 }
 
 // RunGeneration runs exactly one generation of a step with the engine a
@@ -249,6 +250,10 @@ func (rt *Runtime) RunGeneration(ctx context.Context, in GenerationInput) (*Gene
 		s.books().FreezeTask()
 	}
 	cost0, turns0, retired0, errors0 := st.CostUSD, st.NumTurns, len(st.Retired), len(st.Errors)
+	gens0 := len(st.Generations)
+	if cur := st.Current(); cur != nil && cur.Handoff == nil {
+		gens0-- // an open generation: lost, or never got a session
+	}
 
 	res := &GenerationResult{Step: st.Name}
 	l, g, done := s.generationStart(in, res)
@@ -262,6 +267,7 @@ func (rt *Runtime) RunGeneration(ctx context.Context, in GenerationInput) (*Gene
 	res.CostUSD, res.NumTurns = st.CostUSD-cost0, st.NumTurns-turns0
 	res.Retired = append([]string{}, st.Retired[retired0:]...)
 	res.Errors = append([]string{}, st.Errors[errors0:]...)
+	res.Generations = append([]manifest.Generation{}, st.Generations[gens0:]...)
 	return res, g.err
 }
 
@@ -272,7 +278,6 @@ func (res *GenerationResult) fill(st *manifest.StepResult, g genEnd, rt *Runtime
 	}
 	if gen != nil {
 		res.N = gen.N
-		res.Generation = *gen
 		res.Context = gen.Context
 		res.SessionID = gen.SessionID
 	}
