@@ -22,8 +22,10 @@ type Status struct {
 	// non-empty sections.
 	Handoff  string   `json:",omitempty"`
 	Sections []string `json:",omitempty"`
-	// Started says, per generation number, what it started from.
-	Started map[int]string `json:",omitempty"`
+	// Started says, per generation number, what it started from;
+	// Handoffs holds the document each generation handed off (markdown).
+	Started  map[int]string `json:",omitempty"`
+	Handoffs map[int]string `json:",omitempty"`
 	// Pending is a handoff a person set for the next generation, not yet
 	// started from; PendingFrom names its file.
 	Pending     string `json:",omitempty"`
@@ -34,7 +36,7 @@ type Status struct {
 func (st *Status) Generations() int { return max(len(st.Record.Generations), st.Running) }
 
 func newStatus(in StepInput, now time.Time) *Status {
-	return &Status{Workspace: in.Workspace, Started: map[int]string{}, Record: manifest.StepResult{
+	return &Status{Workspace: in.Workspace, Started: map[int]string{}, Handoffs: map[int]string{}, Record: manifest.StepResult{
 		Name: in.Step, Task: in.Task, Status: manifest.StatusRunning,
 		Retired: []string{}, Errors: []string{}, Generations: []manifest.Generation{}, StartedAt: now}}
 }
@@ -67,6 +69,12 @@ func (st *Status) apply(r *supervisor.GenerationResult) {
 	}
 	if r.Handoff != "" {
 		st.Handoff, st.Sections = r.Handoff, r.Sections
+		st.Handoffs[r.N] = r.Handoff
+	}
+	for _, g := range r.Generations {
+		if g.N != r.N && g.Handoff != nil && r.Launched != "" && g.Handoff.Reason == manifest.ReasonLost {
+			st.Handoffs[g.N] = r.Launched // the degraded handoff a lost generation left
+		}
 	}
 	if r.End != supervisor.EndHandoff {
 		rec.Status = r.End
