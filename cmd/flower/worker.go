@@ -107,4 +107,3 @@ func workerAction(c *cli.Context, p proc) error {
 	}
 	return c.Context.Err()
 }
-
