@@ -35,6 +35,14 @@ type Progress struct {
 	Writing *event.Event `json:",omitempty"`
 }
 
+// Outcome is the activity's result: the engine's, and the handoff events of
+// the generation (near, writing, done), which a follower shows as a local
+// run's status lines.
+type Outcome struct {
+	supervisor.GenerationResult
+	Events []event.Event
+}
+
 // Generations is the activity: it runs one generation of a step on this
 // worker with the engine of a local run.
 type Generations struct {
@@ -59,7 +67,7 @@ func RunDir(workspace, workflowID string) string {
 // A second attempt after a first one that heartbeated is a generation
 // whose worker was lost: the engine records it and starts afresh from the
 // last handoff, or a degraded one built from the task and that heartbeat.
-func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*supervisor.GenerationResult, error) {
+func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*Outcome, error) {
 	info := activity.GetInfo(ctx)
 	fi, err := os.Stat(t.Workspace)
 	if err != nil || !fi.IsDir() {
@@ -109,7 +117,7 @@ func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*superv
 	case res.End == supervisor.EndInterrupted:
 		return nil, err // cancelled: Temporal books it as such
 	}
-	return res, nil
+	return &Outcome{GenerationResult: *res, Events: hb.events}, nil
 }
 
 // heartbeatEvery is how often a running generation heartbeats: often enough
@@ -126,6 +134,8 @@ type heartbeat struct {
 	ctx context.Context
 	mu  sync.Mutex
 	p   Progress
+	// events are the handoff events so far, for the Outcome.
+	events []event.Event
 }
 
 func (h *heartbeat) observe(ev supervisor.Event) {
@@ -155,7 +165,9 @@ func (h *heartbeat) observe(ev supervisor.Event) {
 		p.NumTurns++
 	case supervisor.KindHandoff:
 		e := ev
-		e.Handoff, e.Raw = nil, nil
+		e.Raw = nil
+		h.events = append(h.events, e)
+		e.Handoff = nil
 		switch ev.Phase {
 		case supervisor.PhaseNear:
 			p.Near, important = &e, true

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/supervisor"
 )
@@ -26,6 +27,9 @@ type Status struct {
 	// Handoffs holds the document each generation handed off (markdown).
 	Started  map[int]string `json:",omitempty"`
 	Handoffs map[int]string `json:",omitempty"`
+	// Events are the generations' handoff events (near, writing, done), in
+	// order: what a local run shows as status lines.
+	Events []event.Event `json:",omitempty"`
 	// Pending is a handoff a person set for the next generation, not yet
 	// started from; PendingFrom names its file.
 	Pending     string `json:",omitempty"`

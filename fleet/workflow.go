@@ -144,7 +144,7 @@ func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
 			},
 		})
 		st.Running = n
-		var res supervisor.GenerationResult
+		var res Outcome
 		err := workflow.ExecuteActivity(actx, ActivityType, GenerationTask{Step: in.Step, Task: in.Task,
 			Workspace: in.Workspace, Handoff: doc, Replaced: replaced, HeartbeatTimeout: hb}).Get(ctx, &res)
 		st.Running = 0
@@ -154,7 +154,8 @@ func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
 			st.end(workflow.Now(ctx))
 			return st, err
 		}
-		st.apply(&res)
+		st.apply(&res.GenerationResult)
+		st.Events = append(st.Events, res.Events...)
 		switch res.End {
 		case supervisor.EndHandoff:
 			doc, replaced = res.Handoff, false

@@ -44,10 +44,17 @@ func showTemporal(c *cli.Context, p proc) error {
 	m := &manifest.Manifest{Workspace: st.Workspace, CreatedAt: st.Record.StartedAt, UpdatedAt: time.Now(),
 		Steps: []*manifest.StepResult{&st.Record}}
 	fmt.Fprintf(p.stdout, "%-10s %s\n", "workflow", id)
+	running := ""
+	if st.Running > 0 {
+		running = fmt.Sprintf(" (generation %d running)", st.Running)
+	}
+	fmt.Fprintf(p.stdout, "%-10s %d%s\n", "generations", st.Generations(), running)
 	if err := writeShow(p.stdout, m, fleet.RunDir(st.Workspace, id)); err != nil {
 		return err
 	}
 	switch {
+	case live != nil && live.Generation == 0:
+		fmt.Fprintf(p.stdout, "\n  generation %d starting on %s\n", st.Running, live.Worker)
 	case live != nil:
 		fmt.Fprintf(p.stdout, "\n  generation %d running on %s: context %s/%s · %d turns · $%.4f\n", live.Generation, live.Worker,
 			policy.FormatUsed(live.Context), policy.FormatRound(live.Window), live.NumTurns, live.CostUSD)

@@ -15,7 +15,6 @@ import (
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/fleet"
-	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/supervisor"
 )
@@ -98,21 +97,16 @@ func follow(ctx context.Context, cl client.Client, run client.WorkflowRun, statu
 	result := make(chan error, 1)
 	var final fleet.Status
 	go func() { result <- run.Get(ctx, &final) }()
-	shown := map[string]bool{}
-	done := 0
+	shown := map[string]bool{} // generation and phase of the lines shown
+	line := func(ev event.Event) {
+		if key := fmt.Sprint(ev.Generation, ev.Phase); !shown[key] {
+			shown[key] = true
+			status(ev)
+		}
+	}
 	show := func(st *fleet.Status) {
-		for ; st != nil && done < len(st.Record.Generations); done++ {
-			g := st.Record.Generations[done]
-			if g.Handoff == nil {
-				continue
-			}
-			h := handoffwriter.Handoff{}
-			if doc := st.Handoffs[g.N]; doc != "" {
-				h = handoffwriter.Parse(doc)
-			}
-			status(event.Event{Kind: event.KindHandoff, Phase: event.PhaseDone, Step: st.Record.Name, Generation: g.N,
-				Context: g.Handoff.Context, Window: g.Handoff.Window, At: g.Handoff.At, Degraded: g.Handoff.Degraded,
-				Why: g.Handoff.Why, Path: g.Handoff.Path, Sections: g.Handoff.Sections, Reason: g.Handoff.Reason, Handoff: &h})
+		for _, ev := range st.Events {
+			line(ev)
 		}
 	}
 	tick := time.NewTicker(followEvery)
@@ -139,9 +133,8 @@ func follow(ctx context.Context, cl client.Client, run client.WorkflowRun, statu
 			}
 			if pr, err := fleet.Live(ctx, cl, id); err == nil && pr != nil {
 				for _, ev := range []*event.Event{pr.Near, pr.Writing} {
-					if ev != nil && !shown[fmt.Sprint(ev.Generation, ev.Phase)] {
-						shown[fmt.Sprint(ev.Generation, ev.Phase)] = true
-						status(*ev)
+					if ev != nil {
+						line(*ev)
 					}
 				}
 			}
@@ -151,8 +144,8 @@ func follow(ctx context.Context, cl client.Client, run client.WorkflowRun, statu
 	}
 }
 
-// stepError turns the workflow's end into the error a local run would
-// return for the same end, so that the exit code is the same.
+// stepError turns the workflow's end into the error a local run returns
+// for the same end: the same message, and the same exit code.
 func stepError(id string, err error) error {
 	if err == nil {
 		return nil
@@ -161,10 +154,20 @@ func stepError(id string, err error) error {
 	if errors.As(err, &app) {
 		switch app.Type() {
 		case supervisor.EndGenerationLimit:
-			return fmt.Errorf("step %s: %s: %w", id, app.Error(), policy.ErrGenerationLimit)
+			return stepEnd{msg: app.Message(), kind: policy.ErrGenerationLimit}
 		case supervisor.EndFailed:
-			return fmt.Errorf("step %s: %s: %w", id, app.Error(), supervisor.ErrStepFailed)
+			return stepEnd{msg: app.Message(), kind: supervisor.ErrStepFailed}
 		}
 	}
 	return fmt.Errorf("step %s: %w", id, err)
 }
+
+// stepEnd is how a remote step ended, said as the engine said it on the
+// worker; kind is what the exit code is chosen by.
+type stepEnd struct {
+	msg  string
+	kind error
+}
+
+func (e stepEnd) Error() string { return e.msg }
+func (e stepEnd) Unwrap() error { return e.kind }

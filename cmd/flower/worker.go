@@ -75,7 +75,7 @@ func workerAction(c *cli.Context, p proc) error {
 		host, _ := os.Hostname()
 		identity = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	logger := slog.New(slog.NewTextHandler(p.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(slog.NewTextHandler(p.stderr, &slog.HandlerOptions{Level: slog.LevelError})) // notices reach the status lines
 	cl, err := dialTemporal(c, identity, logger)
 	if err != nil {
 		return err
