@@ -124,4 +124,3 @@ func TestWorkflowSetupErrorFails(t *testing.T) {
 		t.Errorf("error %v after %d attempts, want a failed workflow after 1", err, len(inputs))
 	}
 }
-
