@@ -164,7 +164,8 @@ func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
 			return st, nil
 		default:
 			st.end(workflow.Now(ctx))
-			return st, temporal.NewNonRetryableApplicationError(res.Error, res.End, nil)
+			// The status goes with the error: a failed workflow has no result.
+			return st, temporal.NewNonRetryableApplicationError(res.Error, res.End, nil, st)
 		}
 	}
 }

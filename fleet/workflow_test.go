@@ -112,6 +112,10 @@ func TestWorkflowEnds(t *testing.T) {
 		if len(inputs) != 1 {
 			t.Errorf("%s: %d generations ran after the end", end, len(inputs))
 		}
+		var st fleet.Status
+		if app == nil || app.Details(&st) != nil || st.Record.Status != end || len(st.Record.Generations) != 1 {
+			t.Errorf("%s: the error does not carry the step's status: %+v", end, st)
+		}
 	}
 }
 

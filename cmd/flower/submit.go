@@ -116,11 +116,12 @@ func follow(ctx context.Context, cl client.Client, run client.WorkflowRun, statu
 		case err := <-result:
 			show(&final)
 			st := final.Record
-			if st.Name == "" {
-				// A workflow that failed returns no status: ask for it.
-				if q, qerr := fleet.Query(context.WithoutCancel(ctx), cl, id); qerr == nil {
-					show(q)
-					st = q.Record
+			var app *temporal.ApplicationError
+			if st.Name == "" && errors.As(err, &app) && app.HasDetails() {
+				// A step that did not succeed carries its status in the error.
+				if app.Details(&final) == nil {
+					show(&final)
+					st = final.Record
 				}
 			}
 			if st.Name != "" {
