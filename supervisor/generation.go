@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/harness"
@@ -238,6 +239,11 @@ func (rt *Runtime) RunGeneration(ctx context.Context, in GenerationInput) (*Gene
 		return nil, err
 	}
 	defer s.unlock()
+	defer s.reap()
+	// The successor is the caller's next generation, perhaps on another
+	// machine: none is started early here (DESIGN.md «Warm successor»).
+	defer func(f front.Launcher) { rt.opts.Front = f }(rt.opts.Front)
+	rt.opts.Front = lateStarter{rt.opts.Front}
 	now := rt.opts.Now()
 	st := rt.m.EnsureStep(in.Step, in.Task, now)
 	if st.Task == "" {
@@ -261,6 +267,8 @@ func (rt *Runtime) RunGeneration(ctx context.Context, in GenerationInput) (*Gene
 		g = s.generation(ctx, &l, st.Attempts)
 		if g.out.kind == outcomeHandoff {
 			rt.emit(DoneEvent(st, g.gen, g.frozen, rt.policy))
+			// Nothing was started early; should a front have, it stops.
+			s.abandon(launch{early: g.out.early, predecessor: g.out.predecessor})
 		}
 	}
 	res.fill(st, g, rt)
@@ -419,6 +427,10 @@ func (s *stepRun) launchFrom(in GenerationInput) (prompt, from, launched string)
 	}
 	return prompt, from, launched
 }
+
+// lateStarter is a front that starts no successor before the handoff is
+// frozen: it hides the front's front.EarlyStarter.
+type lateStarter struct{ front.Launcher }
 
 func parseHandoff(doc, step string) handoffwriter.Handoff {
 	h := handoffwriter.Parse(doc)

@@ -368,7 +368,6 @@ func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, erro
 	}
 }
 
-
 // books is what package handoff records this step's handoffs in.
 func (s *stepRun) books() handoff.Books {
 	rt := s.rt
