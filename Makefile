@@ -11,7 +11,12 @@ export FLOWER_HARNESS_VERSION := $(HARNESS_VERSION)
 AGENT_SDK_VERSION := 0.3.328
 export FLOWER_AGENT_SDK_VERSION := $(AGENT_SDK_VERSION)
 
-.PHONY: all build harness agent-sdk tools test unit tidy demo chaos fuzz bench bench-e2e clean
+# The Temporal CLI whose dev server the many-machines tests start; built
+# from its Go module, cached under ~/.cache/flower/temporal/<version>.
+TEMPORAL_VERSION := 1.5.1
+export FLOWER_TEMPORAL_VERSION := $(TEMPORAL_VERSION)
+
+.PHONY: all build harness agent-sdk temporal tools test unit tidy demo chaos fuzz bench bench-e2e clean
 
 all: build
 
@@ -25,6 +30,11 @@ harness:
 # Installs the pinned Agent SDK (npm, cached) and prints its node_modules.
 agent-sdk:
 	@scripts/install-agent-sdk.sh
+
+# Builds the pinned Temporal CLI (minutes the first time, cached) and
+# prints its path.
+temporal:
+	@scripts/install-temporal.sh
 
 # tmux: the demo's screen is checked under a real terminal.
 tools:
@@ -50,6 +60,8 @@ test: tidy build tools
 	  echo "harness: $$FLOWER_HARNESS ($$("$$FLOWER_HARNESS" --version))" && \
 	  FLOWER_AGENT_SDK="$$(scripts/install-agent-sdk.sh)" && export FLOWER_AGENT_SDK && \
 	  echo "agent sdk: $$FLOWER_AGENT_SDK ($(AGENT_SDK_VERSION))" && \
+	  FLOWER_TEMPORAL_CLI="$$(scripts/install-temporal.sh)" && export FLOWER_TEMPORAL_CLI && \
+	  echo "temporal: $$FLOWER_TEMPORAL_CLI ($$("$$FLOWER_TEMPORAL_CLI" --version))" && \
 	  $(GO) vet ./... && \
 	  $(GO) test -race -count=1 -timeout 30m ./...
 

@@ -49,6 +49,9 @@ const (
 	// handoff had switched auto-compact off; the compacted context is not
 	// trusted, so the session hands off at the next boundary.
 	ReasonCompaction = "compaction"
+	// ReasonLost: the machine running the generation was lost (a remote
+	// worker stopped heartbeating); nothing could be asked of its session.
+	ReasonLost = "lost"
 )
 
 // ErrUnsupportedVersion is wrapped by Load when the file was written by a
@@ -163,7 +166,7 @@ const (
 
 // HandoffRecord describes one handoff from a generation to its successor.
 type HandoffRecord struct {
-	Reason         string   `json:"reason"` // ReasonThreshold, ReasonOverflow or ReasonCompaction
+	Reason         string   `json:"reason"` // ReasonThreshold, ReasonOverflow, ReasonCompaction or ReasonLost
 	Context        int      `json:"context"`
 	At             int      `json:"at"`
 	Window         int      `json:"window"`

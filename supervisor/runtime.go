@@ -349,104 +349,23 @@ type launch struct {
 }
 
 func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, error) {
-	rt, st := s.rt, s.st
 	// MaxAttempts bounds the failures of this call: a continued step gets
 	// a fresh budget, while Attempts keeps counting for the record (DESIGN.md «Manifest»).
-	failedBefore := st.Attempts
+	failedBefore := s.st.Attempts
 	defer s.reap()
 	for {
-		if l.newGeneration {
-			st.BeginGeneration("", rt.opts.Now())
-			l.newGeneration = false
-			rt.save(st)
+		g := s.generation(ctx, &l, failedBefore)
+		if g.out.kind != outcomeHandoff {
+			return s.st, g.err
 		}
-		gen := st.Current()
-		var out outcome
-		if ctx.Err() != nil {
-			// Stopped between attempts (during a handoff, say): start
-			// nothing more.
-			s.abandon(l)
-			out = outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error()}
-		} else {
-			out = s.attempt(ctx, gen, l)
+		next, err := s.launch(g.gen, g.frozen, g.err)
+		if err != nil {
+			s.abandon(launch{early: g.out.early, predecessor: g.out.predecessor})
+			return s.st, err
 		}
-		// A successor started early serves one attempt: a retry starts
-		// its own harness.
-		l.early, l.predecessor, l.begun = nil, nil, false
-		if out.kind == outcomeFailed && ctx.Err() != nil {
-			// The harness went because flower is stopping (a second
-			// signal kills it at once): that is no failure of the step.
-			out = outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error() + " (" + out.why + ")", sessionID: out.sessionID}
-		}
-		switch out.kind {
-		case outcomeDone:
-			st.Finish(manifest.StatusSucceeded, rt.opts.Now())
-			rt.save(st)
-			return st, nil
-
-		case outcomeInterrupted:
-			// The session stays the step's latest (DESIGN.md «Continuation»): continue resumes it.
-			st.AddError("interrupted: " + out.why)
-			st.Finish(manifest.StatusInterrupted, rt.opts.Now())
-			rt.save(st)
-			return st, fmt.Errorf("step %s interrupted: %w", st.Name, context.Cause(ctx))
-
-		case outcomeFailed:
-			if l.resume != "" && harness.ResumeRefused(out.why) {
-				next, err := s.resumeRefused(gen, l, out.why)
-				if err != nil {
-					st.AddError(err.Error())
-					st.Finish(manifest.StatusFailed, rt.opts.Now())
-					rt.save(st)
-					return st, err
-				}
-				l = next
-				continue
-			}
-			st.Attempts++
-			st.AddError(fmt.Sprintf("attempt %d: %s", st.Attempts, out.why))
-			s.log.Warn("attempt failed", "attempts", st.Attempts, "why", out.why)
-			if st.Attempts-failedBefore >= rt.opts.MaxAttempts {
-				st.Finish(manifest.StatusFailed, rt.opts.Now())
-				rt.save(st)
-				return st, fmt.Errorf("%w: %s after %d attempts: %s", ErrStepFailed, st.Name, st.Attempts-failedBefore, out.why)
-			}
-			rt.save(st)
-			rt.emit(Event{Kind: KindRetry, Step: st.Name, Generation: gen.N, Text: out.why})
-			// Resume the same session when there is one: its context is
-			// what this generation has built up.
-			if out.sessionID != "" {
-				l.resume = out.sessionID
-				l.prompt = "The harness process running this session stopped unexpectedly (" + out.why + "). Continue the task from where you were."
-			}
-
-		case outcomeFutile:
-			// A fresh session at or above the threshold would
-			// hand off forever; stop now with the measured floor (DESIGN.md «Runaway guard»).
-			err := &policy.GenerationLimitError{Futile: true, Max: rt.policy.MaxGenerations, Window: rt.policy.Window, At: rt.policy.At(), Floor: out.floor}
-			st.AddError(err.Error())
-			st.Finish(manifest.StatusGenerationLimit, rt.opts.Now())
-			rt.save(st)
-			return st, err
-
-		case outcomeHandoff:
-			next, err := s.handOff(gen, out)
-			if err != nil {
-				s.abandon(launch{early: out.early, predecessor: out.predecessor})
-				return st, err
-			}
-			l = launch{prompt: next, newGeneration: true, fallback: s.handoffFallback,
-				early: out.early, predecessor: out.predecessor}
-		}
+		l = launch{prompt: next, newGeneration: true, fallback: s.handoffFallback,
+			early: g.out.early, predecessor: g.out.predecessor}
 	}
-}
-
-// handOff freezes the handoff, records it, and returns the successor's first
-// prompt, read back from disk (DESIGN.md «Handoff files», «Launch from disk»).
-func (s *stepRun) handOff(gen *manifest.Generation, out outcome) (string, error) {
-	f, err := s.books().Freeze(gen, handoff.Cut{Handoff: out.handoff, Why: out.why, Reason: out.reason,
-		Context: out.context, WritingSeconds: out.writingSeconds, WritingCostUSD: out.writingCost, Outcome: out.writeOutcome})
-	return s.launch(gen, f, err)
 }
 
 // books is what package handoff records this step's handoffs in.

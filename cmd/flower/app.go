@@ -52,6 +52,11 @@ Examples:
    flower show                      # what the latest run did
    flower demo                      # see a handoff happen, no API key needed
 
+Many machines (Temporal):
+   flower worker --temporal HOST:PORT --task-queue Q -- HARNESS ARGS
+   flower submit --temporal HOST:PORT --task-queue Q -C /shared/dir --wait TASK
+   flower show --temporal HOST:PORT WORKFLOW_ID
+
 Started by an Agent SDK application in the harness's place (its
 pathToClaudeCodeExecutable, or cli_path), flower acts as the harness; its
 settings then come from FLOWER_* environment variables (see the README).`,
@@ -60,7 +65,8 @@ settings then come from FLOWER_* environment variables (see the README).`,
 		// Built for this run: urfave/cli's setup rewrites a command's
 		// HelpName in place, so commands shared between runs in one
 		// process (the tests) would show "flower flower run".
-		Commands:             []*cli.Command{runCommand(p), continueCommand(p), rerunCommand(p), showCommand(p), logsCommand(p), demoCommand(p)},
+		Commands: []*cli.Command{runCommand(p), continueCommand(p), rerunCommand(p), showCommand(p), logsCommand(p), demoCommand(p),
+			workerCommand(p), submitCommand(p), handoffCommand(p)},
 		Reader:               p.stdin,
 		Writer:               p.stdout,
 		ErrWriter:            p.stderr,

@@ -23,7 +23,7 @@ func showCommand(p proc) *cli.Command {
 	return &cli.Command{
 		Name:      "show",
 		Usage:     "show what a run did, from its manifest",
-		UsageText: "flower show [--json] [-C WORKSPACE] [RUN_DIR]",
+		UsageText: "flower show [--json] [-C WORKSPACE] [RUN_DIR]\nflower show --temporal HOST:PORT [--namespace N] [--json] WORKFLOW_ID",
 		Description: `Prints a run's manifest.json as a person reads it: per step the task's
 first line and the file it is frozen in (notes/任务-STEP.md), its status,
 failed attempts, total cost and turns, context and window, latest session,
@@ -37,11 +37,16 @@ Examples:
    flower show -C ~/src/app                     # the latest run of another workspace
    flower show .flower/runs/20261130-112853     # a given run
    flower show --json | jq '.steps[].cost_usd'  # the manifest as written`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			workspaceFlag(),
-			&cli.BoolFlag{Name: "json", Usage: "print manifest.json as it is on disk"},
+			&cli.BoolFlag{Name: "json", Usage: "print manifest.json as it is on disk (with --temporal: the status query's answer)"},
+		}, temporalFlags(false)...),
+		Action: func(c *cli.Context) error {
+			if c.String("temporal") != "" {
+				return showTemporal(c, p)
+			}
+			return showAction(c, p)
 		},
-		Action: func(c *cli.Context) error { return showAction(c, p) },
 	}
 }
 

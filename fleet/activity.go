@@ -1,0 +1,219 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flowerhq/flower/event"
+	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/workbench"
+)
+
+// Progress is what a running generation heartbeats: the meter, and the
+// handoff phase a person watching it would see (DESIGN.md «Status lines»).
+type Progress struct {
+	Worker     string
+	Generation int
+	SessionID  string
+	Context    int
+	Window     int
+	At         int
+	WarnAt     int
+	CostUSD    float64 // the step's, so far in this generation's run
+	NumTurns   int
+	// Near and Writing are the handoff events of this generation, once
+	// they happened.
+	Near    *event.Event `json:",omitempty"`
+	Writing *event.Event `json:",omitempty"`
+}
+
+// Outcome is the activity's result: the engine's, and the handoff events of
+// the generation (near, writing, done), which a follower shows as a local
+// run's status lines.
+type Outcome struct {
+	supervisor.GenerationResult
+	Events []event.Event
+}
+
+// Generations is the activity: it runs one generation of a step on this
+// worker with the engine of a local run.
+type Generations struct {
+	// Options are the worker's run flags; Workspace, RunDir, Workbench
+	// and OnEvent are set per generation.
+	Options supervisor.Options
+	// Identity names this worker in heartbeats and errors.
+	Identity string
+}
+
+// RunDir is where a step run as workflow workflowID keeps its manifest:
+// <workspace>/.flower/runs/<workflow id, made safe>.
+func RunDir(workspace, workflowID string) string {
+	return filepath.Join(workspace, ".flower", "runs", workbench.SafeStepName(workflowID))
+}
+
+// Generation runs one generation (activity type FlowerGeneration). A step
+// that ends, succeeded or not, is a result, not an error: the workflow ends
+// it. Errors are for a generation that could not run here (its workspace
+// is missing on this worker, the step is busy), or was cancelled.
+//
+// A second attempt after a first one that heartbeated is a generation
+// whose worker was lost: the engine records it and starts afresh from the
+// last handoff, or a degraded one built from the task and that heartbeat.
+func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*Outcome, error) {
+	info := activity.GetInfo(ctx)
+	fi, err := os.Stat(t.Workspace)
+	if err != nil || !fi.IsDir() {
+		why := "is not a directory"
+		if err != nil {
+			why = "is missing (" + err.Error() + ")"
+		}
+		return nil, temporal.NewApplicationError(fmt.Sprintf("workspace %s %s on worker %s: a step's workspace must be on a volume every worker mounts, at the same path", t.Workspace, why, g.Identity), ErrTypeWorkspace)
+	}
+	in := supervisor.GenerationInput{Step: t.Step, Task: t.Task, Handoff: t.Handoff, Replaced: t.Replaced}
+	if info.Attempt > 1 && activity.HasHeartbeatDetails(ctx) {
+		var last Progress
+		if err := activity.GetHeartbeatDetails(ctx, &last); err == nil {
+			in.Lost = &supervisor.LostGeneration{
+				Why:       fmt.Sprintf("worker %s stopped heartbeating (timeout %v); attempt %d", firstNonEmpty(last.Worker, "?"), info.HeartbeatTimeout, info.Attempt),
+				SessionID: last.SessionID, Context: last.Context, NumTurns: last.NumTurns, CostUSD: last.CostUSD,
+			}
+		}
+	}
+
+	hb := &heartbeat{ctx: ctx, p: Progress{Worker: g.Identity}}
+	opts := g.Options
+	opts.Workspace = t.Workspace
+	opts.Workbench = true
+	opts.WorkbenchDir = ""
+	opts.RunDir = RunDir(t.Workspace, info.WorkflowExecution.ID)
+	next := opts.OnEvent
+	opts.OnEvent = func(ev supervisor.Event) {
+		hb.observe(ev)
+		if next != nil {
+			next(ev)
+		}
+	}
+	rt, err := supervisor.New(opts)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("set up step "+t.Step+" on worker "+g.Identity+": "+err.Error(), ErrTypeSetup, err)
+	}
+	hb.send()
+	stop := hb.every(heartbeatEvery(t.HeartbeatTimeout))
+	res, err := rt.RunGeneration(ctx, in)
+	stop()
+	switch {
+	case res == nil && errors.Is(err, supervisor.ErrStepBusy):
+		return nil, temporal.NewApplicationError(err.Error(), ErrTypeBusy)
+	case res == nil:
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSetup, err)
+	case res.End == supervisor.EndInterrupted:
+		return nil, err // cancelled: Temporal books it as such
+	}
+	return &Outcome{GenerationResult: *res, Events: hb.events}, nil
+}
+
+// heartbeatEvery is how often a running generation heartbeats: often enough
+// that one late beat does not lose the worker.
+func heartbeatEvery(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		timeout = DefaultHeartbeatTimeout
+	}
+	return max(timeout/4, 200*time.Millisecond)
+}
+
+// heartbeat keeps the latest Progress and sends it.
+type heartbeat struct {
+	ctx context.Context
+	mu  sync.Mutex
+	p   Progress
+	// events are the handoff events so far, for the Outcome.
+	events []event.Event
+}
+
+func (h *heartbeat) observe(ev supervisor.Event) {
+	h.mu.Lock()
+	p := &h.p
+	if ev.Generation > 0 {
+		if ev.Generation != p.Generation {
+			p.Near, p.Writing = nil, nil
+		}
+		p.Generation = ev.Generation
+	}
+	if ev.SessionID != "" {
+		p.SessionID = ev.SessionID
+	}
+	if ev.Window > 0 {
+		p.Window, p.At, p.WarnAt = ev.Window, ev.At, ev.WarnAt
+	}
+	if ev.Context > 0 && ev.Kind != supervisor.KindHandoff {
+		p.Context = ev.Context
+	}
+	if ev.CostUSD > 0 {
+		p.CostUSD = ev.CostUSD
+	}
+	important := false
+	switch ev.Kind {
+	case supervisor.KindTurn:
+		p.NumTurns++
+	case supervisor.KindHandoff:
+		e := ev
+		e.Raw = nil
+		h.events = append(h.events, e)
+		e.Handoff = nil
+		switch ev.Phase {
+		case supervisor.PhaseNear:
+			p.Near, important = &e, true
+		case supervisor.PhaseWriting:
+			p.Writing, important = &e, true
+		}
+	}
+	h.mu.Unlock()
+	if important {
+		h.send()
+	}
+}
+
+func (h *heartbeat) send() {
+	h.mu.Lock()
+	p := h.p
+	h.mu.Unlock()
+	activity.RecordHeartbeat(h.ctx, p)
+}
+
+// every sends the progress every d until the returned stop is called.
+func (h *heartbeat) every(d time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				h.send()
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,134 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// ErrUnreachable is wrapped by Dial's error when no Temporal server
+// answers at the address.
+var ErrUnreachable = errors.New("temporal server unreachable")
+
+// Conn says where the Temporal server is.
+type Conn struct {
+	HostPort  string
+	Namespace string // "default" when empty
+	Logger    *slog.Logger
+	// Identity names this process to the server (the worker's name).
+	Identity string
+}
+
+// dialTimeout bounds the first contact with the server.
+const dialTimeout = 10 * time.Second
+
+// Dial connects to the server and checks that it answers, so that a wrong
+// address fails at once with one clear error wrapping ErrUnreachable.
+func Dial(ctx context.Context, c Conn) (client.Client, error) {
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	cl, err := client.DialContext(ctx, client.Options{HostPort: c.HostPort, Namespace: c.Namespace,
+		Logger: sdklog.NewStructuredLogger(log), Identity: c.Identity})
+	if err != nil {
+		return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, c.HostPort, firstLine(err.Error()))
+	}
+	return cl, nil
+}
+
+// NewWorker returns a worker for the task queue that runs steps' workflows
+// and at most slots generations at once (0: the SDK's default).
+func NewWorker(c client.Client, taskQueue string, g *Generations, slots int) worker.Worker {
+	w := worker.New(c, taskQueue, worker.Options{MaxConcurrentActivityExecutionSize: slots, Identity: g.Identity})
+	Register(w)
+	w.RegisterActivityWithOptions(g.Generation, activity.RegisterOptions{Name: ActivityType})
+	return w
+}
+
+// Registry is where the workflow is registered: a worker, or a replayer.
+type Registry interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+}
+
+// Register registers StepWorkflow under its type name.
+func Register(r Registry) {
+	r.RegisterWorkflowWithOptions(StepWorkflow, workflow.RegisterOptions{Name: WorkflowType})
+}
+
+// Submit starts a step on the task queue and returns its workflow id: id
+// when given, else one made from the step's name and the time.
+func Submit(ctx context.Context, c client.Client, taskQueue, id string, in StepInput) (client.WorkflowRun, error) {
+	if id == "" {
+		id = fmt.Sprintf("flower-%s-%s", in.Step, time.Now().UTC().Format("20060102-150405.000"))
+	}
+	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue,
+		StaticSummary: "flower step " + in.Step,
+		StaticDetails: "task: " + firstLine(in.Task),
+	}, WorkflowType, in)
+}
+
+// Query asks the step's workflow for its Status.
+func Query(ctx context.Context, c client.Client, workflowID string) (*Status, error) {
+	v, err := c.QueryWorkflow(ctx, workflowID, "", QueryStatus)
+	if err != nil {
+		return nil, fmt.Errorf("query step %s: %w", workflowID, err)
+	}
+	var st Status
+	if err := v.Get(&st); err != nil {
+		return nil, fmt.Errorf("query step %s: %w", workflowID, err)
+	}
+	return &st, nil
+}
+
+// Live is what a running generation last heartbeated, nil when none runs
+// (or it has not heartbeated yet).
+func Live(ctx context.Context, c client.Client, workflowID string) (*Progress, error) {
+	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err != nil {
+		return nil, fmt.Errorf("describe step %s: %w", workflowID, err)
+	}
+	for _, pa := range d.GetPendingActivities() {
+		if pa.GetActivityType().GetName() != ActivityType || pa.GetHeartbeatDetails() == nil {
+			continue
+		}
+		if pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_SCHEDULED {
+			continue // between attempts: what it said belongs to a lost worker
+		}
+		var p Progress
+		if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &p); err != nil {
+			return nil, fmt.Errorf("describe step %s: heartbeat: %w", workflowID, err)
+		}
+		return &p, nil
+	}
+	return nil, nil
+}
+
+// SetHandoff sends a person's handoff for the step's next generation.
+func SetHandoff(ctx context.Context, c client.Client, workflowID string, e HandoffEdit) error {
+	if err := c.SignalWorkflow(ctx, workflowID, "", SignalSetHandoff, e); err != nil {
+		return fmt.Errorf("set handoff of %s: %w", workflowID, err)
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

@@ -1,0 +1,171 @@
+// Package fleet runs steps on many machines through Temporal: a step is a
+// workflow (FlowerStep), each of its generations one activity
+// (FlowerGeneration) that a worker runs with the same engine as a local run
+// (supervisor.Runtime.RunGeneration). The workflow only decides whether
+// another generation follows, from the activities' results and a person's
+// signals; every rule of a handoff stays in the engine. The handoff of
+// every generation is in the workflow's history, and the workflow answers a
+// status query with what manifest.json holds for a local step. See
+// DESIGN.md «Many machines».
+package fleet
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flowerhq/flower/supervisor"
+)
+
+// Names Temporal shows: the workflow and activity types, the query and the
+// signal.
+const (
+	WorkflowType = "FlowerStep"
+	ActivityType = "FlowerGeneration"
+	// QueryStatus answers a Status.
+	QueryStatus = "status"
+	// SignalSetHandoff carries a HandoffEdit.
+	SignalSetHandoff = "set-handoff"
+)
+
+// Error types of the activity and the workflow, as Temporal's
+// ApplicationError.Type() reports them.
+const (
+	// ErrTypeWorkspace: the step's workspace is not on the worker that got
+	// the generation.
+	ErrTypeWorkspace = "WorkspaceMissing"
+	// ErrTypeBusy: another process runs the step in the same run dir.
+	ErrTypeBusy = "StepBusy"
+	// ErrTypeSetup: the worker could not set the engine up for the step.
+	ErrTypeSetup = "Setup"
+	// The step's own ends are its manifest statuses (supervisor.EndFailed,
+	// EndGenerationLimit).
+)
+
+// Defaults of StepInput.
+const (
+	DefaultHeartbeatTimeout  = 30 * time.Second
+	DefaultGenerationTimeout = 24 * time.Hour
+	// DefaultLostRetries bounds how many times a generation is started
+	// again after its worker was lost.
+	DefaultLostRetries = 5
+)
+
+// StepInput starts a step.
+type StepInput struct {
+	Step string
+	Task string
+	// Workspace is the step's directory: on a shared volume, or the same
+	// path on every worker.
+	Workspace string
+	// HeartbeatTimeout: a worker not heard from for this long is lost, and
+	// its generation starts again on another one.
+	HeartbeatTimeout time.Duration `json:",omitempty"`
+	// GenerationTimeout bounds one generation.
+	GenerationTimeout time.Duration `json:",omitempty"`
+	// LostRetries bounds the restarts of one generation after lost workers.
+	LostRetries int `json:",omitempty"`
+}
+
+// GenerationTask is the activity's input: one generation of a step.
+type GenerationTask struct {
+	Step      string
+	Task      string
+	Workspace string
+	// Handoff is the document the generation starts from ("" = the task);
+	// Replaced says a person set it (SignalSetHandoff).
+	Handoff  string `json:",omitempty"`
+	Replaced bool   `json:",omitempty"`
+	// HeartbeatTimeout is the activity's, for the heartbeat interval.
+	HeartbeatTimeout time.Duration
+}
+
+// HandoffEdit replaces the handoff the next generation starts from.
+type HandoffEdit struct {
+	Document string
+	// From names where it came from (the file given to flower handoff set).
+	From string `json:",omitempty"`
+}
+
+// StepWorkflow runs a step one generation at a time until it ends. It
+// decides only from activity results and signals (it must replay
+// deterministically): a handoff starts the next generation from the frozen
+// document, or from a person's edit when one came in; any other end ends
+// the workflow, with an error of the step's status for a step that did not
+// succeed.
+func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
+	st := newStatus(in, workflow.Now(ctx))
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (*Status, error) { return st, nil }); err != nil {
+		return nil, err
+	}
+	var edit *HandoffEdit
+	edits := workflow.GetSignalChannel(ctx, SignalSetHandoff)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var e HandoffEdit
+			edits.Receive(ctx, &e)
+			edit = &e
+			st.Pending = e.Document
+			st.PendingFrom = e.From
+		}
+	})
+
+	hb := in.HeartbeatTimeout
+	if hb <= 0 {
+		hb = DefaultHeartbeatTimeout
+	}
+	timeout := in.GenerationTimeout
+	if timeout <= 0 {
+		timeout = DefaultGenerationTimeout
+	}
+	retries := in.LostRetries
+	if retries <= 0 {
+		retries = DefaultLostRetries
+	}
+	doc, replaced := "", false
+	for {
+		if edit != nil {
+			doc, replaced = edit.Document, true
+			edit, st.Pending, st.PendingFrom = nil, "", ""
+		}
+		n := len(st.Record.Generations) + 1
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: timeout,
+			HeartbeatTimeout:    hb,
+			Summary:             fmt.Sprintf("%s · generation %d", in.Step, n),
+			RetryPolicy: &temporal.RetryPolicy{
+				InitialInterval:        time.Second,
+				BackoffCoefficient:     2,
+				MaximumInterval:        30 * time.Second,
+				MaximumAttempts:        int32(retries) + 1,
+				NonRetryableErrorTypes: []string{ErrTypeSetup},
+			},
+		})
+		st.Running = n
+		var res Outcome
+		err := workflow.ExecuteActivity(actx, ActivityType, GenerationTask{Step: in.Step, Task: in.Task,
+			Workspace: in.Workspace, Handoff: doc, Replaced: replaced, HeartbeatTimeout: hb}).Get(ctx, &res)
+		st.Running = 0
+		if err != nil {
+			st.Record.Status = supervisor.EndFailed
+			st.Record.AddError(fmt.Sprintf("generation %d: %v", n, err))
+			st.end(workflow.Now(ctx))
+			return st, err
+		}
+		st.apply(&res.GenerationResult)
+		st.Events = append(st.Events, res.Events...)
+		switch res.End {
+		case supervisor.EndHandoff:
+			doc, replaced = res.Handoff, false
+		case supervisor.EndSucceeded:
+			st.end(workflow.Now(ctx))
+			return st, nil
+		default:
+			st.end(workflow.Now(ctx))
+			// The status goes with the error: a failed workflow has no result.
+			return st, temporal.NewNonRetryableApplicationError(res.Error, res.End, nil, st)
+		}
+	}
+}
