@@ -4,6 +4,7 @@
 package itest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -75,5 +76,19 @@ func (f *Flower) Path(t testing.TB) string {
 func (f *Flower) Remove() {
 	if f.path != "" {
 		os.RemoveAll(filepath.Dir(f.path))
+	}
+}
+
+// ExitCode is the exit status of a process whose Wait returned err, -1 if
+// it did not exit normally.
+func ExitCode(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	default:
+		return -1
 	}
 }

@@ -1,9 +1,7 @@
 package sdk_test
 
 import (
-	"errors"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -79,14 +77,4 @@ func clip(s string, n int) string {
 }
 
 // exitCode is the process's exit status, -1 if it did not exit normally.
-func exitCode(err error) int {
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		return ee.ExitCode()
-	default:
-		return -1
-	}
-}
+func exitCode(err error) int { return itest.ExitCode(err) }
