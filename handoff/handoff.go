@@ -144,7 +144,7 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 	b.Log.Info("handoff written", "gen", gen.N, "reason", c.Reason, "context", c.Context, "degraded", rec.Degraded, "path", path)
 	f := Frozen{Handoff: h, Record: rec, Path: path}
 	if gen.N >= b.Policy.MaxGenerations {
-		err := &policy.GenerationLimitError{Max: b.Policy.MaxGenerations, Window: b.Policy.Window, At: b.Policy.At()}
+		err := &policy.GenerationLimitError{Max: b.Policy.MaxGenerations, Window: b.Policy.Window, At: b.Policy.At(), Knobs: b.Policy.Knobs}
 		st.AddError(err.Error())
 		st.Finish(manifest.StatusGenerationLimit, b.Now())
 		b.Save()

@@ -74,13 +74,15 @@ type GenerationLimitError struct {
 	// Floor is the measured start-up floor (context before any work), 0 if
 	// unknown.
 	Floor int
+	// Knobs name the settings the advice is about.
+	Knobs Knobs
 }
 
 // Error says what was hit and what to turn: the window, or handoff itself.
 func (e *GenerationLimitError) Error() string {
-	const advice = "the threshold is very likely below this role's start-up floor " +
+	advice := "the threshold is very likely below this role's start-up floor " +
 		"(the coordinator role measured ~34k of system prompt + index before doing anything): " +
-		"raise the window (--window) or use --no-handoff"
+		"raise the window (" + e.Knobs.WindowKnob() + ") or use " + e.Knobs.OffKnob()
 	if e.Futile {
 		return fmt.Sprintf("%s: a fresh session starts at %s, already at or above the handoff threshold %s (window %s), "+
 			"so every successor would hand off at once; stopped instead of burning the remaining generations; %s",

@@ -49,6 +49,33 @@ type HandoffPolicy struct {
 	// MaxGenerations is how many handoffs one step may make before failing
 	// with a *GenerationLimitError.
 	MaxGenerations int
+	// Knobs name the settings in the messages that advise turning them;
+	// zero names the command-line flags.
+	Knobs Knobs
+}
+
+// Knobs are how a person sets the window and turns handoff off where
+// flower runs: flags on the command line, environment variables when an
+// application starts flower as its harness (DESIGN.md «Agent SDK relay»).
+type Knobs struct {
+	Window string // "--window" when empty
+	Off    string // "--no-handoff" when empty
+}
+
+// WindowKnob names the window's setting.
+func (k Knobs) WindowKnob() string {
+	if k.Window == "" {
+		return "--window"
+	}
+	return k.Window
+}
+
+// OffKnob names the setting that turns handoff off.
+func (k Knobs) OffKnob() string {
+	if k.Off == "" {
+		return "--no-handoff"
+	}
+	return k.Off
 }
 
 // Default is the policy used when nothing is configured (DESIGN.md

@@ -12,8 +12,8 @@ func TestDefault(t *testing.T) { // DESIGN.md «Policy»
 		env  []string
 		want HandoffPolicy
 	}{
-		{"no model", nil, HandoffPolicy{true, 1_000_000, 50_000, 8}},
-		{"haiku", []string{"ANTHROPIC_MODEL=claude-haiku-4-5"}, HandoffPolicy{true, 200_000, 50_000, 8}},
+		{"no model", nil, HandoffPolicy{Enabled: true, Window: 1_000_000, Headroom: 50_000, MaxGenerations: 8}},
+		{"haiku", []string{"ANTHROPIC_MODEL=claude-haiku-4-5"}, HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 8}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,18 +109,18 @@ func TestResolve(t *testing.T) { // DESIGN.md «Policy»
 		want    HandoffPolicy
 		wantErr string
 	}{
-		{name: "nil", setting: nil, want: HandoffPolicy{true, 200_000, 50_000, 8}},
-		{name: "nil pointer", setting: (*HandoffPolicy)(nil), want: HandoffPolicy{true, 200_000, 50_000, 8}},
-		{name: "true", setting: true, want: HandoffPolicy{true, 200_000, 50_000, 8}},
-		{name: "false", setting: false, want: HandoffPolicy{false, 200_000, 50_000, 8}},
+		{name: "nil", setting: nil, want: HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 8}},
+		{name: "nil pointer", setting: (*HandoffPolicy)(nil), want: HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 8}},
+		{name: "true", setting: true, want: HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 8}},
+		{name: "false", setting: false, want: HandoffPolicy{Enabled: false, Window: 200_000, Headroom: 50_000, MaxGenerations: 8}},
 		{name: "window only", setting: HandoffPolicy{Enabled: true, Window: 300_000},
-			want: HandoffPolicy{true, 300_000, 50_000, 8}},
+			want: HandoffPolicy{Enabled: true, Window: 300_000, Headroom: 50_000, MaxGenerations: 8}},
 		{name: "pointer", setting: &HandoffPolicy{Enabled: true, Headroom: 60_000, MaxGenerations: 3},
-			want: HandoffPolicy{true, 200_000, 60_000, 3}},
+			want: HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 60_000, MaxGenerations: 3}},
 		{name: "enabled taken as given", setting: HandoffPolicy{Window: 300_000},
-			want: HandoffPolicy{false, 300_000, 50_000, 8}},
-		{name: "all set", setting: HandoffPolicy{true, 123_000, 4_000, 2},
-			want: HandoffPolicy{true, 123_000, 4_000, 2}},
+			want: HandoffPolicy{Enabled: false, Window: 300_000, Headroom: 50_000, MaxGenerations: 8}},
+		{name: "all set", setting: HandoffPolicy{Enabled: true, Window: 123_000, Headroom: 4_000, MaxGenerations: 2},
+			want: HandoffPolicy{Enabled: true, Window: 123_000, Headroom: 4_000, MaxGenerations: 2}},
 		{name: "negative window", setting: HandoffPolicy{Enabled: true, Window: -1}, wantErr: "window is negative"},
 		{name: "negative headroom", setting: &HandoffPolicy{Headroom: -5}, wantErr: "headroom is negative"},
 		{name: "negative generations", setting: HandoffPolicy{MaxGenerations: -2}, wantErr: "max generations is negative"},
@@ -290,5 +290,24 @@ func TestGenerationLimitError(t *testing.T) { // DESIGN.md «Runaway guard»
 				t.Error("Is matched an unrelated error with the same text")
 			}
 		})
+	}
+}
+
+// The limit's advice names the settings where flower runs: the flags by
+// default, the environment when an application runs flower as its harness.
+func TestGenerationLimitAdviceNamesTheKnobs(t *testing.T) {
+	for _, tc := range []struct {
+		knobs       Knobs
+		window, off string
+	}{
+		{Knobs{}, "--window", "--no-handoff"},
+		{Knobs{Window: "FLOWER_WINDOW", Off: "FLOWER_HANDOFF=off"}, "FLOWER_WINDOW", "FLOWER_HANDOFF=off"},
+	} {
+		for _, futile := range []bool{false, true} {
+			msg := (&GenerationLimitError{Futile: futile, Max: 8, Window: 200_000, At: 150_000, Floor: 160_000, Knobs: tc.knobs}).Error()
+			if !strings.Contains(msg, "raise the window ("+tc.window+") or use "+tc.off) {
+				t.Errorf("futile %v, knobs %+v: %s", futile, tc.knobs, msg)
+			}
+		}
 	}
 }

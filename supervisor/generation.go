@@ -104,7 +104,7 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 		case outcomeFutile:
 			// A fresh session at or above the threshold would
 			// hand off forever; stop now with the measured floor (DESIGN.md «Runaway guard»).
-			err := &policy.GenerationLimitError{Futile: true, Max: rt.policy.MaxGenerations, Window: rt.policy.Window, At: rt.policy.At(), Floor: out.floor}
+			err := &policy.GenerationLimitError{Futile: true, Max: rt.policy.MaxGenerations, Window: rt.policy.Window, At: rt.policy.At(), Floor: out.floor, Knobs: rt.policy.Knobs}
 			st.AddError(err.Error())
 			st.Finish(manifest.StatusGenerationLimit, rt.opts.Now())
 			rt.save(st)

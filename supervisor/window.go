@@ -23,7 +23,8 @@ func (rt *Runtime) adoptWindow(log *slog.Logger, st *manifest.StepResult, w int,
 	if rt.windowSource == manifest.WindowFromFlag {
 		if !rt.windowWarned && disagree(rt.policy.Window, w) {
 			rt.windowWarned = true
-			msg := fmt.Sprintf("--window %d disagrees with the harness's window of %d tokens for this model (%s) by more than 10%%; keeping --window", rt.policy.Window, w, from)
+			knob := rt.policy.Knobs.WindowKnob()
+			msg := fmt.Sprintf("%s %d disagrees with the harness's window of %d tokens for this model (%s) by more than 10%%; keeping %s", knob, rt.policy.Window, w, from, knob)
 			log.Warn(msg)
 			rt.emit(Event{Kind: KindNotice, Step: stepName(st), Text: msg})
 		}

@@ -30,7 +30,8 @@ import (
 // stdout carries the protocol only (DESIGN.md «Agent SDK relay»).
 func runRelay(ctx context.Context, args []string, p proc) error {
 	env := func(k string) string { v, _ := envinject.Lookup(p.env, k); return strings.TrimSpace(v) }
-	pol := policy.HandoffPolicy{Enabled: !strings.EqualFold(env("FLOWER_HANDOFF"), "off")}
+	pol := policy.HandoffPolicy{Enabled: !strings.EqualFold(env("FLOWER_HANDOFF"), "off"),
+		Knobs: policy.Knobs{Window: "FLOWER_WINDOW", Off: "FLOWER_HANDOFF=off"}}
 	for _, n := range []struct {
 		key string
 		to  *int
