@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 
@@ -53,6 +54,11 @@ type proc struct {
 	err    error         // Wait's result, valid after exited
 	start  time.Time
 	guard  *harness.Guard // nothing of the harness outlives flower, even a SIGKILLed one
+
+	// ptyMu orders Resize (a SIGWINCH, at any moment) after the pty is
+	// closed: Setsize reads the descriptor, which Close releases.
+	ptyMu     sync.Mutex
+	ptyClosed bool
 }
 
 // startProc starts the harness in a new pty of the given size, leading its
@@ -145,6 +151,11 @@ func (p *proc) signal(sig syscall.Signal) error {
 
 // Resize gives the pty the person's terminal size.
 func (p *proc) Resize(ws *pty.Winsize) {
+	p.ptyMu.Lock()
+	defer p.ptyMu.Unlock()
+	if p.ptyClosed {
+		return
+	}
 	if err := pty.Setsize(p.pty, ws); err != nil {
 		p.log.Debug("resize pty", "err", err)
 	}
@@ -190,6 +201,9 @@ func (p *proc) closePTY() {
 	case <-p.copied:
 	case <-time.After(time.Second):
 	}
+	p.ptyMu.Lock()
+	p.ptyClosed = true
 	_ = p.pty.Close()
+	p.ptyMu.Unlock()
 	<-p.copied
 }
