@@ -47,6 +47,7 @@ package integration_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -190,7 +191,7 @@ func TestInterruptRunningTool(t *testing.T) {
 	if len(resp) != 1 || resp[0].Get("response.request_id").String() != id || resp[0].Get("response.subtype").String() != "success" {
 		t.Fatalf("control_response for %s: %d lines", id, len(resp))
 	}
-	if !contains(texts(filter(lines, isType("user"))), "[Request interrupted by user for tool use]") {
+	if !slices.Contains(texts(filter(lines, isType("user"))), "[Request interrupted by user for tool use]") {
 		t.Error("no user line saying the tool use was interrupted")
 	}
 	res := lines[len(lines)-1]
@@ -222,7 +223,7 @@ func TestInterruptRunningTool(t *testing.T) {
 	if res := lines[len(lines)-1]; res.Get("terminal_reason").String() != "aborted_streaming" {
 		t.Errorf("terminal_reason %q, want aborted_streaming", res.Get("terminal_reason"))
 	}
-	if !contains(texts(filter(lines, isType("user"))), "[Request interrupted by user]") {
+	if !slices.Contains(texts(filter(lines, isType("user"))), "[Request interrupted by user]") {
 		t.Error("no user line saying the request was interrupted")
 	}
 	lines = h.turn("and again")
@@ -320,7 +321,7 @@ func TestOverflow(t *testing.T) {
 		before := len(srv.Requests())
 		lines = h.turn("one more")
 		checkOverflow(t, lines, "blocking_limit")
-		if got := texts(filter(lines, isType("assistant"))); !contains(got, "Prompt is too long") {
+		if got := texts(filter(lines, isType("assistant"))); !slices.Contains(got, "Prompt is too long") {
 			t.Errorf("blocking_limit text %q, want exactly \"Prompt is too long\"", got)
 		}
 		if after := len(srv.Requests()); after != before {
@@ -363,10 +364,10 @@ func TestSubagentLinesCarryParent(t *testing.T) {
 		lines := h.turn("please delegate")
 
 		init := filter(lines, isType("system/init"))[0]
-		if !contains(stringsOf(init.Get("tools").Array()), "Task") {
+		if !slices.Contains(stringsOf(init.Get("tools").Array()), "Task") {
 			t.Errorf("init tools lack Task: %s", init.Get("tools").Raw)
 		}
-		if !contains(srv.Requests()[0].Tools, "Agent") {
+		if !slices.Contains(srv.Requests()[0].Tools, "Agent") {
 			t.Errorf("API request tools lack Agent: %q", srv.Requests()[0].Tools)
 		}
 
@@ -393,7 +394,7 @@ func TestSubagentLinesCarryParent(t *testing.T) {
 		if len(sub) == 0 {
 			t.Error("no assistant line with parent_tool_use_id set")
 		}
-		if got := texts(sub); contains(got, "sub report") {
+		if got := texts(sub); slices.Contains(got, "sub report") {
 			t.Log("the foreground subagent's final report now appears as an assistant line")
 		}
 		if n := len(filter(lines, isType("result"))); n != 1 {
@@ -443,7 +444,7 @@ func TestSubagentLinesCarryParent(t *testing.T) {
 				sub = append(sub, a)
 			}
 		}
-		if got := texts(sub); !contains(got, "sub report") {
+		if got := texts(sub); !slices.Contains(got, "sub report") {
 			t.Errorf("background subagent texts %q lack its report", got)
 		}
 		if n := len(filter(all, isType("system/task_notification"))); n != 1 {

@@ -303,15 +303,6 @@ func startServer(t *testing.T, script scriptedapi.Script) *scriptedapi.Server {
 	return srv
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func stringsOf(rs []gjson.Result) []string {
 	var out []string
 	for _, r := range rs {

@@ -52,15 +52,6 @@ func bash(ctx int, cmd string) scriptedapi.Reply {
 		ToolUses: []scriptedapi.ToolUse{{Name: "Bash", Input: map[string]any{"command": cmd, "description": "work"}}}}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func stringsOf(rs []gjson.Result) []string {
 	var out []string
 	for _, r := range rs {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,7 +161,7 @@ func (a *appRun) messages(typ, subtype string) []gjson.Result {
 func (a *appRun) initSessions() []string {
 	var ids []string
 	for _, m := range a.messages("system", "init") {
-		if id := m.Get("session_id").String(); !contains(ids, id) {
+		if id := m.Get("session_id").String(); !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}
