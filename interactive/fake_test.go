@@ -60,6 +60,8 @@ type fakeReply struct {
 type fakeRecord struct {
 	Prompts []string // submitted prompts, in order
 	Input   string   // what sat in the input when it exited
+	// ExitedByKeys: it exited on Ctrl-C twice, as a person ends it.
+	ExitedByKeys bool
 }
 
 // fakeProbe is the fake started in stream-json mode, as Session.Probe
@@ -280,6 +282,7 @@ func (f *fake) keys() int {
 				case f.input != "":
 					f.input = ""
 				case time.Since(lastCtrlC) < 800*time.Millisecond:
+					f.rec.ExitedByKeys = true
 					f.save()
 					f.line(map[string]any{"type": "cost-state", "totalCostUSD": 0.25})
 					// Like the real harness: off the alternate screen,
