@@ -60,14 +60,25 @@ func temporalCLI(t *testing.T) string {
 	return p
 }
 
+// freePort finds a port on 127.0.0.1 that nothing listens on. It looks
+// below the kernel's ephemeral range (32768 and up here), so that an
+// outgoing connection made between this check and the server's bind cannot
+// take the port: a plain ":0" port came back to us in use once on CI.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		var b [2]byte
+		_, _ = rand.Read(b[:])
+		port := 20000 + (int(b[0])<<8|int(b[1]))%12000
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port on 127.0.0.1 in 20000-31999")
+	return 0
 }
 
 // devServer is a Temporal dev server of the test's own: ports of its own
@@ -77,7 +88,24 @@ type devServer struct {
 	cl   client.Client
 }
 
+// startTemporal starts a dev server, and starts it again on fresh ports
+// if another process took one of its ports between the check and the bind.
 func startTemporal(t *testing.T) *devServer {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		s, out, err := tryStartTemporal(t)
+		if err == nil {
+			return s
+		}
+		if attempt < 3 && strings.Contains(out, "address already in use") {
+			t.Logf("temporal dev server lost a port, starting it again: %v", err)
+			continue
+		}
+		t.Fatalf("%v:\n%s", err, out)
+	}
+}
+
+func tryStartTemporal(t *testing.T) (*devServer, string, error) {
 	t.Helper()
 	cli := temporalCLI(t)
 	port, httpPort, metricsPort := freePort(t), freePort(t), freePort(t)
@@ -97,6 +125,11 @@ func startTemporal(t *testing.T) *devServer {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
 	})
+	output := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return out.String()
+	}
 	s := &devServer{addr: fmt.Sprintf("127.0.0.1:%d", port)}
 	deadline := time.Now().Add(temporalLimit)
 	for {
@@ -104,17 +137,15 @@ func startTemporal(t *testing.T) *devServer {
 		if err == nil {
 			s.cl = cl
 			t.Cleanup(cl.Close)
-			return s
+			return s, "", nil
 		}
 		select {
 		case <-exited:
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("temporal dev server exited:\n%s", out.String())
+			return nil, output(), fmt.Errorf("temporal dev server exited")
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("temporal dev server not up after %v: %v", temporalLimit, err)
+			return nil, output(), fmt.Errorf("temporal dev server not up after %v: %v", temporalLimit, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
