@@ -20,8 +20,12 @@ export FLOWER_TEMPORAL_VERSION := $(TEMPORAL_VERSION)
 
 all: build
 
+# Two binaries from one package (docs/DESIGN.md «Two binaries»): flower, and
+# flower-temporal, which has the Temporal client built in and runs the
+# many-machines commands flower hands it.
 build:
 	$(GO) build -o $(BIN) ./cmd/flower
+	$(GO) build -tags temporal -o $(BIN)-temporal ./cmd/flower
 
 # Installs the pinned Claude Code harness (npm, cached) and prints its path.
 harness:
@@ -62,7 +66,7 @@ test: tidy build tools
 	  echo "agent sdk: $$FLOWER_AGENT_SDK ($(AGENT_SDK_VERSION))" && \
 	  FLOWER_TEMPORAL_CLI="$$(scripts/install-temporal.sh)" && export FLOWER_TEMPORAL_CLI && \
 	  echo "temporal: $$FLOWER_TEMPORAL_CLI ($$("$$FLOWER_TEMPORAL_CLI" --version))" && \
-	  $(GO) vet ./... && \
+	  $(GO) vet ./... && $(GO) vet -tags temporal ./cmd/flower && \
 	  $(GO) test -race -count=1 -timeout 30m ./...
 
 # A real supervised job on the real harness and an embedded scripted model:

@@ -19,6 +19,12 @@ type proc struct {
 	stdout, stderr io.Writer
 	env            []string
 	harnessArgs    []string
+	// argv is the whole command line, for a command that another
+	// binary runs (delegate.go).
+	argv []string
+	// exec replaces the process with another program (syscall.Exec);
+	// nil in tests, which run it as a child instead.
+	exec func(path string, argv, env []string) error
 }
 
 // run is flower without the process around it: it parses args and runs the
@@ -35,6 +41,7 @@ func runIn(ctx context.Context, args []string, p proc) error {
 	}
 	own, harnessArgs := splitHarnessArgs(args)
 	p.harnessArgs = harnessArgs
+	p.argv = args
 	app := &cli.App{
 		Name:      "flower",
 		Usage:     "run Claude Code for hours without losing context to auto-compact",

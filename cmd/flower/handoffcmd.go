@@ -1,13 +1,7 @@
 package main
 
 import (
-	"fmt"
-	"path/filepath"
-
 	"github.com/urfave/cli/v2"
-
-	"github.com/flowerhq/flower/fleet"
-	"github.com/flowerhq/flower/supervisor"
 )
 
 func handoffCommand(p proc) *cli.Command {
@@ -31,26 +25,4 @@ Examples:
 			Action: func(c *cli.Context) error { return handoffSetAction(c, p) },
 		}},
 	}
-}
-
-func handoffSetAction(c *cli.Context, p proc) error {
-	if c.NArg() != 2 {
-		return usagef("want WORKFLOW_ID FILE, got %d arguments", c.NArg())
-	}
-	id, file := c.Args().Get(0), c.Args().Get(1)
-	_, doc, err := supervisor.ReadHandoffFile(file)
-	if err != nil {
-		return usageError{err}
-	}
-	cl, err := dialTemporal(c, "", nil)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	abs, _ := filepath.Abs(file)
-	if err := fleet.SetHandoff(c.Context, cl, id, fleet.HandoffEdit{Document: string(doc), From: abs}); err != nil {
-		return err
-	}
-	fmt.Fprintf(p.stderr, "flower: the next generation of %s starts from %s\n", id, file)
-	return nil
 }

@@ -46,8 +46,8 @@ func main() {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	err := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
-	if err != nil {
+	err := runIn(ctx, os.Args, proc{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: os.Environ(), exec: syscall.Exec})
+	if err != nil && !errors.As(err, new(exitedWith)) {
 		fmt.Fprintln(os.Stderr, "flower:", err)
 	}
 	os.Exit(exitCode(err))
@@ -55,9 +55,12 @@ func main() {
 
 func exitCode(err error) int {
 	var ue usageError
+	var ew exitedWith
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &ew):
+		return ew.code
 	case errors.As(err, &ue):
 		return exitUsage
 	case errors.Is(err, policy.ErrGenerationLimit):

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"errors"
-	"log/slog"
+	"time"
 
 	"github.com/urfave/cli/v2"
-	"go.temporal.io/sdk/client"
-
-	"github.com/flowerhq/flower/fleet"
 )
 
 // temporalFlags say where the Temporal server is; every command that runs
@@ -20,16 +16,10 @@ func temporalFlags(required bool) []cli.Flag {
 	}
 }
 
-// dialTemporal connects to the server the flags name. A server that does
-// not answer is a usage error: one line, exit 2.
-func dialTemporal(c *cli.Context, identity string, log *slog.Logger) (client.Client, error) {
-	cl, err := fleet.Dial(c.Context, fleet.Conn{HostPort: c.String("temporal"), Namespace: c.String("namespace"),
-		Identity: identity, Logger: log})
-	if errors.Is(err, fleet.ErrUnreachable) {
-		return nil, usageError{err}
-	}
-	return cl, err
-}
+// defaultHeartbeatTimeout is fleet.DefaultHeartbeatTimeout, which the
+// flower binary cannot name without linking the Temporal client
+// (remote_on.go checks they agree).
+const defaultHeartbeatTimeout = 30 * time.Second
 
 // oneArg is the command's single argument, named what for the error.
 func oneArg(c *cli.Context, what string) (string, error) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -61,9 +62,14 @@ func (f *Flower) Path(t testing.TB) string {
 			return
 		}
 		f.path = filepath.Join(dir, "flower")
-		out, err := exec.Command("go", "build", "-o", f.path, "github.com/flowerhq/flower/cmd/flower").CombinedOutput()
-		if err != nil {
-			f.err = fmt.Errorf("go build: %v\n%s", err, out)
+		// flower-temporal beside it, as make build puts it: flower runs
+		// it for the many-machines commands.
+		for _, b := range [][]string{{"-o", f.path}, {"-tags", "temporal", "-o", f.path + "-temporal"}} {
+			args := append(append([]string{"build"}, b...), "github.com/flowerhq/flower/cmd/flower")
+			if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+				f.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+				return
+			}
 		}
 	})
 	if f.err != nil {

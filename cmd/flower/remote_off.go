@@ -1,0 +1,16 @@
+//go:build !temporal
+
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+)
+
+// Without the temporal build tag, the commands that talk to a Temporal
+// server run flower-temporal, the flower built with it (DESIGN.md «Two
+// binaries»).
+
+func workerAction(c *cli.Context, p proc) error     { return runTemporalBinary(p) }
+func submitAction(c *cli.Context, p proc) error     { return runTemporalBinary(p) }
+func handoffSetAction(c *cli.Context, p proc) error { return runTemporalBinary(p) }
+func showTemporal(c *cli.Context, p proc) error     { return runTemporalBinary(p) }

@@ -1,0 +1,303 @@
+//go:build temporal
+
+package main
+
+// The Temporal client is built into flower-temporal only (the temporal
+// build tag): linking it costs every local flower about 10 MiB of memory
+// and 20 ms before its harness starts (DESIGN.md «Two binaries»). Without
+// the tag, these commands run flower-temporal (remote_off.go).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flowerhq/flower/console"
+	"github.com/flowerhq/flower/event"
+	"github.com/flowerhq/flower/fleet"
+	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/supervisor"
+)
+
+// submit's flag names the default of fleet without linking it.
+var _ [fleet.DefaultHeartbeatTimeout - defaultHeartbeatTimeout]struct{} = [0]struct{}{}
+
+func workerAction(c *cli.Context, p proc) error {
+	if c.NArg() > 0 {
+		return usagef("flower worker takes no arguments (harness arguments go after --), got %q", c.Args().First())
+	}
+	if c.Int("slots") < 1 {
+		return usagef("--slots must be at least 1")
+	}
+	set, err := settingsFrom(c, p)
+	if err != nil {
+		return err
+	}
+	harnessPath, err := findHarness(set.harness)
+	if err != nil {
+		return err
+	}
+	lang, err := console.ParseLang(set.view.lang)
+	if err != nil {
+		return usageError{err}
+	}
+	identity := c.String("identity")
+	if identity == "" {
+		host, _ := os.Hostname()
+		identity = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	logger := slog.New(slog.NewTextHandler(p.stderr, &slog.HandlerOptions{Level: slog.LevelError})) // notices reach the status lines
+	cl, err := dialTemporal(c, identity, logger)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	status := console.NewStatus(p.stderr, lang)
+	g := &fleet.Generations{Identity: identity, Options: supervisor.Options{
+		Handoff: set.handoff, Compact: set.compact, HarnessPath: harnessPath, HarnessArgs: p.harnessArgs,
+		Env: set.harnessEnv, Model: set.model, MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout,
+		TaskCarry: set.taskCarry, Logger: logger,
+		OnEvent: func(ev event.Event) {
+			switch ev.Kind {
+			case event.KindGeneration:
+				fmt.Fprintf(p.stderr, "flower worker: step %s · generation %d started\n", ev.Step, ev.Generation)
+			case event.KindHandoff, event.KindNotice, event.KindRetry:
+				status.Handle(ev)
+			}
+		},
+	}}
+	w := fleet.NewWorker(cl, c.String("task-queue"), g, c.Int("slots"))
+	fmt.Fprintf(p.stderr, "flower worker %s: taking generations from task queue %s at %s\n", identity, c.String("task-queue"), c.String("temporal"))
+	stop := make(chan any)
+	go func() {
+		<-c.Context.Done()
+		close(stop)
+	}()
+	if err := w.Run(stop); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	return c.Context.Err()
+}
+
+func submitAction(c *cli.Context, p proc) error {
+	task, err := readTask(c, p.stdin)
+	if err != nil {
+		return err
+	}
+	ws, err := filepath.Abs(c.String("workspace"))
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+		return usagef("workspace %s is not a directory", ws)
+	}
+	lang, err := console.ParseLang(c.String("lang"))
+	if err != nil {
+		return usageError{err}
+	}
+	status := console.NewStatus(p.stderr, lang)
+	if home, err := os.UserHomeDir(); err == nil {
+		status.ShortenHome(home)
+	}
+	cl, err := dialTemporal(c, "", nil)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	run, err := fleet.Submit(c.Context, cl, c.String("task-queue"), c.String("id"), fleet.StepInput{
+		Step: c.String("step"), Task: task, Workspace: ws, HeartbeatTimeout: c.Duration("heartbeat-timeout")})
+	if err != nil {
+		return fmt.Errorf("submit step %s: %w", c.String("step"), err)
+	}
+	fmt.Fprintln(p.stdout, run.GetID())
+	if !c.Bool("wait") {
+		return nil
+	}
+	return follow(c.Context, cl, run, status.Handle, p)
+}
+
+// followEvery is how often a followed step is asked how it is doing.
+const followEvery = 500 * time.Millisecond
+
+// follow shows a remote step's status lines as a local run shows them: the
+// near and writing lines from the running generation's heartbeat, a done
+// handoff from each generation's result, and the summary at the end. It
+// returns the step's error, whose kind gives the exit code of a local run.
+func follow(ctx context.Context, cl client.Client, run client.WorkflowRun, status func(event.Event), p proc) error {
+	id := run.GetID()
+	result := make(chan error, 1)
+	var final fleet.Status
+	go func() { result <- run.Get(ctx, &final) }()
+	shown := map[string]bool{} // generation and phase of the lines shown
+	line := func(ev event.Event) {
+		if key := fmt.Sprint(ev.Generation, ev.Phase); !shown[key] {
+			shown[key] = true
+			status(ev)
+		}
+	}
+	show := func(st *fleet.Status) {
+		for _, ev := range st.Events {
+			line(ev)
+		}
+	}
+	tick := time.NewTicker(followEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-result:
+			show(&final)
+			st := final.Record
+			var app *temporal.ApplicationError
+			if st.Name == "" && errors.As(err, &app) && app.HasDetails() {
+				// A step that did not succeed carries its status in the error.
+				if app.Details(&final) == nil {
+					show(&final)
+					st = final.Record
+				}
+			}
+			if st.Name != "" {
+				console.Summary(p.stderr, &st, fleet.RunDir(final.Workspace, id))
+			}
+			return stepError(id, err)
+		case <-tick.C:
+			if st, err := fleet.Query(ctx, cl, id); err == nil {
+				show(st)
+			}
+			if pr, err := fleet.Live(ctx, cl, id); err == nil && pr != nil {
+				for _, ev := range []*event.Event{pr.Near, pr.Writing} {
+					if ev != nil {
+						line(*ev)
+					}
+				}
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("stopped following step %s (it runs on; flower show --temporal … %s): %w", id, id, context.Cause(ctx))
+		}
+	}
+}
+
+// stepError turns the workflow's end into the error a local run returns
+// for the same end: the same message, and the same exit code.
+func stepError(id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		switch app.Type() {
+		case supervisor.EndGenerationLimit:
+			return stepEnd{msg: app.Message(), kind: policy.ErrGenerationLimit}
+		case supervisor.EndFailed:
+			return stepEnd{msg: app.Message(), kind: supervisor.ErrStepFailed}
+		}
+	}
+	return fmt.Errorf("step %s: %w", id, err)
+}
+
+// stepEnd is how a remote step ended, said as the engine said it on the
+// worker; kind is what the exit code is chosen by.
+type stepEnd struct {
+	msg  string
+	kind error
+}
+
+func (e stepEnd) Error() string { return e.msg }
+func (e stepEnd) Unwrap() error { return e.kind }
+
+func handoffSetAction(c *cli.Context, p proc) error {
+	if c.NArg() != 2 {
+		return usagef("want WORKFLOW_ID FILE, got %d arguments", c.NArg())
+	}
+	id, file := c.Args().Get(0), c.Args().Get(1)
+	_, doc, err := supervisor.ReadHandoffFile(file)
+	if err != nil {
+		return usageError{err}
+	}
+	cl, err := dialTemporal(c, "", nil)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	abs, _ := filepath.Abs(file)
+	if err := fleet.SetHandoff(c.Context, cl, id, fleet.HandoffEdit{Document: string(doc), From: abs}); err != nil {
+		return err
+	}
+	fmt.Fprintf(p.stderr, "flower: the next generation of %s starts from %s\n", id, file)
+	return nil
+}
+
+// dialTemporal connects to the server the flags name. A server that does
+// not answer is a usage error: one line, exit 2.
+func dialTemporal(c *cli.Context, identity string, log *slog.Logger) (client.Client, error) {
+	cl, err := fleet.Dial(c.Context, fleet.Conn{HostPort: c.String("temporal"), Namespace: c.String("namespace"),
+		Identity: identity, Logger: log})
+	if errors.Is(err, fleet.ErrUnreachable) {
+		return nil, usageError{err}
+	}
+	return cl, err
+}
+
+// showTemporal shows a step run on many machines: its workflow's status
+// query (the step's record as manifest.json holds it) and what the running
+// generation last heartbeated.
+func showTemporal(c *cli.Context, p proc) error {
+	id, err := oneArg(c, "WORKFLOW_ID")
+	if err != nil {
+		return err
+	}
+	cl, err := dialTemporal(c, "", nil)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	st, err := fleet.Query(c.Context, cl, id)
+	if err != nil {
+		return err
+	}
+	live, _ := fleet.Live(c.Context, cl, id) // a step between generations has none
+	if c.Bool("json") {
+		out, err := json.MarshalIndent(struct {
+			*fleet.Status
+			Live *fleet.Progress `json:",omitempty"`
+		}{st, live}, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(p.stdout, "%s\n", out)
+		return err
+	}
+	m := &manifest.Manifest{Workspace: st.Workspace, CreatedAt: st.Record.StartedAt, UpdatedAt: time.Now(),
+		Steps: []*manifest.StepResult{&st.Record}}
+	fmt.Fprintf(p.stdout, "%-10s %s\n", "workflow", id)
+	running := ""
+	if st.Running > 0 {
+		running = fmt.Sprintf(" (generation %d running)", st.Running)
+	}
+	fmt.Fprintf(p.stdout, "%-10s %d%s\n", "generations", st.Generations(), running)
+	if err := writeShow(p.stdout, m, fleet.RunDir(st.Workspace, id)); err != nil {
+		return err
+	}
+	switch {
+	case live != nil && live.Generation == 0:
+		fmt.Fprintf(p.stdout, "\n  generation %d starting on %s\n", st.Running, live.Worker)
+	case live != nil:
+		fmt.Fprintf(p.stdout, "\n  generation %d running on %s: context %s/%s · %d turns · $%.4f\n", live.Generation, live.Worker,
+			policy.FormatUsed(live.Context), policy.FormatRound(live.Window), live.NumTurns, live.CostUSD)
+	case st.Running > 0:
+		fmt.Fprintf(p.stdout, "\n  generation %d is waiting for a worker\n", st.Running)
+	}
+	if st.Pending != "" {
+		fmt.Fprintf(p.stdout, "  the next generation starts from a handoff set by a person (%s)\n", orDash(st.PendingFrom))
+	}
+	return nil
+}
