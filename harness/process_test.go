@@ -444,3 +444,45 @@ func TestLoggedArgsHideConfigs(t *testing.T) {
 		t.Errorf("LoggedArgs = %q, want %q", got, want)
 	}
 }
+
+// Warm's blank turn never reaches Events: the first turn seen is the first
+// prompt's, with its own init, and no extra result.
+func TestWarmBlankTurnIsDropped(t *testing.T) {
+	p := startFake(t, harnesstest.ModeStream, harnesstest.EnvContext+"=150000")
+	if err := p.Warm(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SendUser("hello"); err != nil {
+		t.Fatal(err)
+	}
+	evs := untilResult(t, p)
+	if evs[0].Kind != transcript.KindInit {
+		t.Errorf("first event %v, want the first prompt's init", evs[0].Kind)
+	}
+	var assistant bool
+	for _, ev := range evs {
+		if ev.Kind == transcript.KindSystem {
+			t.Errorf("the blank turn's notice came through: %s", ev.Raw)
+		}
+		assistant = assistant || ev.Kind == transcript.KindAssistant
+	}
+	if !assistant {
+		t.Errorf("the result came before the first prompt's reply: the blank turn's result came through (%d events)", len(evs))
+	}
+}
+
+// A harness that answers the blank prompt with a turn of its own (not the
+// one it is measured to give) loses no line of it: dropping stops at the
+// first line that is not a system line or a result.
+func TestWarmStopsDroppingAtAnUnexpectedLine(t *testing.T) {
+	p := &Process{}
+	p.warming = true
+	for _, tc := range []struct {
+		kind transcript.Kind
+		drop bool
+	}{{transcript.KindInit, true}, {transcript.KindAssistant, false}, {transcript.KindSystem, false}, {transcript.KindResult, false}} {
+		if got := p.warmLine(&transcript.Event{Kind: tc.kind}); got != tc.drop {
+			t.Errorf("%v: dropped %v, want %v", tc.kind, got, tc.drop)
+		}
+	}
+}

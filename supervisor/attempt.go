@@ -127,6 +127,8 @@ type attemptRun struct {
 	// fresh: a new session, not a resumed one (the futile guard is for
 	// fresh sessions only).
 	fresh bool
+	// successorDue fires when the successor is to start early (warm.go).
+	successorDue <-chan time.Time
 	// model is the model the session runs, from its init line.
 	model   string
 	sawInit bool
@@ -217,6 +219,9 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 			if out, end := a.probed(ans); end {
 				return out
 			}
+		case <-a.successorDue:
+			a.successorDue = nil
+			a.startSuccessor()
 		case <-timer:
 			switch a.phase {
 			case phaseWorking:
@@ -477,9 +482,16 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 	if w := a.resultWindow(ev); w > 0 {
 		a.crossCheck(w)
 	}
-	rt.save(st)
 	overflow := ev.TerminalReason == "prompt_too_long" || ev.TerminalReason == "blocking_limit" ||
 		(ev.IsError && handoffwriter.IsOverflow(ev.Result))
+	if a.phase == phaseCutting && !overflow && !a.endedAtCut(ev) {
+		// The writing prompt goes out before the books are saved: their
+		// syncs are not on the cut's path.
+		out, end := a.startWriting()
+		rt.save(st)
+		return out, end
+	}
+	rt.save(st)
 	switch a.phase {
 	case phaseWorking:
 		e := a.event(KindTurn)
@@ -512,31 +524,14 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 			a.reason = manifest.ReasonOverflow
 			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow at the cut: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
 		}
-		if !ev.IsError && gjson.GetBytes(ev.Raw, "stop_reason").String() == "end_turn" && !a.p.PersonDriven() {
-			// The turn ended on its own before the interrupt reached it
-			// (the round over the threshold was the agent's last reply):
-			// the agent is done, and there is nothing to hand off
-			// (DESIGN.md «The cut»).
-			a.log.Info("the turn ended on its own at the cut; the step is done")
-			e := a.event(KindTurn)
-			e.Text = ev.Result
-			rt.emit(e)
-			return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
-		}
-		a.setPhase(phaseWriting)
-		a.writingStart = rt.opts.Now()
-		a.writingCost0 = a.meter.CostUSD
-		e := a.event(KindHandoff)
-		e.Phase = PhaseWriting
-		e.Context = a.cutContext
+		// The turn ended on its own before the interrupt reached it
+		// (the round over the threshold was the agent's last reply): the
+		// agent is done, and there is nothing to hand off (DESIGN.md «The cut»).
+		a.log.Info("the turn ended on its own at the cut; the step is done")
+		e := a.event(KindTurn)
+		e.Text = ev.Result
 		rt.emit(e)
-		if err := a.p.Send(handoff.WritingPrompt(a.cutContext, rt.policy.Window, a.st.Task, rt.opts.TaskCarry)); err != nil {
-			return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
-		}
-		// The cut is over and the handoff certain: the successor's harness
-		// starts now, beside the writing turn (DESIGN.md «Warm successor»).
-		a.startSuccessor()
-		return outcome{}, false
+		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
 	default: // writing
 		if overflow {
 			return a.handoffOutcome(handoffwriter.Handoff{}, "the writing turn overflowed: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
@@ -602,6 +597,31 @@ func (a *attemptRun) handoffOutcome(h handoffwriter.Handoff, why string) outcome
 		out.writingCost = a.meter.CostUSD - a.writingCost0
 	}
 	return out
+}
+
+// endedAtCut: the cut turn ended on its own, not by the interrupt.
+func (a *attemptRun) endedAtCut(ev *transcript.Event) bool {
+	return !ev.IsError && gjson.GetBytes(ev.Raw, "stop_reason").String() == "end_turn" && !a.p.PersonDriven()
+}
+
+// startWriting begins the writing turn once the cut turn has ended.
+func (a *attemptRun) startWriting() (outcome, bool) {
+	rt := a.rt
+	a.setPhase(phaseWriting)
+	a.writingStart = rt.opts.Now()
+	a.writingCost0 = a.meter.CostUSD
+	e := a.event(KindHandoff)
+	e.Phase = PhaseWriting
+	e.Context = a.cutContext
+	rt.emit(e)
+	if err := a.p.Send(handoff.WritingPrompt(a.cutContext, rt.policy.Window, a.st.Task, rt.opts.TaskCarry)); err != nil {
+		return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
+	}
+	// The cut is over and the handoff certain: the successor's harness
+	// starts beside the writing turn, once the writing request is out
+	// (DESIGN.md «Warm successor»).
+	a.successorDue = time.After(successorDelay)
+	return outcome{}, false
 }
 
 // retryPrompt precedes the handoff prompt when the writing turn called a

@@ -35,6 +35,14 @@ func (Headless) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 	if err != nil {
 		return nil, err
 	}
+	if s.Prompt == "" {
+		// Started before its first prompt is known (a warm successor):
+		// ready it while it waits (harness.Process.Warm).
+		if err := p.Warm(); err != nil {
+			p.Stop()
+			return nil, err
+		}
+	}
 	return &headlessSession{p: p, prompt: s.Prompt}, nil
 }
 

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"time"
 
 	"github.com/flowerhq/flower/front"
 )
@@ -35,6 +36,13 @@ func (a *attemptRun) startSuccessor() {
 	a.early = sess
 	a.log.Info("successor harness started early", "successor", a.gen.N+1)
 }
+
+// successorDelay is how long after the writing prompt the successor's
+// harness starts: its start-up takes a core for about a second, and the
+// cut harness needs one first to turn the writing prompt into its request.
+// A writing turn takes seconds; one that ends sooner starts the successor
+// at once (handoffOutcome).
+const successorDelay = 300 * time.Millisecond
 
 // dropSuccessor stops a successor started early that is not needed after
 // all: flower is stopping. Its harness is gone when this returns.

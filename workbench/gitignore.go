@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/flowerhq/flower/atomicfile"
 )
 
 // GitignoreName is the file that keeps a folder of flower's out of git.
@@ -83,9 +81,25 @@ func within(dir, path string) bool {
 }
 
 func writeGitignore(dir, content string) error {
-	err := atomicfile.WriteNew(filepath.Join(dir, GitignoreName), []byte(content), 0o644)
-	if err != nil && !errors.Is(err, fs.ErrExist) {
+	path := filepath.Join(dir, GitignoreName)
+	if _, err := os.Lstat(path); err == nil {
+		return nil // there already: flower checks before every run
+	}
+	// Created, never replaced, and not synced: losing it to a crash loses
+	// nothing the next run does not write again, and a sync here would
+	// delay the first harness of a run in a new workspace (DESIGN.md
+	// «Warm successor»).
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("write %s: %w", GitignoreName, err)
 	}
-	return nil
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("write %s: %w", GitignoreName, err)
+	}
+	return f.Close()
 }

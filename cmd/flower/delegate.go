@@ -16,7 +16,9 @@ const temporalBinary = "flower-temporal"
 // code.
 type exitedWith struct{ code int }
 
-func (e exitedWith) Error() string { return fmt.Sprintf("%s exited with status %d", temporalBinary, e.code) }
+func (e exitedWith) Error() string {
+	return fmt.Sprintf("%s exited with status %d", temporalBinary, e.code)
+}
 
 // findTemporalBinary looks for flower-temporal beside this executable,
 // then on PATH.

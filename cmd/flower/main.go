@@ -44,6 +44,14 @@ func main() {
 		// 500 MB).
 		debug.SetGCPercent(50)
 	}
+	if os.Getenv("GOMEMLIMIT") == "" && memoryLimit > 0 {
+		// A soft ceiling on the Go heap: a long stream's rare late
+		// collection no longer raises the resident peak (10 MB against
+		// 500 MB: +3.8 % with it, +10 to +18 % without). Past it the
+		// collector works harder, never fails: a line of tens of MB
+		// still fits.
+		debug.SetMemoryLimit(memoryLimit)
+	}
 	ctx, stop := signalContext()
 	defer stop()
 	err := runIn(ctx, os.Args, proc{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: os.Environ(), exec: syscall.Exec})

@@ -14,3 +14,8 @@ func workerAction(c *cli.Context, p proc) error     { return runTemporalBinary(p
 func submitAction(c *cli.Context, p proc) error     { return runTemporalBinary(p) }
 func handoffSetAction(c *cli.Context, p proc) error { return runTemporalBinary(p) }
 func showTemporal(c *cli.Context, p proc) error     { return runTemporalBinary(p) }
+
+// memoryLimit is flower's soft ceiling on Go's memory (GOMEMLIMIT
+// overrides it): a supervisor holds a few lines of the stream at a time,
+// about 3 MiB.
+const memoryLimit = 8 << 20

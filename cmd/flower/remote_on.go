@@ -29,6 +29,11 @@ import (
 	"github.com/flowerhq/flower/supervisor"
 )
 
+// memoryLimit: none. A worker holds the Temporal client's caches and runs
+// several generations at once: a ceiling sized for one local run would
+// keep its collector running.
+const memoryLimit = 0
+
 // submit's flag names the default of fleet without linking it.
 var _ [fleet.DefaultHeartbeatTimeout - defaultHeartbeatTimeout]struct{} = [0]struct{}{}
 

@@ -396,8 +396,18 @@ func (f *fake) handle(line []byte) (code int, stop bool) {
 		}
 		f.emit(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": msg.RequestID, "response": resp}})
 	case "user":
-		f.turn++
 		text := msg.Message.Content
+		if strings.TrimSpace(text) == "" {
+			// Like harness 2.1.328: a blank prompt is turned down without
+			// a turn or a request.
+			f.emit(map[string]any{"type": "system", "subtype": "init", "session_id": f.session, "model": "fake"})
+			f.emit(map[string]any{"type": "system", "subtype": "informational", "session_id": f.session,
+				"content": "Blank prompt — the message was only whitespace, so nothing was sent to the model.", "level": "warning"})
+			f.emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": "", "num_turns": 0,
+				"session_id": f.session, "total_cost_usd": 0, "stop_reason": nil})
+			return 0, false
+		}
+		f.turn++
 		logf(LogEntry{Event: "user", Session: f.session, Text: text})
 		writing := strings.Contains(text, handoffwriter.PromptTag)
 		if f.turn == 1 && strings.Contains(text, "You are taking over") {

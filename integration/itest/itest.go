@@ -64,9 +64,11 @@ func (f *Flower) Path(t testing.TB) string {
 		f.path = filepath.Join(dir, "flower")
 		// flower-temporal beside it, as make build puts it: flower runs
 		// it for the many-machines commands.
-		for _, b := range [][]string{{"-o", f.path}, {"-tags", "temporal", "-o", f.path + "-temporal"}} {
+		for _, b := range [][]string{{"-tags", "urfave_cli_no_docs", "-o", f.path}, {"-tags", "temporal,urfave_cli_no_docs", "-o", f.path + "-temporal"}} {
 			args := append(append([]string{"build"}, b...), "github.com/flowerhq/flower/cmd/flower")
-			if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			cmd := exec.Command("go", args...)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build builds them
+			if out, err := cmd.CombinedOutput(); err != nil {
 				f.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 				return
 			}
