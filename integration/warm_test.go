@@ -75,7 +75,11 @@ func TestWarmSuccessorGetsFilesAsOnDiskWhenSent(t *testing.T) {
 		} else {
 			taskEdited = true
 		}
-		return goodHandoff(gen)
+		// A writing turn of a real length: the successor starts, and is
+		// readied with its blank prompt, while it runs.
+		r := goodHandoff(gen)
+		r.Delay = 1500 * time.Millisecond
+		return r
 	}
 	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo start"), bash(155_000, "echo a")}, {done(20_000)}}, handoff: handoff}
 	afterFreeze := func(path string) {
@@ -115,6 +119,15 @@ func TestWarmSuccessorGetsFilesAsOnDiskWhenSent(t *testing.T) {
 	}
 	if first.SessionID == "" || first.SessionID == st.Generations[0].SessionID {
 		t.Errorf("the successor's first request came from session %q, not a fresh one", first.SessionID)
+	}
+	// The blank prompt that readied the successor left nothing in its
+	// conversation: its first request has as many messages as the first
+	// session's first one, and no trace of it.
+	if gen1 := requestBySeq(f.srv, j.firstSeq[0]); first.NumMessages != gen1.NumMessages || strings.Contains(first.AllText, "Blank prompt") {
+		t.Errorf("the successor's first request has %d messages (the first session's had %d), or mentions the blank prompt", first.NumMessages, gen1.NumMessages)
+	}
+	if !strings.Contains(log.String(), "successor harness started early") || !logOrder(log.String(), "successor harness started early", "handoff written") {
+		t.Errorf("the successor did not start during the writing turn")
 	}
 	h := st.Generations[0].Handoff
 	if h.SHA256Written == h.SHA256Launched || h.TaskSHA256 == st.TaskSHA256 {
