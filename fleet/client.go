@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
@@ -80,8 +81,14 @@ func Submit(ctx context.Context, c client.Client, taskQueue, id string, in StepI
 	}, WorkflowType, in)
 }
 
-// Query asks the step's workflow for its Status.
+// Query asks the step's workflow for its Status. A step that has ended
+// says it in its result (or, when it did not succeed, in its error's
+// details), read without a worker; a running one is asked by query, which
+// a worker answers.
 func Query(ctx context.Context, c client.Client, workflowID string) (*Status, error) {
+	if st, ok := ended(ctx, c, workflowID); ok {
+		return st, nil
+	}
 	v, err := c.QueryWorkflow(ctx, workflowID, "", QueryStatus)
 	if err != nil {
 		return nil, fmt.Errorf("query step %s: %w", workflowID, err)
@@ -91,6 +98,25 @@ func Query(ctx context.Context, c client.Client, workflowID string) (*Status, er
 		return nil, fmt.Errorf("query step %s: %w", workflowID, err)
 	}
 	return &st, nil
+}
+
+// ended is the Status an ended step's workflow returned, if it ended with
+// one (a workflow terminated or cancelled from outside did not).
+func ended(ctx context.Context, c client.Client, workflowID string) (*Status, bool) {
+	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err != nil || d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return nil, false
+	}
+	var st Status
+	err = c.GetWorkflow(ctx, workflowID, "").Get(ctx, &st)
+	var app *temporal.ApplicationError
+	switch {
+	case err == nil:
+		return &st, true
+	case errors.As(err, &app) && app.HasDetails() && app.Details(&st) == nil:
+		return &st, true
+	}
+	return nil, false
 }
 
 // Live is what a running generation last heartbeated, nil when none runs

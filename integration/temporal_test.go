@@ -300,8 +300,9 @@ func TestTemporalThreeGenerationsTwoWorkers(t *testing.T) {
 	srv := startServer(t, script)
 	queue, id := randomID("q"), randomID("step")
 	ws := t.TempDir()
+	var workers []*flowerProc
 	for _, name := range []string{"worker-a", "worker-b"} {
-		ts.startWorker(t, srv, queue, name, "--window", "200000")
+		workers = append(workers, ts.startWorker(t, srv, queue, name, "--window", "200000"))
 	}
 	sub := startFlower(t, harnessEnv(t, srv), "submit", "--temporal", ts.addr, "--task-queue", queue, "-C", ws,
 		"--id", id, "--wait", "Build the shim. TASK-MARK")
@@ -341,6 +342,14 @@ func TestTemporalThreeGenerationsTwoWorkers(t *testing.T) {
 		if !strings.Contains(end, want) {
 			t.Errorf("flower show --temporal at the end lacks %q:\n%s", want, end)
 		}
+	}
+	// An ended step is shown from its result: no worker needs to run.
+	for _, w := range workers {
+		_ = w.cmd.Process.Kill()
+		w.wait(temporalLimit)
+	}
+	if after := ts.show(t, id); after != end {
+		t.Errorf("flower show --temporal with no worker left differs:\n%s\nfrom:\n%s", after, end)
 	}
 	h := ts.history(t, id)
 	if len(h.results) != 3 {
