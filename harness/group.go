@@ -165,6 +165,25 @@ func (g *Guard) Env() string { return EnvTag + "=" + g.tag }
 // KillTagged SIGKILLs every process carrying the tag and returns how many.
 func (g *Guard) KillTagged() int { return killTagged(g.tag) }
 
+// KillTaggedLate sweeps for the tag again a moment later, in the
+// background. A process caught in execve when the harness died shows an
+// empty environment for that moment, so the sweeps at the harness's death
+// miss it (seen once in CI: a tool that had just written its pid and was
+// exec'ing sleep survived all three).
+func (g *Guard) KillTaggedLate(log *slog.Logger) {
+	go func() {
+		for _, d := range lateSweeps {
+			time.Sleep(d)
+			if n := killTagged(g.tag); n > 0 {
+				log.Info("killed processes the harness left behind, on a late sweep", "count", n)
+			}
+		}
+	}()
+}
+
+// lateSweeps are the pauses before each late sweep.
+var lateSweeps = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
+
 // Watch starts the reaper. With pgid > 0 it joins that process group (the
 // child's, in this program's session), which also keeps the group's id from
 // being reused until the group is killed; with 0 it stays in a group of its

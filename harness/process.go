@@ -228,6 +228,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		if n := p.guard.KillTagged(); n > 0 {
 			log.Info("killed processes the harness left behind", "pid", cmd.Process.Pid, "count", n)
 		}
+		p.guard.KillTaggedLate(p.log)
 		select {
 		case <-readerDone:
 		case <-time.After(grace):

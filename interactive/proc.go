@@ -126,6 +126,7 @@ func startProc(ctx context.Context, cfg procConfig, screen io.Writer) (*proc, er
 		if n := p.guard.KillTagged(); n > 0 {
 			log.Info("killed processes the harness left behind", "count", n)
 		}
+		p.guard.KillTaggedLate(log)
 		p.guard.Release()
 		close(p.exited)
 	}()
