@@ -212,19 +212,10 @@ func New(opts Options) (*Runtime, error) {
 	// writing it: that costs two syncs, and the step's first harness is
 	// to start at once (DESIGN.md «Warm successor»); the step's first
 	// save follows right after it.
-	if err := writable(opts.RunDir); err != nil {
+	if err := workbench.Writable(opts.RunDir); err != nil {
 		return nil, fmt.Errorf("run dir %s is not writable: %w", opts.RunDir, err)
 	}
 	return rt, nil
-}
-
-// writable creates and removes a file in dir.
-func writable(dir string) error {
-	f, err := os.CreateTemp(dir, ".probe-*")
-	if err != nil {
-		return err
-	}
-	return errors.Join(f.Close(), os.Remove(f.Name()))
 }
 
 func windowSource(setting any) string {

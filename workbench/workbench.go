@@ -58,18 +58,23 @@ func Open(dir string) (*Workbench, error) {
 		return nil, fmt.Errorf("open workbench: %w", err)
 	}
 	// Fail now rather than at the first handoff, tens of minutes in.
-	f, err := os.CreateTemp(notes, ".probe-*")
-	if err != nil {
+	if err := Writable(notes); err != nil {
 		return nil, fmt.Errorf("open workbench: notes not writable: %w", err)
-	}
-	name := f.Name()
-	if err := errors.Join(f.Close(), os.Remove(name)); err != nil {
-		return nil, fmt.Errorf("open workbench: %w", err)
 	}
 	if err := Ignore(dir); err != nil {
 		return nil, fmt.Errorf("open workbench: %w", err)
 	}
 	return &Workbench{Dir: dir}, nil
+}
+
+// Writable checks that a file can be made in dir: it creates one and
+// removes it, without syncing anything.
+func Writable(dir string) error {
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Close(), os.Remove(f.Name()))
 }
 
 // HandoffPath is where step's current handoff lives:
