@@ -6,10 +6,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 )
 
 // temporalBinary is the name of flower built with the Temporal client.
 const temporalBinary = "flower-temporal"
+
+// envDelegated marks a command line flower handed to flower-temporal. A
+// flower without the Temporal client that finds it set was itself started
+// as flower-temporal (a copy of the wrong build): it stops there instead
+// of running itself again and again.
+const envDelegated = "FLOWER_DELEGATED"
 
 // exitedWith is the end of a command another process ran in flower's
 // place: that process said what it had to say, and flower exits with its
@@ -42,11 +49,15 @@ func findTemporalBinary() (string, error) {
 // flower-temporal. A real process becomes it (p.exec is execve: same pid,
 // same signals); in a test it runs as a child.
 func runTemporalBinary(p proc) error {
+	if self, _ := os.Executable(); slices.Contains(p.env, envDelegated+"=1") {
+		return fmt.Errorf("%s (%s) was built without the Temporal client: build it with -tags temporal (make build does)", temporalBinary, self)
+	}
 	path, err := findTemporalBinary()
 	if err != nil {
 		return err
 	}
 	argv := append([]string{path}, p.argv[1:]...)
+	p.env = append(p.env[:len(p.env):len(p.env)], envDelegated+"=1")
 	if p.exec != nil {
 		return fmt.Errorf("run %s: %w", path, p.exec(path, argv, p.env))
 	}

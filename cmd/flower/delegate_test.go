@@ -53,3 +53,14 @@ func TestTemporalCommandsWithoutTheTemporalBinary(t *testing.T) {
 		t.Fatalf("got exit %d, %v; want exit 2 naming %s and how to build it", exitCode(err), err, temporalBinary)
 	}
 }
+
+// A flower-temporal that is a copy of flower without the Temporal client
+// says so instead of running itself again and again.
+func TestTemporalBinaryOfTheWrongBuild(t *testing.T) {
+	var out, errOut bytes.Buffer
+	p := proc{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, env: append(os.Environ(), envDelegated+"=1")}
+	err := runIn(context.Background(), []string{"flower", "worker", "--temporal", "h:1", "--task-queue", "q"}, p)
+	if err == nil || !strings.Contains(err.Error(), "built without the Temporal client") {
+		t.Fatalf("got %v, want the wrong build named", err)
+	}
+}

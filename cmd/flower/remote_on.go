@@ -29,6 +29,12 @@ import (
 	"github.com/flowerhq/flower/supervisor"
 )
 
+func init() {
+	// Handed over by flower (delegate.go): the mark has done its work and
+	// must not reach the harnesses this process starts.
+	os.Unsetenv(envDelegated)
+}
+
 // memoryLimit: none. A worker holds the Temporal client's caches and runs
 // several generations at once: a ceiling sized for one local run would
 // keep its collector running.
