@@ -196,6 +196,14 @@ func harnesses(pids []int) int {
 	return n
 }
 
+// earlySuccessorUp: flower's log says the successor started early, and two
+// harnesses run among pids. The log, because a fork of the cut harness
+// about to run a tool is also a "claude" for a moment.
+func earlySuccessorUp(runDir string, pids []int) bool {
+	b, _ := os.ReadFile(filepath.Join(runDir, "flower.log"))
+	return bytes.Contains(b, []byte("successor harness started early")) && harnesses(pids) == 2
+}
+
 // noneLeft fails unless every process of the test's HOME is gone within a
 // hang guard of 10 s after flower exited.
 func noneLeft(t *testing.T, home string) {
@@ -294,7 +302,7 @@ func TestUnneededEarlySuccessorLeavesNothing(t *testing.T) {
 			if tc.signalAt != nil {
 				until(t, "the signal point", func() bool { return tc.signalAt(srv) })
 				// Both harnesses are up: the cut one writing, the early one idle.
-				until(t, "the early successor", func() bool { return harnesses(withHome(home)) == 2 })
+				until(t, "the early successor", func() bool { return earlySuccessorUp(runDir, withHome(home)) })
 				if err := f.cmd.Process.Signal(syscall.SIGINT); err != nil {
 					t.Fatal(err)
 				}
@@ -358,7 +366,7 @@ func TestKillFlowerWithEarlySuccessorUp(t *testing.T) {
 	args := []string{"-C", ws, "--run-dir", runDir, "--window", "200000"}
 	f := startFlower(t, env, append(args, "TASK-MARK: keep working", "--", "--allowedTools", "Bash")...)
 	until(t, "the writing turn", func() bool { return writingArrived(srv) })
-	until(t, "the early successor", func() bool { return harnesses(f.descendants()) == 2 })
+	until(t, "the early successor", func() bool { return earlySuccessorUp(runDir, f.descendants()) })
 	if err := f.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
