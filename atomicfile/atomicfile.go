@@ -7,6 +7,8 @@
 package atomicfile
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,8 +17,9 @@ import (
 )
 
 // WriteFile replaces path with data so that readers see either the previous
-// contents or data in full. The file ends up with mode perm exactly (the
-// umask does not apply, unlike os.WriteFile). The parent directory must
+// contents or data in full. The file gets mode perm less the umask, as
+// os.WriteFile does: a person who set umask 077 gets files only they can
+// read (DESIGN.md «Durable or loud»). The parent directory must
 // exist. If path is a symlink, the link itself is replaced. On any error the
 // temp file is removed; path is left as it was, except when only the final
 // directory sync fails (the new contents are then in place but their
@@ -65,9 +68,9 @@ func WriteNew(path string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
-// writeTemp writes data to a synced temp file with mode perm next to path
-// and returns the directory and the temp file's name. On error nothing is
-// left behind.
+// writeTemp writes data to a synced temp file next to path, created with
+// mode perm (less the umask), and returns the directory and the temp file's
+// name. On error nothing is left behind.
 func writeTemp(path string, data []byte, perm os.FileMode) (dir, tmp string, err error) {
 	dir, base := filepath.Split(path)
 	if base == "" {
@@ -78,37 +81,47 @@ func writeTemp(path string, data []byte, perm os.FileMode) (dir, tmp string, err
 	}
 	// The temp file must live in the target's directory: rename and link
 	// only work within one file system.
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, name, err := createTemp(dir, "."+base+".tmp-", perm)
 	if err != nil {
 		return "", "", fmt.Errorf("create temp: %w", err)
 	}
-	tmp = f.Name()
-	closed := false
-	defer func() {
-		if err == nil {
-			return
-		}
-		if !closed {
-			_ = f.Close()
-		}
-		_ = os.Remove(tmp)
-	}()
-
+	// The error paths below return "" for tmp: the cleanup must use the
+	// name it was created under, not the result.
+	fail := func(what string, err error) (string, string, error) {
+		_ = f.Close()
+		_ = os.Remove(name)
+		return "", "", fmt.Errorf("%s: %w", what, err)
+	}
 	if _, err := f.Write(data); err != nil {
-		return "", "", fmt.Errorf("write temp: %w", err)
+		return fail("write temp", err)
 	}
 	if err := f.Sync(); err != nil {
-		return "", "", fmt.Errorf("sync temp: %w", err)
+		return fail("sync temp", err)
 	}
-	closed = true
 	if err := f.Close(); err != nil {
+		_ = os.Remove(name)
 		return "", "", fmt.Errorf("close temp: %w", err)
 	}
-	// Chmod before the final name exists so it never shows CreateTemp's 0600.
-	if err := os.Chmod(tmp, perm); err != nil {
-		return "", "", fmt.Errorf("chmod temp: %w", err)
+	return dir, name, nil
+}
+
+// maxTempTries bounds the search for a free temp name.
+const maxTempTries = 100
+
+// createTemp is os.CreateTemp with a mode of the caller's: CreateTemp makes
+// 0600 files, and a chmod after it would ignore the umask.
+func createTemp(dir, prefix string, perm os.FileMode) (*os.File, string, error) {
+	var b [8]byte
+	for range maxTempTries {
+		_, _ = rand.Read(b[:])
+		name := filepath.Join(dir, prefix+hex.EncodeToString(b[:]))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm.Perm())
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, name, err
 	}
-	return dir, tmp, nil
+	return nil, "", fmt.Errorf("no free temp name in %s after %d tries", dir, maxTempTries)
 }
 
 // writeExcl creates path with O_EXCL and writes data to it, removing its
@@ -126,8 +139,7 @@ func writeExcl(path string, data []byte, perm os.FileMode) error {
 		_ = os.Remove(path)
 		return err
 	}
-	// O_CREATE's perm is subject to the umask; WriteFile's is not.
-	return os.Chmod(path, perm)
+	return nil
 }
 
 // syncDir makes the rename itself durable: without it a crash may bring

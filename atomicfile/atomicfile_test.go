@@ -3,11 +3,14 @@ package atomicfile
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -63,20 +66,92 @@ func TestWriteFileCreatesAndReplaces(t *testing.T) {
 	}
 }
 
-func TestWriteFileSetsPerm(t *testing.T) {
+// The mode is perm less the umask, as for os.WriteFile: a person's umask
+// 077 keeps every file flower writes to themselves. (The umask is the
+// process's: these tests do not run in parallel.)
+func TestWriteFileHonoursUmask(t *testing.T) {
 	dir := t.TempDir()
-	for _, perm := range []os.FileMode{0o600, 0o644, 0o640} {
+	for _, tc := range []struct {
+		umask      int
+		perm, want os.FileMode
+	}{
+		{0o022, 0o666, 0o644},
+		{0o022, 0o600, 0o600},
+		{0o077, 0o666, 0o600},
+		{0o077, 0o644, 0o600},
+		{0o027, 0o666, 0o640},
+		{0, 0o640, 0o640},
+	} {
+		old := syscall.Umask(tc.umask)
 		path := filepath.Join(dir, "f")
-		if err := WriteFile(path, []byte("x"), perm); err != nil {
+		errFile := WriteFile(path, []byte("x"), tc.perm)
+		errNew := WriteNew(filepath.Join(dir, "new"), []byte("x"), tc.perm)
+		syscall.Umask(old)
+		if errFile != nil || errNew != nil {
+			t.Fatal(errFile, errNew)
+		}
+		for _, name := range []string{"f", "new"} {
+			fi, err := os.Stat(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.Mode().Perm(); got != tc.want {
+				t.Errorf("%s: umask %03o, perm %v: mode %v, want %v", name, tc.umask, tc.perm, got, tc.want)
+			}
+		}
+		if err := os.Remove(filepath.Join(dir, "new")); err != nil {
 			t.Fatal(err)
 		}
-		fi, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
+	}
+}
+
+// smallDisk mounts a tmpfs of size bytes for the test and unmounts it in
+// Cleanup. Mounting needs root (CI runs as root); elsewhere the test is
+// skipped and says why.
+func smallDisk(t *testing.T, size int) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED, not passed: a full disk needs a tmpfs of its own, and mounting one needs root")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
 		}
-		if got := fi.Mode().Perm(); got != perm {
-			t.Errorf("perm = %v, want %v", got, perm)
+	})
+	return dir
+}
+
+// A write that fails half-way (the disk is full) leaves the old file as it
+// was and no temp file beside it, for WriteFile and WriteNew alike.
+func TestFailedWriteLeavesNoTempFile(t *testing.T) {
+	dir := smallDisk(t, 256<<10)
+	path := filepath.Join(dir, "manifest.json")
+	if err := WriteFile(path, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("x"), 1<<20)
+	for i := range 3 {
+		err := WriteFile(path, big, 0o600)
+		if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "write temp") {
+			t.Fatalf("write %d: %v, want ENOSPC from the temp file's write", i, err)
 		}
+	}
+	if err := WriteNew(filepath.Join(dir, "new"), big, 0o600); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("WriteNew: %v, want ENOSPC", err)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "old" {
+		t.Errorf("the old file: %q, %v", got, err)
+	}
+	if extra := leftovers(t, dir, "manifest.json"); len(extra) > 0 {
+		t.Errorf("left behind %v", extra)
+	}
+	// The space the failed writes took is free again: a small write fits.
+	if err := WriteFile(path, bytes.Repeat([]byte("y"), 200<<10), 0o600); err != nil {
+		t.Errorf("write after the failures: %v", err)
 	}
 }
 
