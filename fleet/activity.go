@@ -109,8 +109,16 @@ func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*Outcom
 	stop := hb.every(heartbeatEvery(t.HeartbeatTimeout))
 	res, err := rt.RunGeneration(ctx, in)
 	stop()
+	var busy *supervisor.BusyError
 	switch {
+	case res == nil && errors.As(err, &busy) && busy.RunDir != "" && busy.RunDir != rt.RunDir():
+		// Another run owns the step in this workspace (another workflow,
+		// or a local flower): waiting would not make it this one's
+		// (DESIGN.md «One step, one owner»).
+		return nil, temporal.NewNonRetryableApplicationError("on worker "+g.Identity+": "+err.Error(), ErrTypeBusy, err)
 	case res == nil && errors.Is(err, supervisor.ErrStepBusy):
+		// This workflow's own run dir: a lost worker's generation still
+		// holds it, and goes once its harness does.
 		return nil, temporal.NewApplicationError(err.Error(), ErrTypeBusy)
 	case res == nil:
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSetup, err)

@@ -36,7 +36,9 @@ const (
 	// ErrTypeWorkspace: the step's workspace is not on the worker that got
 	// the generation.
 	ErrTypeWorkspace = "WorkspaceMissing"
-	// ErrTypeBusy: another process runs the step in the same run dir.
+	// ErrTypeBusy: another process runs the step: in the same run dir (a
+	// lost worker's generation, retried), or in the same workspace for
+	// another run (not retried).
 	ErrTypeBusy = "StepBusy"
 	// ErrTypeSetup: the worker could not set the engine up for the step.
 	ErrTypeSetup = "Setup"

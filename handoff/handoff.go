@@ -51,7 +51,13 @@ type Books struct {
 	Now       func() time.Time
 	// Save writes the manifest; it is called after every change.
 	Save func()
-	Log  *slog.Logger
+	// Failed, if set, hears of a file of the step's records that could not
+	// be written: what ("handoff file", "task file") and why. The step goes
+	// on (through the prompt, or from the manifest's copy); the caller says
+	// it where a person sees it and ends the step non-zero (DESIGN.md
+	// «Durable or loud»).
+	Failed func(what string, err error)
+	Log    *slog.Logger
 	// TaskCarry bounds how many characters of the task a successor's first
 	// prompt carries verbatim: 0 means DefaultTaskCarry, a negative value
 	// carries nothing (the prompt is the handoff alone).
@@ -127,6 +133,7 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 	if err != nil {
 		st.AddError("write handoff: " + err.Error())
 		b.Log.Error("write handoff", "err", err)
+		b.failed("handoff file", err)
 		path = ""
 	}
 	rec.Path, rec.Sections = path, h.Filled()
@@ -238,6 +245,7 @@ func (b Books) FreezeTask() string {
 	if err != nil {
 		st.AddError("write task: " + err.Error() + "; successors get the task from the manifest")
 		b.Log.Error("write task", "err", err)
+		b.failed("task file", err)
 	}
 	st.TaskPath = path
 	b.Save()
@@ -293,6 +301,12 @@ func WritingPrompt(used, window int, task string, carry int) string {
 		return handoffwriter.HandoffPromptCarryingTask(used, window)
 	}
 	return handoffwriter.HandoffPrompt(used, window)
+}
+
+func (b Books) failed(what string, err error) {
+	if b.Failed != nil {
+		b.Failed(what, err)
+	}
 }
 
 // Digest is the hex sha256 the receipts carry.

@@ -293,7 +293,9 @@ func (m *Manifest) Save() error {
 	if err := os.MkdirAll(m.RunDir, 0o755); err != nil {
 		return fmt.Errorf("save manifest: %w", err)
 	}
-	if err := atomicfile.WriteFile(Path(m.RunDir), data, 0o644); err != nil {
+	// Private to the user: it holds the task and the errors of the run
+	// (DESIGN.md «Durable or loud»).
+	if err := atomicfile.WriteFile(Path(m.RunDir), data, 0o600); err != nil {
 		return fmt.Errorf("save manifest: %w", err)
 	}
 	return nil

@@ -63,7 +63,8 @@ func (rt *Runtime) Continue(ctx context.Context, name, message string) (*manifes
 	if err != nil {
 		return s.st, err
 	}
-	return s.run(ctx, l)
+	st, err := s.run(ctx, l)
+	return st, s.durable(err)
 }
 
 func (rt *Runtime) noStep(name string) error {
@@ -341,7 +342,8 @@ func (rt *Runtime) Rerun(ctx context.Context, name string) (*manifest.StepResult
 		h.Step = name
 		return s.books().SuccessorPrompt(h, s.lastHandoff()), path, err
 	}
-	return s.run(ctx, launch{prompt: s.books().SuccessorPrompt(h, s.lastHandoff()), newGeneration: !reuse, fallback: fallback})
+	st, err = s.run(ctx, launch{prompt: s.books().SuccessorPrompt(h, s.lastHandoff()), newGeneration: !reuse, fallback: fallback})
+	return st, s.durable(err)
 }
 
 // HandoffFileError says why a handoff file cannot start a generation: it is

@@ -276,7 +276,7 @@ func (rt *Runtime) RunGeneration(ctx context.Context, in GenerationInput) (*Gene
 	res.Retired = append([]string{}, st.Retired[retired0:]...)
 	res.Errors = append([]string{}, st.Errors[errors0:]...)
 	res.Generations = append([]manifest.Generation{}, st.Generations[gens0:]...)
-	return res, g.err
+	return res, s.durable(g.err)
 }
 
 func (res *GenerationResult) fill(st *manifest.StepResult, g genEnd, rt *Runtime) {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/flowerhq/flower/runlog"
 
@@ -17,13 +18,20 @@ import (
 )
 
 // ErrStepBusy is wrapped by the *BusyError of a step another process is
-// running in the same run directory.
+// running in the same workspace or the same run directory.
 var ErrStepBusy = errors.New("step is being run by another flower")
 
-// BusyError refuses a second run of a step: one run directory and step
-// belong to one process at a time.
+// BusyError refuses a second run of a step (DESIGN.md «One step, one
+// owner»): a workspace's step, whose notes files it writes, belongs to one
+// process at a time, and so does a run directory's.
 type BusyError struct {
-	Step   string
+	Step string
+	// Workspace is set when the step's workbench is what is held; it is
+	// empty when the run directory alone is (a run without a workbench).
+	Workspace string
+	// RunDir is the holder's run directory: where `flower continue` finds
+	// the holder's step once it stopped. It is "" when the lock file did
+	// not name one (a holder of an older flower).
 	RunDir string
 	PID    int // the holder's pid; 0 if it could not be read
 }
@@ -34,8 +42,23 @@ func (e *BusyError) Error() string {
 	if e.PID > 0 {
 		holder = fmt.Sprintf("flower pid %d", e.PID)
 	}
-	return fmt.Sprintf("step %s in %s is being run by %s: wait for it to finish, or stop it (Ctrl-C, or kill %s) and use flower continue",
-		e.Step, e.RunDir, holder, pidOr(e.PID))
+	var b strings.Builder
+	switch {
+	case e.Workspace != "" && e.RunDir != "":
+		fmt.Fprintf(&b, "step %s of workspace %s is being run by %s (run dir %s)", e.Step, e.Workspace, holder, e.RunDir)
+	case e.Workspace != "":
+		fmt.Fprintf(&b, "step %s of workspace %s is being run by %s", e.Step, e.Workspace, holder)
+	default:
+		fmt.Fprintf(&b, "step %s in %s is being run by %s", e.Step, e.RunDir, holder)
+	}
+	fmt.Fprintf(&b, ": wait for it to finish, or stop it (Ctrl-C, or kill %s) and use flower continue", pidOr(e.PID))
+	if e.RunDir != "" {
+		fmt.Fprintf(&b, " --run-dir %s", e.RunDir)
+	}
+	if e.Workspace != "" {
+		b.WriteString("; another step name (--step) runs beside it")
+	}
+	return b.String()
 }
 
 // Unwrap makes errors.Is(err, ErrStepBusy) true.
@@ -48,73 +71,176 @@ func pidOr(pid int) string {
 	return "it"
 }
 
-// stepLock is an exclusive flock(2) on <run dir>/step-<safe name>.lock,
-// which holds the holder's pid. The kernel drops the lock when its holder
-// dies, however it dies, so a lock left behind by a killed flower is simply
-// taken by the next one; the pid in the file only names the holder.
+// stepLock is an exclusive flock(2) on each of the step's lock files: the
+// workbench's (notes/.step-<safe name>.lock, which covers the step's notes
+// files for every run in the workspace) and the run directory's
+// (step-<safe name>.lock, which covers its manifest). Each file holds the
+// holder's pid and run dir. The kernel drops a lock when its holder dies,
+// however it dies (SIGKILL included), so a lock left behind by a killed
+// flower is simply taken by the next one; the file's contents only name
+// the holder.
 type stepLock struct {
-	f *os.File
+	files []*os.File
 }
 
 func lockPath(runDir, step string) string {
 	return filepath.Join(runDir, "step-"+workbench.SafeStepName(step)+".lock")
 }
 
-// lockStep takes the step's lock and returns the stepRun that holds it.
-func (rt *Runtime) lockStep(name string) (*stepRun, error) {
-	l, prev, err := acquireLock(rt.opts.RunDir, name)
+// Hold makes the step this Runtime's before anything else is done: it
+// takes the step's locks now, and the next RunStep, Continue, Rerun or
+// RunGeneration of that step uses them (and releases them as it ends). A
+// step another process runs is refused with a *BusyError. The command line
+// holds a new run's step before it points runs/latest at the run, so that
+// a refused run leaves no trace. The locks go with the process; a Runtime
+// that never runs the held step keeps them until it exits.
+func (rt *Runtime) Hold(step string) error {
+	if rt.held[step] != nil {
+		return nil
+	}
+	l, err := rt.acquire(step)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ls := runlog.NewState()
-	s := &stepRun{rt: rt, log: runlog.New(rt.log, ls, name), lock: l, logState: ls}
-	if prev > 0 && prev != os.Getpid() {
-		msg := fmt.Sprintf("took over the lock of step %s left by pid %d, which no longer runs it", name, prev)
-		s.log.Warn(msg)
-		rt.emit(Event{Kind: KindNotice, Step: name, Text: msg})
+	if rt.held == nil {
+		rt.held = map[string]*stepLock{}
 	}
-	return s, nil
+	rt.held[step] = l
+	return nil
 }
 
-// acquireLock takes the lock without waiting. prev is the pid the file
-// named before (a holder that died), 0 if none.
-func acquireLock(runDir, step string) (l *stepLock, prev int, err error) {
-	path := lockPath(runDir, step)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+// lockStep takes the step's locks (or those Hold took) and returns the
+// stepRun that holds them.
+func (rt *Runtime) lockStep(name string) (*stepRun, error) {
+	l := rt.held[name]
+	delete(rt.held, name)
+	if l == nil {
+		var err error
+		if l, err = rt.acquire(name); err != nil {
+			return nil, err
+		}
+	}
+	ls := runlog.NewState()
+	return &stepRun{rt: rt, log: runlog.New(rt.log, ls, name), lock: l, logState: ls}, nil
+}
+
+// acquire takes the workbench's lock of the step, then the run dir's,
+// without waiting, and says so when a holder that died left one behind.
+func (rt *Runtime) acquire(name string) (*stepLock, error) {
+	var paths []string
+	if rt.wb != nil {
+		paths = append(paths, rt.wb.LockPath(name))
+	}
+	paths = append(paths, lockPath(rt.opts.RunDir, name))
+	l := &stepLock{}
+	said := 0
+	for i, path := range paths {
+		f, prev, err := acquireLock(path, name, rt.opts.RunDir)
+		if err != nil {
+			l.release(nil)
+			var busy *BusyError
+			if errors.As(err, &busy) && rt.wb != nil && i == 0 {
+				busy.Workspace = rt.opts.Workspace
+			} else if errors.As(err, &busy) && busy.RunDir == "" {
+				busy.RunDir = rt.opts.RunDir
+			}
+			return nil, err
+		}
+		l.files = append(l.files, f)
+		if prev > 0 && prev != os.Getpid() && prev != said {
+			said = prev
+			msg := fmt.Sprintf("took over the lock of step %s left by pid %d, which no longer runs it", name, prev)
+			rt.log.Warn(msg, "step", name, slog.String("path", path))
+			rt.emit(Event{Kind: KindNotice, Step: name, Text: msg})
+		}
+	}
+	return l, nil
+}
+
+// lockHolder is what a lock file says: "<pid>\n<run dir>\n".
+type lockHolder struct {
+	pid    int
+	runDir string
+}
+
+// acquireLock takes the lock at path without waiting. prev is the pid the
+// file named before (a holder that died), 0 if none.
+func acquireLock(path, step, runDir string) (f *os.File, prev int, err error) {
+	// Private to the user, and never through a link: the file is flower's
+	// own (DESIGN.md «One step, one owner»).
+	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, 0, fmt.Errorf("lock step %s: %w", step, err)
 	}
-	pid := readPID(f)
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
+		return nil, 0, fmt.Errorf("lock step %s: %s is not a regular file: remove it", step, path)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		defer f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, 0, &BusyError{Step: step, RunDir: runDir, PID: pid}
+			h := readHolder(f)
+			return nil, 0, &BusyError{Step: step, RunDir: h.runDir, PID: h.pid}
 		}
 		return nil, 0, fmt.Errorf("lock step %s: %w", step, err)
 	}
-	// Ours now: name ourselves for whoever is refused next.
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	prev = parseHolder(f).pid
+	// Ours now: name ourselves for whoever is refused next. The new
+	// contents go first and the tail is cut after, so a reader never sees
+	// an empty file while we hold it (only, for a moment, our lines followed
+	// by a dead holder's, which it ignores).
+	me := []byte(fmt.Sprintf("%d\n%s\n", os.Getpid(), runDir))
+	if _, err := f.WriteAt(me, 0); err == nil {
+		_ = f.Truncate(int64(len(me)))
 	}
-	return &stepLock{f: f}, pid, nil
+	return f, prev, nil
 }
 
-func readPID(f *os.File) int {
-	b, _ := io.ReadAll(io.NewSectionReader(f, 0, 32))
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
+// readHolder reads a held lock's holder. The holder writes its name just
+// after it took the lock; a reader that came in between waits for it a
+// moment.
+func readHolder(f *os.File) lockHolder {
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for {
+		h := parseHolder(f)
+		if h.pid > 0 || time.Now().After(deadline) {
+			return h
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
-// unlock releases the step. The file stays, emptied (a pid left in it
-// means its holder died): removing it would race with a process that opened
-// it and is about to lock it.
+func parseHolder(f *os.File) lockHolder {
+	b, _ := io.ReadAll(io.NewSectionReader(f, 0, 8192))
+	lines := strings.SplitN(string(b), "\n", 3)
+	var h lockHolder
+	h.pid, _ = strconv.Atoi(strings.TrimSpace(lines[0]))
+	if len(lines) > 1 && h.pid > 0 {
+		h.runDir = strings.TrimSpace(lines[1])
+	}
+	return h
+}
+
+// release empties and closes the lock files, the last taken first; log,
+// when set, hears of a close that failed.
+func (l *stepLock) release(log *slog.Logger) {
+	for i := len(l.files) - 1; i >= 0; i-- {
+		f := l.files[i]
+		_ = f.Truncate(0)
+		if err := f.Close(); err != nil && log != nil {
+			log.Warn("unlock step", "err", err, slog.String("path", f.Name()))
+		}
+	}
+	l.files = nil
+}
+
+// unlock releases the step. The files stay, emptied (a pid left in one
+// means its holder died): removing them would race with a process that
+// opened one and is about to lock it.
 func (s *stepRun) unlock() {
 	if s.lock == nil {
 		return
 	}
-	_ = s.lock.f.Truncate(0)
-	if err := s.lock.f.Close(); err != nil {
-		s.log.Warn("unlock step", "err", err, slog.String("path", s.lock.f.Name()))
-	}
+	s.lock.release(s.log)
 	s.lock = nil
 }

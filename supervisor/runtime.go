@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/flowerhq/flower/front"
@@ -48,7 +49,8 @@ var (
 type Options struct {
 	// Workspace is the harness's working directory. Required.
 	Workspace string
-	// RunDir holds manifest.json. Default: <workspace>/.flower/runs/<start time>.
+	// RunDir holds manifest.json. Default: a new one,
+	// <workspace>/.flower/runs/<start time>[-N] (workbench.NewRunDir).
 	RunDir string
 	// Workbench turns on handoff files under WorkbenchDir/notes (DESIGN.md «Handoff files»). With
 	// it off, handoffs reach the successor through its prompt only (DESIGN.md «No workbench»).
@@ -111,6 +113,11 @@ type Runtime struct {
 	wbErr        error // why the workbench asked for could not be opened
 	m            *manifest.Manifest
 	log          *slog.Logger
+	// held: steps whose locks Hold took for the next call to run them.
+	held map[string]*stepLock
+	// saveErr is the last manifest save's error, nil once a save succeeds
+	// (DESIGN.md «Durable or loud»).
+	saveErr error
 }
 
 // New checks the options, creates the run directory and writes an initial
@@ -157,11 +164,10 @@ func New(opts Options) (*Runtime, error) {
 	if opts.WorkbenchDir == "" {
 		opts.WorkbenchDir = filepath.Join(ws, ".flower")
 	}
-	if opts.RunDir == "" {
-		opts.RunDir = filepath.Join(opts.WorkbenchDir, "runs", opts.Now().UTC().Format("20060102-150405"))
-	}
-	if opts.RunDir, err = filepath.Abs(opts.RunDir); err != nil {
-		return nil, fmt.Errorf("run dir: %w", err)
+	if opts.RunDir != "" {
+		if opts.RunDir, err = filepath.Abs(opts.RunDir); err != nil {
+			return nil, fmt.Errorf("run dir: %w", err)
+		}
 	}
 	log := opts.Logger
 	if log == nil {
@@ -192,6 +198,13 @@ func New(opts Options) (*Runtime, error) {
 			rt.emit(Event{Kind: KindNotice, Text: fmt.Sprintf("workbench unavailable (%v); handoffs will reach the successor through its prompt only", err)})
 			rt.wb, rt.wbErr = nil, err
 		}
+	}
+	if opts.RunDir == "" {
+		// A run dir of its own, made now (DESIGN.md «One step, one owner»).
+		if opts.RunDir, err = workbench.NewRunDir(filepath.Join(opts.WorkbenchDir, "runs"), opts.Now()); err != nil {
+			return nil, err
+		}
+		rt.opts.RunDir = opts.RunDir
 	}
 	if m, err := manifest.Load(manifest.Path(opts.RunDir)); err == nil {
 		rt.m = m
@@ -255,11 +268,29 @@ func (rt *Runtime) emit(ev Event) {
 	}
 }
 
+// save writes the manifest. A failure does not stop the run: losing
+// bookkeeping is bad, stopping the agent for it is worse; every later save
+// tries again, and a save that succeeds writes everything. But it is said
+// where a person sees it (the log may be on the same full disk), once per
+// run of failures, and the step then ends with a *NotSavedError unless a
+// later save succeeded (DESIGN.md «Durable or loud»).
 func (rt *Runtime) save(st *manifest.StepResult) {
-	if err := rt.m.Save(); err != nil {
-		// The run goes on: losing bookkeeping is bad, stopping the agent
-		// for it is worse. The log and the next successful save carry it.
-		rt.log.Error("save manifest", "step", st.Name, "err", err)
+	err := rt.m.Save()
+	switch {
+	case err == nil && rt.saveErr != nil:
+		rt.saveErr = nil
+		msg := "the manifest is saved again: " + manifest.Path(rt.opts.RunDir)
+		rt.log.Info(msg, "step", st.Name)
+		rt.emit(Event{Kind: KindNotice, Step: st.Name, Text: msg})
+	case err != nil && rt.saveErr == nil:
+		rt.saveErr = err
+		msg := fmt.Sprintf("cannot save the manifest: %v; the step goes on, every save tries again, and flower will exit non-zero unless one succeeds", err)
+		rt.log.Error(msg, "step", st.Name)
+		rt.emit(Event{Kind: KindNotice, Step: st.Name, Text: msg, IsError: true})
+		// In the record the next save that succeeds writes.
+		st.AddError(fmt.Sprintf("save manifest: %v", err))
+	case err != nil:
+		rt.saveErr = err
 	}
 }
 
@@ -294,7 +325,8 @@ func (rt *Runtime) RunStepResuming(ctx context.Context, name, task, session stri
 	}
 	s.begin()
 	s.books().FreezeTask()
-	return s.run(ctx, l)
+	st, err := s.run(ctx, l)
+	return st, s.durable(err)
 }
 
 // stepRun is the state of one RunStep, Continue or Rerun call.
@@ -307,6 +339,9 @@ type stepRun struct {
 	logState *runlog.State
 	// retiring: burned generations' harnesses being stopped (warm.go).
 	retiring []retiring
+	// lost: records of the step that could not be written (a handoff
+	// file, the task file), each with why (DESIGN.md «Durable or loud»).
+	lost []string
 }
 
 // begin marks the step running under this Runtime's settings.
@@ -376,7 +411,7 @@ func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, erro
 func (s *stepRun) books() handoff.Books {
 	rt := s.rt
 	return handoff.Books{Step: s.st, Policy: rt.policy, WindowSource: rt.windowSource, Workbench: rt.wb,
-		Now: rt.opts.Now, Save: func() { rt.save(s.st) }, Log: s.log,
+		Now: rt.opts.Now, Save: func() { rt.save(s.st) }, Log: s.log, Failed: s.lose,
 		TaskCarry: rt.opts.TaskCarry, ManifestPath: manifest.Path(rt.opts.RunDir)}
 }
 
@@ -395,3 +430,70 @@ func (s *stepRun) launch(gen *manifest.Generation, f handoff.Frozen, err error) 
 }
 
 func digest(b []byte) string { return handoff.Digest(b) }
+
+// ErrNotSaved is wrapped by the *NotSavedError of a step whose records
+// could not all be written.
+var ErrNotSaved = errors.New("records not saved")
+
+// NotSavedError ends a step whose records are not all on disk (DESIGN.md
+// «Durable or loud»): the manifest's last save failed, or a handoff or task
+// file could not be written. Whatever the step achieved, flower does not
+// report success while its records are lost.
+type NotSavedError struct {
+	Step string
+	// Status is the step's status as it ended (the manifest on disk may
+	// still say an earlier one).
+	Status string
+	// Reasons say what could not be written, and why.
+	Reasons []string
+	// Err is the step's own error, if it had one.
+	Err error
+}
+
+// Error describes the failure; it is what a person sees.
+func (e *NotSavedError) Error() string {
+	msg := fmt.Sprintf("step %s ended %s, but its records are not all saved: %s; flower show and flower continue go on from what was saved",
+		e.Step, e.Status, strings.Join(e.Reasons, "; "))
+	if e.Err != nil {
+		msg = e.Err.Error() + "; and " + msg
+	}
+	return msg
+}
+
+// Unwrap makes errors.Is(err, ErrNotSaved) true, and the step's own error
+// visible to errors.Is and errors.As.
+func (e *NotSavedError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrNotSaved}
+	}
+	return []error{ErrNotSaved, e.Err}
+}
+
+// lose records that a file of the step's records could not be written, and
+// says so where a person sees it.
+func (s *stepRun) lose(what string, err error) {
+	s.lost = append(s.lost, fmt.Sprintf("%s: %v", what, err))
+	msg := fmt.Sprintf("cannot write the %s: %v; flower will exit non-zero", what, err)
+	s.rt.emit(Event{Kind: KindNotice, Step: s.st.Name, Text: msg, IsError: true})
+}
+
+// durable is the step's end: err, or a *NotSavedError around it when the
+// step's records are not all on disk. A manifest whose last save failed
+// gets one more try first.
+func (s *stepRun) durable(err error) error {
+	rt := s.rt
+	if s.st == nil {
+		return err
+	}
+	if rt.saveErr != nil {
+		rt.save(s.st)
+	}
+	if rt.saveErr == nil && len(s.lost) == 0 {
+		return err
+	}
+	e := &NotSavedError{Step: s.st.Name, Status: s.st.Status, Reasons: append([]string(nil), s.lost...), Err: err}
+	if rt.saveErr != nil {
+		e.Reasons = append(e.Reasons, rt.saveErr.Error())
+	}
+	return e
+}

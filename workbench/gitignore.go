@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // GitignoreName is the file that keeps a folder of flower's out of git.
@@ -72,6 +74,45 @@ func MkdirRun(runDir, workbenchDir string) error {
 		return nil
 	}
 	return writeGitignore(runDir, runDirGitignore)
+}
+
+// RunDirLayout is how a new run dir is named: its start time, to the
+// second, in UTC.
+const RunDirLayout = "20060102-150405"
+
+// maxRunDirTries bounds the -2, -3 … search for a free run dir name.
+const maxRunDirTries = 1000
+
+// NewRunDir creates a run dir of its own under runsDir (creating runsDir if
+// need be) and returns its absolute path: named after now
+// (RunDirLayout), or, when another run started in the same second, after
+// now with -2, -3 … appended. Each name is created exclusively (mkdir), so
+// two runs never share one, however close they start (DESIGN.md «One
+// step, one owner»).
+func NewRunDir(runsDir string, now time.Time) (string, error) {
+	runsDir, err := filepath.Abs(runsDir)
+	if err != nil {
+		return "", fmt.Errorf("run dir: %w", err)
+	}
+	if err := os.MkdirAll(runsDir, 0o755); err != nil {
+		return "", fmt.Errorf("run dir: %w", err)
+	}
+	stamp := now.UTC().Format(RunDirLayout)
+	for n := 1; n <= maxRunDirTries; n++ {
+		dir := filepath.Join(runsDir, stamp)
+		if n > 1 {
+			dir += "-" + strconv.Itoa(n)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("run dir: %w", err)
+		}
+		return dir, nil
+	}
+	return "", fmt.Errorf("run dir: no free name for %s in %s after %d tries", stamp, runsDir, maxRunDirTries)
 }
 
 // within reports whether path is dir or lies under it (both absolute).

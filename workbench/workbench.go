@@ -86,6 +86,17 @@ func (w *Workbench) HandoffPath(step string) string {
 	return filepath.Join(w.Dir, notesDir, handoffLabel+"-"+SafeStepName(step)+".md")
 }
 
+// LockPath is the file whose flock(2) makes one process the owner of step
+// in this workbench, and so of its notes files (DESIGN.md «One step, one
+// owner»): dir/notes/.step-<SafeStepName(step)>.lock. It is "" for a nil
+// *Workbench.
+func (w *Workbench) LockPath(step string) string {
+	if w == nil {
+		return ""
+	}
+	return filepath.Join(w.Dir, notesDir, ".step-"+SafeStepName(step)+".lock")
+}
+
 func (w *Workbench) archiveDir() string { return w.archiveDirOf(handoffLabel) }
 
 func (w *Workbench) archiveDirOf(label string) string {
@@ -118,7 +129,7 @@ func (w *Workbench) Freeze(step string, doc []byte, now time.Time) (string, erro
 	default:
 		return "", fmt.Errorf("freeze handoff: %w", err)
 	}
-	if err := atomicfile.WriteFile(cur, doc, 0o644); err != nil {
+	if err := atomicfile.WriteFile(cur, doc, 0o666); err != nil { // less the umask
 		return "", fmt.Errorf("freeze handoff: %w", err)
 	}
 	return cur, nil
@@ -238,7 +249,7 @@ func (w *Workbench) FreezeTask(step string, task []byte, now time.Time) (string,
 		// A directory in its place lands here too (EISDIR).
 		return "", fmt.Errorf("freeze task: %w", err)
 	}
-	if err := atomicfile.WriteFile(cur, task, 0o644); err != nil {
+	if err := atomicfile.WriteFile(cur, task, 0o666); err != nil { // less the umask
 		return "", fmt.Errorf("freeze task: %w", err)
 	}
 	return cur, nil

@@ -188,12 +188,21 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	}
 	runDir := set.runDir
 	if runDir == "" {
-		runDir = filepath.Join(workspace, ".flower", "runs", time.Now().UTC().Format("20060102-150405"))
+		// A run dir of its own, however close another run started
+		// (DESIGN.md «One step, one owner»).
+		if runDir, err = workbench.NewRunDir(filepath.Join(workspace, ".flower", "runs"), time.Now()); err != nil {
+			return fail(err)
+		}
+		fail = func(err error) (*job, error) {
+			discardRunDir(runDir)
+			render.close()
+			return nil, err
+		}
 	}
 	if err := workbench.MkdirRun(runDir, filepath.Join(workspace, ".flower")); err != nil {
 		return fail(err)
 	}
-	logFile, err := os.OpenFile(filepath.Join(runDir, logFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(filepath.Join(runDir, logFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, logFileMode)
 	if err != nil {
 		return fail(fmt.Errorf("run dir %s is not writable: %w", runDir, err))
 	}
@@ -213,6 +222,12 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		logFile.Close()
 		return fail(err)
 	}
+	// The step is this run's before anything points at the run: a run
+	// refused because another owns the step leaves no run dir behind.
+	if err := rt.Hold(set.step); err != nil {
+		logFile.Close()
+		return fail(err)
+	}
 	linkLatest(rt.RunDir(), filepath.Join(workspace, ".flower"))
 	if set.verbose {
 		printVerbose(p.stderr, rt, harnessPath)
@@ -220,8 +235,12 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger}, nil
 }
 
-// logFileName is the structured log in each run dir.
-const logFileName = "flower.log"
+// logFileName is the structured log in each run dir. It holds previews of
+// tool output, so it is private to the user (DESIGN.md «Durable or loud»).
+const (
+	logFileName = "flower.log"
+	logFileMode = 0o600
+)
 
 func printVerbose(w io.Writer, rt *supervisor.Runtime, harnessPath string) {
 	env := rt.ChildEnv()
@@ -283,6 +302,15 @@ func readTask(c *cli.Context, stdin io.Reader) (string, error) {
 		return "", usagef("the task is empty")
 	}
 	return task, nil
+}
+
+// discardRunDir removes a run dir this run created and is giving up before
+// it ran anything: the files flower put there, then the folder, which stays
+// if anything else is in it.
+func discardRunDir(dir string) {
+	_ = os.Remove(filepath.Join(dir, logFileName))
+	_ = os.Remove(filepath.Join(dir, workbench.GitignoreName))
+	_ = os.Remove(dir)
 }
 
 // linkLatest points <runs>/latest at the run dir, so show and continue find

@@ -67,7 +67,7 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	if err := workbench.MkdirRun(runDir, wb); err != nil {
 		return err
 	}
-	logFile, err := os.OpenFile(filepath.Join(runDir, logFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(filepath.Join(runDir, logFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, logFileMode)
 	if err != nil {
 		return fmt.Errorf("run dir %s is not writable: %w", runDir, err)
 	}
