@@ -72,7 +72,7 @@ func pidOr(pid int) string {
 }
 
 // stepLock is an exclusive flock(2) on each of the step's lock files: the
-// workbench's (notes/.step-<safe name>.lock, which covers the step's notes
+// workbench's (runs/.step-<safe name>.lock, which covers the step's notes
 // files for every run in the workspace) and the run directory's
 // (step-<safe name>.lock, which covers its manifest). Each file holds the
 // holder's pid and run dir. The kernel drops a lock when its holder dies,
@@ -129,7 +129,11 @@ func (rt *Runtime) lockStep(name string) (*stepRun, error) {
 func (rt *Runtime) acquire(name string) (*stepLock, error) {
 	var paths []string
 	if rt.wb != nil {
-		paths = append(paths, rt.wb.LockPath(name))
+		path := rt.wb.LockPath(name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("lock step %s: %w", name, err)
+		}
+		paths = append(paths, path)
 	}
 	paths = append(paths, lockPath(rt.opts.RunDir, name))
 	l := &stepLock{}

@@ -88,13 +88,14 @@ func (w *Workbench) HandoffPath(step string) string {
 
 // LockPath is the file whose flock(2) makes one process the owner of step
 // in this workbench, and so of its notes files (DESIGN.md «One step, one
-// owner»): dir/notes/.step-<SafeStepName(step)>.lock. It is "" for a nil
-// *Workbench.
+// owner»): dir/runs/.step-<SafeStepName(step)>.lock. It lives with the
+// runs, not the notes, which a person may keep under version control. It
+// is "" for a nil *Workbench.
 func (w *Workbench) LockPath(step string) string {
 	if w == nil {
 		return ""
 	}
-	return filepath.Join(w.Dir, notesDir, ".step-"+SafeStepName(step)+".lock")
+	return filepath.Join(w.Dir, "runs", ".step-"+SafeStepName(step)+".lock")
 }
 
 func (w *Workbench) archiveDir() string { return w.archiveDirOf(handoffLabel) }
