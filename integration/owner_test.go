@@ -362,10 +362,13 @@ func TestFullDiskIsLoudAndContinueRecovers(t *testing.T) {
 	if full.code != 1 {
 		t.Fatalf("flower exited %d on a full disk, want 1:\nstdout:\n%s\nstderr:\n%s", full.code, full.stdout, full.stderr)
 	}
-	for _, want := range []string{"cannot save the manifest", "no space left on device", "records are not all saved"} {
+	for _, want := range []string{"cannot save the manifest", "no space left on device", "records are not all saved", `step "main" succeeded (records not saved) ·`} {
 		if !strings.Contains(full.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, full.stderr)
 		}
+	}
+	if strings.Contains(full.stderr, `step "main" succeeded ·`) {
+		t.Errorf("stderr sums the step up as a plain success:\n%s", full.stderr)
 	}
 	if !filled {
 		t.Fatal("premise: the successor's tool never filled the disk")

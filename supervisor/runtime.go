@@ -275,6 +275,9 @@ func (rt *Runtime) emit(ev Event) {
 // run of failures, and the step then ends with a *NotSavedError unless a
 // later save succeeded (DESIGN.md «Durable or loud»).
 func (rt *Runtime) save(st *manifest.StepResult) {
+	if st == nil {
+		st = &manifest.StepResult{}
+	}
 	err := rt.m.Save()
 	switch {
 	case err == nil && rt.saveErr != nil:
@@ -284,7 +287,7 @@ func (rt *Runtime) save(st *manifest.StepResult) {
 		rt.emit(Event{Kind: KindNotice, Step: st.Name, Text: msg})
 	case err != nil && rt.saveErr == nil:
 		rt.saveErr = err
-		msg := fmt.Sprintf("cannot save the manifest: %v; the step goes on, every save tries again, and flower will exit non-zero unless one succeeds", err)
+		msg := fmt.Sprintf("cannot save the manifest %s: %v; the step goes on, every save tries again, and flower will exit non-zero unless one succeeds", manifest.Path(rt.opts.RunDir), err)
 		rt.log.Error(msg, "step", st.Name)
 		rt.emit(Event{Kind: KindNotice, Step: st.Name, Text: msg, IsError: true})
 		// In the record the next save that succeeds writes.
@@ -493,7 +496,7 @@ func (s *stepRun) durable(err error) error {
 	}
 	e := &NotSavedError{Step: s.st.Name, Status: s.st.Status, Reasons: append([]string(nil), s.lost...), Err: err}
 	if rt.saveErr != nil {
-		e.Reasons = append(e.Reasons, rt.saveErr.Error())
+		e.Reasons = append(e.Reasons, fmt.Sprintf("manifest %s: %v", manifest.Path(rt.opts.RunDir), rt.saveErr))
 	}
 	return e
 }

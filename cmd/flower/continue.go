@@ -115,7 +115,7 @@ func continueAction(c *cli.Context, p proc) error {
 	}
 	defer j.close()
 	st, err := j.rt.Continue(c.Context, step, message)
-	j.finish(st)
+	j.finish(st, err)
 	if errors.Is(err, supervisor.ErrNothingToContinue) || errors.Is(err, supervisor.ErrNoStep) {
 		return usageError{err}
 	}
@@ -135,7 +135,7 @@ func rerunAction(c *cli.Context, p proc) error {
 	}
 	defer j.close()
 	st, err := j.rt.Rerun(c.Context, step)
-	j.finish(st)
+	j.finish(st, err)
 	return err
 }
 

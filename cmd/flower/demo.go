@@ -135,7 +135,7 @@ func demoAction(c *cli.Context, p proc) (err error) {
 	defer cancel()
 	start, started := time.Now(), true
 	st, err := job.rt.RunStep(ctx, demo.Step, demo.Task)
-	job.finish(st)
+	job.finish(st, err)
 	closeJob()
 	if err != nil {
 		return err

@@ -91,7 +91,7 @@ func runInteractive(c *cli.Context, p proc) error {
 	}
 	st, err := job.rt.RunStep(ctx, set.step, task)
 	f.Close()
-	job.finish(st)
+	job.finish(st, err)
 	if st != nil {
 		// The harness's own goodbye was kept off the screen: this is
 		// the way to go on, never a retired session.

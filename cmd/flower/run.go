@@ -82,7 +82,7 @@ func runAction(c *cli.Context, p proc) error {
 	}
 	defer job.close()
 	st, err := job.rt.RunStep(c.Context, set.step, task)
-	job.finish(st)
+	job.finish(st, err)
 	return err
 }
 
@@ -102,10 +102,19 @@ func (j *job) close() {
 	j.logFile.Close()
 }
 
-func (j *job) finish(st *manifest.StepResult) {
-	if st != nil {
-		j.render.summary(st, j.runDir)
+// finish prints the step's closing lines; err is how it ended. A step
+// whose records were not all saved is not summed up as a plain success
+// (DESIGN.md «Durable or loud»).
+func (j *job) finish(st *manifest.StepResult, err error) {
+	if st == nil {
+		return
 	}
+	if errors.Is(err, supervisor.ErrNotSaved) {
+		shown := *st
+		shown.Status += " (records not saved)"
+		st = &shown
+	}
+	j.render.summary(st, j.runDir)
 }
 
 // jobSettings is everything setupJob builds a job from: read from the run
