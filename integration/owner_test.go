@@ -282,8 +282,22 @@ func smallDisk(t *testing.T, size string) string {
 		t.Fatalf("mount a tmpfs at %s: %v: %s", dir, err, out)
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
+		// A harness on its way out may still have its cwd there for a
+		// moment: wait for the mount to be free, then detach it anyway.
+		deadline := time.Now().Add(waitLimit)
+		for {
+			out, err := exec.Command("umount", dir).CombinedOutput()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Logf("umount %s: %v: %s; detaching it", dir, err, out)
+				if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+					t.Errorf("umount -l %s: %v: %s", dir, err, out)
+				}
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	})
 	return dir
