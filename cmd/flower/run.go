@@ -215,6 +215,10 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	if err != nil {
 		return fail(fmt.Errorf("run dir %s is not writable: %w", runDir, err))
 	}
+	if fi, err := logFile.Stat(); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		// A log an older flower made readable to others: private from now on.
+		_ = logFile.Chmod(fi.Mode().Perm() & 0o700)
+	}
 	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var launcher front.Launcher
 	onEvent := render.event
