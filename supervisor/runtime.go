@@ -5,7 +5,8 @@
 // the step's bookkeeping in manifest.json as it goes. Runtime is the library
 // entry point (the seed's Runtime): RunStep runs a step, Continue picks one
 // up where it was stopped (the seed's 継続), Rerun starts it again from its
-// handoff file; one process at a time runs a given step of a run directory.
+// handoff file; one process at a time runs a given step of a workspace or
+// of a run directory (DESIGN.md «One step, one owner»).
 package supervisor
 
 import (
@@ -300,7 +301,8 @@ func (rt *Runtime) save(st *manifest.StepResult) {
 // RunStep runs one step to its end: the task is sent to a fresh session, and
 // each time the context fills up the session hands off to a successor. It
 // returns the step's record (also in manifest.json) and an error when the
-// step did not succeed. A step another flower is running in the same run
+// step did not succeed, or a *NotSavedError when its records could not all
+// be written. A step another flower is running in the same workspace or run
 // directory is refused with a *BusyError before anything starts.
 func (rt *Runtime) RunStep(ctx context.Context, name, task string) (*manifest.StepResult, error) {
 	return rt.RunStepResuming(ctx, name, task, "")
