@@ -17,6 +17,7 @@ import (
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/handoff"
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/supervisor"
@@ -215,7 +216,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	}
 	linkLatest(rt.RunDir(), filepath.Join(workspace, ".flower"))
 	if set.verbose {
-		printVerbose(p.stderr, rt, harnessPath)
+		printVerbose(p.stderr, rt, harnessPath, p.harnessArgs)
 	}
 	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger}, nil
 }
@@ -223,9 +224,16 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 // logFileName is the structured log in each run dir.
 const logFileName = "flower.log"
 
-func printVerbose(w io.Writer, rt *supervisor.Runtime, harnessPath string) {
+// printVerbose is what -v shows before a run. Secrets are masked: the
+// credentials, the endpoint's userinfo, path and query
+// (envinject.RedactURL), and every value of a harness flag that may carry
+// one (harness.LoggedArgs).
+func printVerbose(w io.Writer, rt *supervisor.Runtime, harnessPath string, harnessArgs []string) {
 	env := rt.ChildEnv()
 	fmt.Fprintf(w, "flower: harness %s\n", harnessPath)
+	if len(harnessArgs) > 0 {
+		fmt.Fprintf(w, "flower: harness arguments %s\n", strings.Join(harness.LoggedArgs(harnessArgs), " "))
+	}
 	for _, line := range strings.Split(strings.TrimRight(envinject.AuthFrom(env).String(), "\n"), "\n") {
 		fmt.Fprintf(w, "flower: %s\n", line)
 	}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowerhq/flower/scriptedapi"
+)
+
+// flower -v on the real harness, with secrets where gateways and MCP
+// configs put them: a token in the endpoint's path, one in each of two
+// --mcp-config values. The run works (the gateway strips its path), and
+// neither -v, nor the status lines, nor the run's log show any token.
+func TestVerboseMasksSecrets(t *testing.T) {
+	t.Parallel()
+	const (
+		pathToken = "gwtok-PATHSECRET-0123456789"
+		mcpToken1 = "mcptok-FIRSTSECRET-0123456789"
+		mcpToken2 = "mcptok-SECONDSECRET-0123456789"
+	)
+	srv, err := scriptedapi.Start(func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind != scriptedapi.KindMain {
+			return scriptedapi.Harmless(r)
+		}
+		return scriptedapi.Reply{Usage: scriptedapi.Usage{InputTokens: 20_000}, Text: "Done through the gateway."}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	// A gateway that wants its token as the first path segment.
+	target, _ := url.Parse(srv.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rest, ok := strings.CutPrefix(r.URL.Path, "/"+pathToken)
+		if !ok {
+			http.Error(w, "no token", http.StatusForbidden)
+			return
+		}
+		r.URL.Path = rest
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(gw.Close)
+
+	ws := t.TempDir()
+	mcp := func(tok string) string {
+		return `{"mcpServers":{"s":{"type":"http","url":"http://127.0.0.1:1/mcp","headers":{"Authorization":"Bearer ` + tok + `"}}}}`
+	}
+	cmd := exec.Command(flowerBinary(t), "-v", "-C", ws, "--window", "200000", "Say done.",
+		"--", "--mcp-config", mcp(mcpToken1), mcp(mcpToken2), "--allowedTools", "Read")
+	cmd.Env = append(cliEnv(t, srv), "ANTHROPIC_BASE_URL="+gw.URL+"/"+pathToken)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("flower: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "Done through the gateway.") {
+		t.Errorf("the run did not go through the gateway:\n%s", stdout.String())
+	}
+	errOut := stderr.String()
+	for _, want := range []string{
+		"endpoint:    " + gw.URL + "/gwto…**** (ANTHROPIC_BASE_URL)",
+		"flower: harness arguments --mcp-config <",
+		"--allowedTools Read",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("-v lacks %q:\n%s", want, errOut)
+		}
+	}
+	runDir, err := filepath.EvalSymlinks(filepath.Join(ws, ".flower", "runs", "latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logData, err := os.ReadFile(filepath.Join(runDir, logFileName))
+	if err != nil || !strings.Contains(string(logData), `"msg":"harness started"`) {
+		t.Fatalf("the log has no harness start (%v):\n%s", err, logData)
+	}
+	for name, out := range map[string]string{"stdout": stdout.String(), "stderr": errOut, "flower.log": string(logData)} {
+		for _, tok := range []string{pathToken, mcpToken1, mcpToken2} {
+			if strings.Contains(out, tok[4:]) {
+				t.Errorf("%s holds a token (%s):\n%s", name, tok, out)
+			}
+		}
+	}
+}
