@@ -104,7 +104,8 @@ func (a Auth) String() string {
 }
 
 // RedactURL masks whatever in a URL-valued setting may be a secret, for
-// display: gateways carry tokens in the path as often as in the query. Kept
+// display (DESIGN.md «Secrets on screen and in logs»): gateways carry
+// tokens in the path as often as in the query. Kept
 // are the scheme, the host and the port, and the shape of the rest; masked
 // (each as Mask shows it) are the password in the userinfo (or the user
 // name when there is no password, since a bare token is often passed that

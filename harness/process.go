@@ -95,7 +95,8 @@ var secretFlags = map[string]bool{"--mcp-config": true, "--managed-settings": tr
 // that may carry credentials is replaced by its size (all of the values that
 // follow it up to the next flag, since such a flag may take several), and
 // every other argument that is a URL is masked as envinject.RedactURL masks
-// one: gateways and plugin hosts carry tokens in paths and queries.
+// one: gateways and plugin hosts carry tokens in paths and queries
+// (DESIGN.md «Secrets on screen and in logs»).
 func LoggedArgs(args []string) []string {
 	out := append([]string(nil), args...)
 	secret := false // the values after a secret flag, up to the next flag

@@ -12,9 +12,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -81,7 +83,7 @@ func workerAction(c *cli.Context, p proc) error {
 		OnEvent: func(ev event.Event) {
 			switch ev.Kind {
 			case event.KindGeneration:
-				fmt.Fprintf(p.stderr, "flower worker: step %s · generation %d started\n", ev.Step, ev.Generation)
+				fmt.Fprintf(p.stderr, "flower worker: step %s · generation %d started\n", console.Escape(ev.Step), ev.Generation)
 			case event.KindHandoff, event.KindNotice, event.KindRetry:
 				status.Handle(ev)
 			}
@@ -289,26 +291,28 @@ func showTemporal(c *cli.Context, p proc) error {
 	}
 	m := &manifest.Manifest{Workspace: st.Workspace, CreatedAt: st.Record.StartedAt, UpdatedAt: time.Now(),
 		Steps: []*manifest.StepResult{&st.Record}}
-	fmt.Fprintf(p.stdout, "%-10s %s\n", "workflow", id)
+	var b strings.Builder // escaped as a whole: workers and submitters wrote it
+	fmt.Fprintf(&b, "%-10s %s\n", "workflow", id)
 	running := ""
 	if st.Running > 0 {
 		running = fmt.Sprintf(" (generation %d running)", st.Running)
 	}
-	fmt.Fprintf(p.stdout, "%-10s %d%s\n", "generations", st.Generations(), running)
-	if err := writeShow(p.stdout, m, fleet.RunDir(st.Workspace, id)); err != nil {
+	fmt.Fprintf(&b, "%-10s %d%s\n", "generations", st.Generations(), running)
+	if err := writeShow(&b, m, fleet.RunDir(st.Workspace, id)); err != nil {
 		return err
 	}
 	switch {
 	case live != nil && live.Generation == 0:
-		fmt.Fprintf(p.stdout, "\n  generation %d starting on %s\n", st.Running, live.Worker)
+		fmt.Fprintf(&b, "\n  generation %d starting on %s\n", st.Running, live.Worker)
 	case live != nil:
-		fmt.Fprintf(p.stdout, "\n  generation %d running on %s: context %s/%s · %d turns · $%.4f\n", live.Generation, live.Worker,
+		fmt.Fprintf(&b, "\n  generation %d running on %s: context %s/%s · %d turns · $%.4f\n", live.Generation, live.Worker,
 			policy.FormatUsed(live.Context), policy.FormatRound(live.Window), live.NumTurns, live.CostUSD)
 	case st.Running > 0:
-		fmt.Fprintf(p.stdout, "\n  generation %d is waiting for a worker\n", st.Running)
+		fmt.Fprintf(&b, "\n  generation %d is waiting for a worker\n", st.Running)
 	}
 	if st.Pending != "" {
-		fmt.Fprintf(p.stdout, "  the next generation starts from a handoff set by a person (%s)\n", orDash(st.PendingFrom))
+		fmt.Fprintf(&b, "  the next generation starts from a handoff set by a person (%s)\n", orDash(st.PendingFrom))
 	}
-	return nil
+	_, err = io.WriteString(p.stdout, console.Escape(b.String()))
+	return err
 }
