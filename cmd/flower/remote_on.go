@@ -103,6 +103,9 @@ func workerAction(c *cli.Context, p proc) error {
 }
 
 func submitAction(c *cli.Context, p proc) error {
+	if err := checkSubmitFlags(c); err != nil {
+		return err
+	}
 	task, err := readTask(c, p.stdin)
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/urfave/cli/v2"
 )
 
@@ -31,4 +33,18 @@ Examples:
 		),
 		Action: func(c *cli.Context) error { return submitAction(c, p) },
 	}
+}
+
+// minHeartbeatTimeout is the shortest --heartbeat-timeout: a running
+// generation heartbeats every quarter of it, but not more often than every
+// 200 ms, so a shorter one would lose every worker.
+const minHeartbeatTimeout = time.Second
+
+// checkSubmitFlags refuses values that cannot work, before the server is
+// dialled.
+func checkSubmitFlags(c *cli.Context) error {
+	if d := c.Duration("heartbeat-timeout"); d < minHeartbeatTimeout {
+		return usagef("--heartbeat-timeout must be at least %v, got %v", minHeartbeatTimeout, d)
+	}
+	return nil
 }

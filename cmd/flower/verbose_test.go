@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -82,6 +84,7 @@ func TestVerboseMasksSecrets(t *testing.T) {
 	if err != nil || !strings.Contains(string(logData), `"msg":"harness started"`) {
 		t.Fatalf("the log has no harness start (%v):\n%s", err, logData)
 	}
+	logKeysOnce(t, logData)
 	for name, out := range map[string]string{"stdout": stdout.String(), "stderr": errOut, "flower.log": string(logData)} {
 		for _, tok := range []string{pathToken, mcpToken1, mcpToken2} {
 			if strings.Contains(out, tok[4:]) {
@@ -89,4 +92,67 @@ func TestVerboseMasksSecrets(t *testing.T) {
 			}
 		}
 	}
+}
+
+// logKeysOnce fails for every record of a run's log that repeats a key:
+// a reader of the JSON would have to pick one of the values.
+func logKeysOnce(t *testing.T, log []byte) {
+	t.Helper()
+	n := 0
+	for _, line := range bytes.Split(bytes.TrimSpace(log), []byte("\n")) {
+		n++
+		if dup := duplicateKeys(line); len(dup) > 0 {
+			t.Errorf("a log record repeats %v: %s", dup, line)
+		}
+	}
+	if n < 3 {
+		t.Errorf("the log has %d records: too few to check", n)
+	}
+}
+
+// duplicateKeys lists the keys a JSON record repeats, as path.key, in the
+// order met; nothing for a line that is not JSON.
+func duplicateKeys(line []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	var dups []string
+	var walk func(path string) error
+	walk = func(path string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key := k.(string)
+				if seen[key] {
+					dups = append(dups, path+key)
+				}
+				seen[key] = true
+				if err := walk(path + key + "."); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		case json.Delim('['):
+			for dec.More() {
+				if err := walk(path); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		}
+		return nil
+	}
+	if walk("") != nil {
+		return nil
+	}
+	return dups
 }
