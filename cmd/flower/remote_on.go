@@ -64,6 +64,10 @@ func workerAction(c *cli.Context, p proc) error {
 	if err != nil {
 		return usageError{err}
 	}
+	roots, err := fleet.ResolveRoots(c.StringSlice("workspace-root"))
+	if err != nil {
+		return usageError{err}
+	}
 	identity := c.String("identity")
 	if identity == "" {
 		host, _ := os.Hostname()
@@ -76,7 +80,7 @@ func workerAction(c *cli.Context, p proc) error {
 	}
 	defer cl.Close()
 	status := console.NewStatus(p.stderr, lang)
-	g := &fleet.Generations{Identity: identity, Options: supervisor.Options{
+	g := &fleet.Generations{Identity: identity, Roots: roots, Options: supervisor.Options{
 		Handoff: set.handoff, Compact: set.compact, HarnessPath: harnessPath, HarnessArgs: p.harnessArgs,
 		Env: set.harnessEnv, Model: set.model, MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout,
 		TaskCarry: set.taskCarry, Logger: logger,
@@ -90,7 +94,8 @@ func workerAction(c *cli.Context, p proc) error {
 		},
 	}}
 	w := fleet.NewWorker(cl, c.String("task-queue"), g, c.Int("slots"))
-	fmt.Fprintf(p.stderr, "flower worker %s: taking generations from task queue %s at %s\n", identity, c.String("task-queue"), c.String("temporal"))
+	fmt.Fprintf(p.stderr, "flower worker %s: taking generations from task queue %s at %s, for workspaces in %s\n",
+		identity, c.String("task-queue"), c.String("temporal"), strings.Join(roots, ", "))
 	stop := make(chan any)
 	go func() {
 		<-c.Context.Done()
@@ -215,6 +220,9 @@ func stepError(id string, err error) error {
 			return stepEnd{msg: app.Message(), kind: policy.ErrGenerationLimit}
 		case supervisor.EndFailed:
 			return stepEnd{msg: app.Message(), kind: supervisor.ErrStepFailed}
+		case fleet.ErrTypeWorkspaceRefused:
+			// The worker's own words, without the SDK's wrapping.
+			return stepEnd{msg: fmt.Sprintf("step %s failed: %s", id, app.Message()), kind: supervisor.ErrStepFailed}
 		}
 	}
 	return fmt.Errorf("step %s: %w", id, err)
@@ -256,11 +264,20 @@ func handoffSetAction(c *cli.Context, p proc) error {
 // not answer is a usage error: one line, exit 2.
 func dialTemporal(c *cli.Context, identity string, log *slog.Logger) (client.Client, error) {
 	cl, err := fleet.Dial(c.Context, fleet.Conn{HostPort: c.String("temporal"), Namespace: c.String("namespace"),
-		Identity: identity, Logger: log})
-	if errors.Is(err, fleet.ErrUnreachable) {
+		Identity: identity, Logger: log, Security: securityFrom(c)})
+	if errors.Is(err, fleet.ErrUnreachable) || errors.Is(err, fleet.ErrConfig) {
 		return nil, usageError{err}
 	}
 	return cl, err
+}
+
+// securityFrom reads the TLS and API-key flags (temporal.go).
+func securityFrom(c *cli.Context) fleet.Security {
+	return fleet.Security{
+		TLS: c.Bool("tls"), NoTLS: c.IsSet("tls") && !c.Bool("tls"),
+		CAFile: c.String("tls-ca-path"), CertFile: c.String("tls-cert-path"), KeyFile: c.String("tls-key-path"),
+		ServerName: c.String("tls-server-name"), APIKey: c.String("api-key"),
+	}
 }
 
 // showTemporal shows a step run on many machines: its workflow's status
