@@ -141,7 +141,9 @@ func TestTemporalTLSAndAPIKey(t *testing.T) {
 	srv := startServer(t, oneGenerationJob())
 
 	tlsFlags := []string{"--tls-ca-path", pki.caFile, "--tls-cert-path", pki.clientCert, "--tls-key-path", pki.clientKey, "--tls-server-name", serverName}
-	conn := func(extra ...string) []string { return append([]string{"--temporal", px.addr}, append(tlsFlags, extra...)...) }
+	conn := func(extra ...string) []string {
+		return append([]string{"--temporal", px.addr}, append(tlsFlags, extra...)...)
+	}
 	keyEnv := func() []string { return harnessEnv(t, srv, "TEMPORAL_API_KEY="+apiKey) }
 	queue, id := randomID("q"), randomID("secure")
 	worker := startFlower(t, keyEnv(), append(append([]string{"worker"}, conn()...), "--task-queue", queue, "--identity", "worker-tls",
