@@ -61,13 +61,19 @@ func TestTemporalWorkspaceRoots(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := randomID("refused")
+			// The task carries a title change and a screen clear, which
+			// show --temporal prints escaped.
 			code, out := runFlowerCLI(t, harnessEnv(t, srv), "submit", "--temporal", ts.addr, "--task-queue", queue, "-C", tc.ws,
-				"--id", id, "--wait", "Build the shim. TASK-MARK")
+				"--id", id, "--wait", "Build the shim. TASK-MARK \x1b]0;pwned\x07\x1b[2J")
 			if code != 1 || !strings.Contains(out, tc.says) || !strings.Contains(out, "worker worker-roots refuses step main") {
 				t.Fatalf("submit --wait exited %d, want 1 and the refusal (%q):\n%s", code, tc.says, out)
 			}
-			if show := ts.show(t, id); !strings.Contains(show, tc.says) || !strings.Contains(show, "step main: failed") {
+			show := ts.show(t, id)
+			if !strings.Contains(show, tc.says) || !strings.Contains(show, "step main: failed") {
 				t.Errorf("flower show --temporal does not show the refusal:\n%s", show)
+			}
+			if strings.ContainsAny(show, "\x1b\x07") || !strings.Contains(show, `TASK-MARK \x1b]0;pwned\x07\x1b[2J`) {
+				t.Errorf("flower show --temporal does not escape the task:\n%q", show)
 			}
 			if h := ts.history(t, id); len(h.inputs) != 1 {
 				t.Errorf("the refused generation was tried %d times, want once", len(h.inputs))
