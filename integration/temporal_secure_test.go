@@ -50,9 +50,10 @@ func TestTemporalWorkspaceRoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	queue := randomID("q")
-	startFlower(t, harnessEnv(t, srv), "worker", "--temporal", ts.addr, "--task-queue", queue, "--identity", "worker-roots",
+	worker := startFlower(t, harnessEnv(t, srv), "worker", "--temporal", ts.addr, "--task-queue", queue, "--identity", "worker-roots",
 		"--harness", harnessPath(t), "--workspace-root", root, "--", "--allowedTools", "Bash")
 
+	refused := map[string]string{} // workflow id: what its refusal says
 	for _, tc := range []struct {
 		name, ws, says string
 	}{
@@ -61,6 +62,7 @@ func TestTemporalWorkspaceRoots(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := randomID("refused")
+			refused[id] = tc.says
 			// The task carries a title change and a screen clear, which
 			// show --temporal prints escaped.
 			code, out := runFlowerCLI(t, harnessEnv(t, srv), "submit", "--temporal", ts.addr, "--task-queue", queue, "-C", tc.ws,
@@ -97,6 +99,15 @@ func TestTemporalWorkspaceRoots(t *testing.T) {
 			t.Errorf("work.txt: %q, %v", b, err)
 		}
 	})
+	// A refused step shows with no worker left to answer a query: its
+	// status went with its error.
+	_ = worker.cmd.Process.Kill()
+	<-worker.exited
+	for id, says := range refused {
+		if show := ts.show(t, id); !strings.Contains(show, says) {
+			t.Errorf("flower show --temporal %s with no worker does not show the refusal:\n%s", id, show)
+		}
+	}
 }
 
 // Flags that cannot work are refused before any server is dialled: a

@@ -220,8 +220,9 @@ func stepError(id string, err error) error {
 			return stepEnd{msg: app.Message(), kind: policy.ErrGenerationLimit}
 		case supervisor.EndFailed:
 			return stepEnd{msg: app.Message(), kind: supervisor.ErrStepFailed}
-		case fleet.ErrTypeWorkspaceRefused:
-			// The worker's own words, without the SDK's wrapping.
+		default:
+			// A generation that could not run (a refused workspace, say):
+			// the worker's own words, without the SDK's wrapping.
 			return stepEnd{msg: fmt.Sprintf("step %s failed: %s", id, app.Message()), kind: supervisor.ErrStepFailed}
 		}
 	}

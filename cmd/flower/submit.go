@@ -18,6 +18,10 @@ With --wait it follows the step to its end with the status lines of a
 local run and exits with the same codes (0 succeeded, 1 failed,
 3 generation limit).
 
+A step whose workspace lies outside the workers' --workspace-root dirs is
+refused, and fails with that error. For a secured server, see the --tls-*
+flags and $TEMPORAL_API_KEY.
+
 Examples:
    flower submit --temporal 127.0.0.1:7233 --task-queue q -C /shared/app "make the tests pass"
    flower submit --temporal 127.0.0.1:7233 --task-queue q -f task.md --step build --wait`,

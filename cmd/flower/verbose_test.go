@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -155,4 +156,21 @@ func duplicateKeys(line []byte) []string {
 		return nil
 	}
 	return dups
+}
+
+// The Temporal API key from the environment never shows in the help of
+// the commands that take it (a flag's default is printed there, and an
+// environment value must not become one).
+func TestAPIKeyNotInHelp(t *testing.T) {
+	const key = "tmprl-HELPKEY-SECRET-0123456789"
+	t.Setenv("TEMPORAL_API_KEY", key)
+	for _, cmd := range [][]string{{"worker", "--help"}, {"submit", "--help"}, {"show", "--help"}, {"handoff", "set", "--help"}} {
+		out, errOut, err := runInProcess(context.Background(), cmd...)
+		if err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+		if !strings.Contains(out+errOut, "TEMPORAL_API_KEY") || strings.Contains(out+errOut, "HELPKEY") {
+			t.Errorf("flower %s: the key's flag is missing or its value shown:\n%s", strings.Join(cmd, " "), out+errOut)
+		}
+	}
 }
