@@ -2,6 +2,7 @@ package envinject
 
 import (
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -153,4 +154,18 @@ func RedactURL(raw string) string {
 		b.WriteString("#" + Mask(u.Fragment))
 	}
 	return b.String()
+}
+
+// urlInText is a URL inside free text: a scheme, "://", and everything up
+// to a space, a quote or a bracket.
+var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>()\[\]{}` + "`" + `]+`)
+
+// RedactURLs masks every URL inside text as RedactURL does: a harness's
+// error message may quote the endpoint, token and all.
+func RedactURLs(text string) string {
+	return urlInText.ReplaceAllStringFunc(text, func(u string) string {
+		// A sentence's full stop or comma is not part of the URL.
+		trimmed := strings.TrimRight(u, ".,;:!?")
+		return RedactURL(trimmed) + u[len(trimmed):]
+	})
 }

@@ -200,3 +200,14 @@ func TestAuthNeverHoldsSecrets(t *testing.T) {
 		})
 	}
 }
+
+func TestRedactURLs(t *testing.T) {
+	in := "API error: connect ECONNREFUSED at https://gw.example/" + pathToken + "/v1/messages?key=" + queryKey + ". Retrying (http://127.0.0.1:9)"
+	want := "API error: connect ECONNREFUSED at https://gw.example/PATH…****/****/****?key=QUER…****. Retrying (http://127.0.0.1:9)"
+	if got := RedactURLs(in); got != want {
+		t.Errorf("RedactURLs =\n%q\nwant\n%q", got, want)
+	}
+	if got := RedactURLs("no url here: a/b c"); got != "no url here: a/b c" {
+		t.Errorf("text without a URL changed: %q", got)
+	}
+}

@@ -288,8 +288,10 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // Err returns how the harness exited. Valid after Done is closed.
 func (p *Process) Err() error { return p.err }
 
-// Stderr returns the last part of what the harness wrote to stderr.
-func (p *Process) Stderr() string { return p.stderr.String() }
+// Stderr returns the last part of what the harness wrote to stderr, its
+// URLs masked (envinject.RedactURLs): it goes into errors, the manifest and
+// the log, and an error may quote the endpoint, token and all.
+func (p *Process) Stderr() string { return envinject.RedactURLs(p.stderr.String()) }
 
 // Skipped returns how many stdout lines were not JSON (or too long) and were
 // skipped.

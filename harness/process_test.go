@@ -526,3 +526,20 @@ func TestWarmStopsDroppingAtAnUnexpectedLine(t *testing.T) {
 		}
 	}
 }
+
+// What the harness wrote to stderr comes back with its URLs masked: it
+// ends up in errors, the manifest and the log.
+func TestStderrMasksURLs(t *testing.T) {
+	const tok = "TOKENTOKENTOKEN42"
+	p, err := Start(context.Background(), Config{Path: "/bin/sh", Exact: true,
+		Args: []string{"-c", "echo 'API error at https://gw.example/" + tok + "/v1/messages: 401' >&2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range p.Events() {
+	}
+	<-p.Done()
+	if got := p.Stderr(); strings.Contains(got, tok) || !strings.Contains(got, "API error at https://gw.example/TOKE…****/****/****: 401") {
+		t.Errorf("Stderr() = %q", got)
+	}
+}
