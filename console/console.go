@@ -125,7 +125,9 @@ func (s *Status) Handle(ev event.Event) {
 	io.WriteString(s.w, s.lines(ev))
 }
 
-// lines is what Handle writes for ev: whole lines, or "".
+// lines is what Handle writes for ev: whole lines, or "". What the event
+// carries (a notice, a handoff's sections, a path) is escaped: a workspace
+// and a model wrote it.
 func (s *Status) lines(ev event.Event) string {
 	var b strings.Builder
 	switch ev.Kind {
@@ -136,7 +138,7 @@ func (s *Status) lines(ev event.Event) string {
 	case event.KindHandoff:
 		s.handoff(&b, ev)
 	}
-	return b.String()
+	return Escape(b.String())
 }
 
 func (s *Status) handoff(w io.Writer, ev event.Event) {

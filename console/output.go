@@ -28,9 +28,9 @@ func (o *Output) Handle(ev event.Event) {
 	defer o.mu.Unlock()
 	switch ev.Kind {
 	case event.KindText:
-		fmt.Fprintln(o.w, strings.TrimRight(ev.Text, "\n"))
+		fmt.Fprintln(o.w, Escape(strings.TrimRight(ev.Text, "\n")))
 	case event.KindTool:
-		fmt.Fprintf(o.w, "[%s] %s\n", ev.Tool, Abbrev(ev.Input, 100))
+		fmt.Fprintf(o.w, "[%s] %s\n", Escape(ev.Tool), Escape(Abbrev(ev.Input, 100)))
 	}
 }
 
@@ -45,8 +45,13 @@ func Abbrev(s string, n int) string {
 }
 
 // Summary writes the closing lines of a step: how it ended, its generations,
-// cost, and where to look.
+// cost, and where to look; names and paths escaped.
 func Summary(w io.Writer, st *manifest.StepResult, runDir string) {
+	io.WriteString(w, Escape(summary(st, runDir)))
+}
+
+func summary(st *manifest.StepResult, runDir string) string {
+	var w strings.Builder
 	handoffs, degraded := 0, 0
 	for _, g := range st.Generations {
 		if g.Handoff != nil {
@@ -56,13 +61,14 @@ func Summary(w io.Writer, st *manifest.StepResult, runDir string) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "flower: step %q %s · %d generation(s), %d handoff(s)", st.Name, st.Status, len(st.Generations), handoffs)
+	fmt.Fprintf(&w, "flower: step %q %s · %d generation(s), %d handoff(s)", st.Name, st.Status, len(st.Generations), handoffs)
 	if degraded > 0 {
-		fmt.Fprintf(w, " (%d degraded)", degraded)
+		fmt.Fprintf(&w, " (%d degraded)", degraded)
 	}
-	fmt.Fprintf(w, " · context %s/%s · $%.4f · %d turns\n", policy.FormatUsed(st.Context), policy.FormatRound(st.Window), st.CostUSD, st.NumTurns)
+	fmt.Fprintf(&w, " · context %s/%s · $%.4f · %d turns\n", policy.FormatUsed(st.Context), policy.FormatRound(st.Window), st.CostUSD, st.NumTurns)
 	if st.HandoffPath != "" {
-		fmt.Fprintf(w, "flower: latest handoff %s\n", st.HandoffPath)
+		fmt.Fprintf(&w, "flower: latest handoff %s\n", st.HandoffPath)
 	}
-	fmt.Fprintf(w, "flower: manifest %s\n", manifest.Path(runDir))
+	fmt.Fprintf(&w, "flower: manifest %s\n", manifest.Path(runDir))
+	return w.String()
 }

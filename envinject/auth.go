@@ -2,6 +2,7 @@ package envinject
 
 import (
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -67,7 +68,7 @@ type Credential struct {
 func AuthFrom(env []string) Auth {
 	a := Auth{Endpoint: DefaultEndpoint, EndpointSource: "default", Model: "(harness default)"}
 	if v, ok := Lookup(env, "ANTHROPIC_BASE_URL"); ok && v != "" {
-		a.Endpoint = redactURL(v)
+		a.Endpoint = RedactURL(v)
 		a.EndpointSource = "ANTHROPIC_BASE_URL"
 	}
 	if v, ok := Lookup(env, "ANTHROPIC_MODEL"); ok && v != "" {
@@ -103,25 +104,40 @@ func (a Auth) String() string {
 	return b.String()
 }
 
-// redactURL masks what may be a secret in an endpoint URL: the password in
-// its userinfo (or the user name when there is no password, since a bare
-// token is often passed that way) and every query value.
-func redactURL(raw string) string {
+// RedactURL masks whatever in a URL-valued setting may be a secret, for
+// display (DESIGN.md «Secrets on screen and in logs»): gateways carry
+// tokens in the path as often as in the query. Kept
+// are the scheme, the host and the port, and the shape of the rest; masked
+// (each as Mask shows it) are the password in the userinfo (or the user
+// name when there is no password, since a bare token is often passed that
+// way), every path segment, every query value and the fragment. A value
+// that is not a URL with a scheme and a host is masked whole.
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || u.Host == "" {
+	if err != nil || u.Scheme == "" || u.Host == "" || u.Opaque != "" {
 		// Not a URL we can take apart: it may hold a secret anywhere.
 		return "(not a URL: " + Mask(raw) + ")"
 	}
-	userinfo := ""
+	var b strings.Builder
+	b.WriteString(u.Scheme + "://")
 	if u.User != nil {
 		name := u.User.Username()
 		if pass, ok := u.User.Password(); ok {
-			userinfo = name + ":" + Mask(pass) + "@"
+			b.WriteString(name + ":" + Mask(pass) + "@")
 		} else {
-			userinfo = Mask(name) + "@"
+			b.WriteString(Mask(name) + "@")
 		}
 	}
-	query := ""
+	b.WriteString(u.Host)
+	if u.Path != "" {
+		segs := strings.Split(u.Path, "/")
+		for i, seg := range segs {
+			if seg != "" {
+				segs[i] = Mask(seg)
+			}
+		}
+		b.WriteString(strings.Join(segs, "/"))
+	}
 	if u.RawQuery != "" {
 		var parts []string
 		for _, kv := range strings.Split(u.RawQuery, "&") {
@@ -129,18 +145,27 @@ func redactURL(raw string) string {
 			if ok {
 				parts = append(parts, k+"="+Mask(v))
 			} else {
-				parts = append(parts, k)
+				parts = append(parts, Mask(k))
 			}
 		}
-		query = "?" + strings.Join(parts, "&")
+		b.WriteString("?" + strings.Join(parts, "&"))
 	}
-	rest := *u
-	rest.User, rest.RawQuery, rest.ForceQuery = nil, "", false
-	s := rest.String() // scheme://host/path#fragment
-	prefix := u.Scheme + "://"
-	s = prefix + userinfo + strings.TrimPrefix(s, prefix)
-	if i := strings.IndexByte(s, '#'); i >= 0 {
-		return s[:i] + query + s[i:]
+	if u.Fragment != "" {
+		b.WriteString("#" + Mask(u.Fragment))
 	}
-	return s + query
+	return b.String()
+}
+
+// urlInText is a URL inside free text: a scheme, "://", and everything up
+// to a space, a quote or a bracket.
+var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>()\[\]{}` + "`" + `]+`)
+
+// RedactURLs masks every URL inside text as RedactURL does: a harness's
+// error message may quote the endpoint, token and all.
+func RedactURLs(text string) string {
+	return urlInText.ReplaceAllStringFunc(text, func(u string) string {
+		// A sentence's full stop or comma is not part of the URL.
+		trimmed := strings.TrimRight(u, ".,;:!?")
+		return RedactURL(trimmed) + u[len(trimmed):]
+	})
 }

@@ -16,6 +16,8 @@ var (
 	urlPass   = "PASSWORDPASSWORD42"
 	urlToken  = "BARETOKENBARETOKEN"
 	queryKey  = "QUERYKEYQUERYKEY77"
+	pathToken = "PATHTOKENPATHTOKEN99"
+	fragToken = "FRAGTOKENFRAGTOKEN55"
 )
 
 func TestMask(t *testing.T) {
@@ -94,17 +96,22 @@ func TestRedactURL(t *testing.T) {
 		in, want string
 	}{
 		{"http://127.0.0.1:8080", "http://127.0.0.1:8080"},
-		{"https://gw.example/v1/", "https://gw.example/v1/"},
-		{"https://alice:" + urlPass + "@gw.example/v1", "https://alice:PASS…****@gw.example/v1"},
+		{"https://gw.example/", "https://gw.example/"},
+		{"https://gw.example/v1/", "https://gw.example/****/"},
+		{"https://gw.example/" + pathToken, "https://gw.example/PATH…****"},
+		{"https://gw.example/v1/" + pathToken + "/anthropic", "https://gw.example/****/PATH…****/****"},
+		{"https://alice:" + urlPass + "@gw.example/v1", "https://alice:PASS…****@gw.example/****"},
 		{"https://" + urlToken + "@gw.example", "https://BARE…****@gw.example"},
-		{"https://gw.example/v1?key=" + queryKey + "&region", "https://gw.example/v1?key=QUER…****&region"},
-		{"https://gw.example/v1?key=" + queryKey + "#frag", "https://gw.example/v1?key=QUER…****#frag"},
+		{"https://gw.example/v1?key=" + queryKey + "&region", "https://gw.example/****?key=QUER…****&****"},
+		{"https://gw.example?" + queryKey, "https://gw.example?QUER…****"},
+		{"https://gw.example/v1?key=" + queryKey + "#" + fragToken, "https://gw.example/****?key=QUER…****#FRAG…****"},
 		{"not a url " + urlToken, "(not a URL: not …****)"},
 		{"gw.example:" + urlPass, "(not a URL: gw.e…****)"},
+		{"mailto:" + urlToken, "(not a URL: mail…****)"},
 	}
 	for _, tt := range tests {
-		if got := redactURL(tt.in); got != tt.want {
-			t.Errorf("redactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := RedactURL(tt.in); got != tt.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -153,9 +160,9 @@ func TestAuthNeverHoldsSecrets(t *testing.T) {
 				"ANTHROPIC_API_KEY=" + apiKey,
 				"ANTHROPIC_AUTH_TOKEN=" + authToken,
 				"CLAUDE_CODE_OAUTH_TOKEN=" + oauth,
-				"ANTHROPIC_BASE_URL=https://alice:" + urlPass + "@gw.example/v1?key=" + queryKey,
+				"ANTHROPIC_BASE_URL=https://alice:" + urlPass + "@gw.example/v1/" + pathToken + "/x?key=" + queryKey + "#" + fragToken,
 			},
-			secrets: []string{apiKey, authToken, oauth, urlPass, queryKey},
+			secrets: []string{apiKey, authToken, oauth, urlPass, pathToken, queryKey, fragToken},
 		},
 		{
 			name:    "bare token as URL user name",
@@ -191,5 +198,16 @@ func TestAuthNeverHoldsSecrets(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestRedactURLs(t *testing.T) {
+	in := "API error: connect ECONNREFUSED at https://gw.example/" + pathToken + "/v1/messages?key=" + queryKey + ". Retrying (http://127.0.0.1:9)"
+	want := "API error: connect ECONNREFUSED at https://gw.example/PATH…****/****/****?key=QUER…****. Retrying (http://127.0.0.1:9)"
+	if got := RedactURLs(in); got != want {
+		t.Errorf("RedactURLs =\n%q\nwant\n%q", got, want)
+	}
+	if got := RedactURLs("no url here: a/b c"); got != "no url here: a/b c" {
+		t.Errorf("text without a URL changed: %q", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -51,6 +52,9 @@ type Generations struct {
 	Options supervisor.Options
 	// Identity names this worker in heartbeats and errors.
 	Identity string
+	// Roots are where this worker runs steps (ResolveRoots); a step whose
+	// workspace is elsewhere is refused. None refuses every step.
+	Roots Roots
 }
 
 // RunDir is where a step run as workflow workflowID keeps its manifest:
@@ -69,13 +73,19 @@ func RunDir(workspace, workflowID string) string {
 // last handoff, or a degraded one built from the task and that heartbeat.
 func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*Outcome, error) {
 	info := activity.GetInfo(ctx)
-	fi, err := os.Stat(t.Workspace)
-	if err != nil || !fi.IsDir() {
-		why := "is not a directory"
-		if err != nil {
-			why = "is missing (" + err.Error() + ")"
-		}
-		return nil, temporal.NewApplicationError(fmt.Sprintf("workspace %s %s on worker %s: a step's workspace must be on a volume every worker mounts, at the same path", t.Workspace, why, g.Identity), ErrTypeWorkspace)
+	workspace, err := g.Roots.Admit(t.Workspace)
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = os.Stat(workspace)
+	}
+	switch {
+	case err != nil && errors.Is(err, fs.ErrNotExist):
+		return nil, temporal.NewApplicationError(fmt.Sprintf("workspace %s is missing (%v) on worker %s: a step's workspace must be on a volume every worker mounts, at the same path", t.Workspace, err, g.Identity), ErrTypeWorkspace)
+	case err != nil:
+		// DESIGN.md «Workspace roots»: refused, not retried.
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s refuses step %s: %v", g.Identity, t.Step, err), ErrTypeWorkspaceRefused, nil)
+	case !fi.IsDir():
+		return nil, temporal.NewApplicationError(fmt.Sprintf("workspace %s is not a directory on worker %s: a step's workspace must be on a volume every worker mounts, at the same path", t.Workspace, g.Identity), ErrTypeWorkspace)
 	}
 	in := supervisor.GenerationInput{Step: t.Step, Task: t.Task, Handoff: t.Handoff, Replaced: t.Replaced}
 	if info.Attempt > 1 && activity.HasHeartbeatDetails(ctx) {
@@ -90,10 +100,10 @@ func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*Outcom
 
 	hb := &heartbeat{ctx: ctx, p: Progress{Worker: g.Identity}}
 	opts := g.Options
-	opts.Workspace = t.Workspace
+	opts.Workspace = workspace // the path checked, links resolved
 	opts.Workbench = true
 	opts.WorkbenchDir = ""
-	opts.RunDir = RunDir(t.Workspace, info.WorkflowExecution.ID)
+	opts.RunDir = RunDir(workspace, info.WorkflowExecution.ID)
 	next := opts.OnEvent
 	opts.OnEvent = func(ev supervisor.Event) {
 		hb.observe(ev)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -28,7 +29,13 @@ type Conn struct {
 	Logger    *slog.Logger
 	// Identity names this process to the server (the worker's name).
 	Identity string
+	// Security is TLS and the API key for a secured server.
+	Security Security
 }
+
+// ErrConfig is wrapped by Dial's error when the connection settings
+// themselves are wrong (a TLS file that cannot be read, say).
+var ErrConfig = errors.New("temporal connection settings")
 
 // dialTimeout bounds the first contact with the server.
 const dialTimeout = 10 * time.Second
@@ -42,10 +49,18 @@ func Dial(ctx context.Context, c Conn) (client.Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	cl, err := client.DialContext(ctx, client.Options{HostPort: c.HostPort, Namespace: c.Namespace,
-		Logger: sdklog.NewStructuredLogger(log), Identity: c.Identity})
+	opts := client.Options{HostPort: c.HostPort, Namespace: c.Namespace,
+		Logger: sdklog.NewStructuredLogger(log), Identity: c.Identity}
+	if err := c.Security.apply(&opts); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	cl, err := client.DialContext(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, c.HostPort, firstLine(err.Error()))
+		msg := firstLine(err.Error())
+		if c.Security.APIKey != "" {
+			msg = strings.ReplaceAll(msg, c.Security.APIKey, "****")
+		}
+		return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, c.HostPort, msg)
 	}
 	return cl, nil
 }

@@ -10,6 +10,7 @@
 package fleet
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -151,10 +152,19 @@ func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
 			Workspace: in.Workspace, Handoff: doc, Replaced: replaced, HeartbeatTimeout: hb}).Get(ctx, &res)
 		st.Running = 0
 		if err != nil {
+			// A generation that could not run: the activity's own words
+			// and type when it said why (a refused workspace, say), and
+			// the status with them, so that the step shows with no worker.
+			msg, typ := err.Error(), "GenerationFailed"
+			var app *temporal.ApplicationError
+			if errors.As(err, &app) {
+				msg, typ = app.Message(), app.Type()
+			}
+			msg = fmt.Sprintf("generation %d: %s", n, msg)
 			st.Record.Status = supervisor.EndFailed
-			st.Record.AddError(fmt.Sprintf("generation %d: %v", n, err))
+			st.Record.AddError(msg)
 			st.end(workflow.Now(ctx))
-			return st, err
+			return st, temporal.NewNonRetryableApplicationError(msg, typ, err, st)
 		}
 		st.apply(&res.GenerationResult)
 		st.Events = append(st.Events, res.Events...)

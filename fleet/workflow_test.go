@@ -127,4 +127,12 @@ func TestWorkflowSetupErrorFails(t *testing.T) {
 	if err := env.GetWorkflowError(); err == nil || len(inputs) != 1 {
 		t.Errorf("error %v after %d attempts, want a failed workflow after 1", err, len(inputs))
 	}
+	// The error says it in the activity's words and type, and carries the
+	// step's status, so an ended step shows without a worker.
+	var app *temporal.ApplicationError
+	var st fleet.Status
+	if err := env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != fleet.ErrTypeSetup || app.Message() != "generation 1: bad options" ||
+		app.Details(&st) != nil || st.Record.Status != supervisor.EndFailed || len(st.Record.Errors) != 1 || st.Record.Errors[0] != "generation 1: bad options" {
+		t.Errorf("workflow error %v, status %+v", err, st.Record)
+	}
 }

@@ -34,6 +34,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -84,26 +85,50 @@ func (c Config) Argv() []string {
 	return append(args, c.Args...)
 }
 
-// secretFlags carry JSON that may hold credentials (an MCP server's env, a
-// settings file's): their values never reach a log.
-var secretFlags = map[string]bool{"--mcp-config": true, "--managed-settings": true, "--settings": true}
+// secretFlags carry JSON (or files of it) that may hold credentials: an
+// MCP server's env or headers, a settings file's env, an agent's MCP
+// servers. Their values never reach a log or a screen. --mcp-config takes
+// several values; so does any flag here, as far as LoggedArgs is concerned.
+var secretFlags = map[string]bool{"--mcp-config": true, "--managed-settings": true, "--settings": true, "--agents": true}
 
-// LoggedArgs returns args fit for a log: the values of flags that may carry
-// credentials are replaced by their size.
+// LoggedArgs returns args fit for a log or a screen: every value of a flag
+// that may carry credentials is replaced by its size (all of the values that
+// follow it up to the next flag, since such a flag may take several), and
+// every other argument that is a URL is masked as envinject.RedactURL masks
+// one: gateways and plugin hosts carry tokens in paths and queries
+// (DESIGN.md «Secrets on screen and in logs»).
 func LoggedArgs(args []string) []string {
 	out := append([]string(nil), args...)
-	for i := 0; i < len(out); i++ {
-		name, value, inline := strings.Cut(out[i], "=")
+	secret := false // the values after a secret flag, up to the next flag
+	for i, a := range out {
+		name, value, inline := strings.Cut(a, "=")
+		isFlag := strings.HasPrefix(a, "-") && a != "-"
 		switch {
-		case !secretFlags[name]:
-		case inline:
-			out[i] = name + "=<" + strconv.Itoa(len(value)) + " bytes>"
-		case i+1 < len(out):
-			i++
-			out[i] = "<" + strconv.Itoa(len(out[i])) + " bytes>"
+		case isFlag && secretFlags[name]:
+			secret = true
+			if inline {
+				out[i] = name + "=" + size(value)
+			}
+		case isFlag:
+			secret = false
+			if inline && looksLikeURL(value) {
+				out[i] = name + "=" + envinject.RedactURL(value)
+			}
+		case secret:
+			out[i] = size(a)
+		case looksLikeURL(a):
+			out[i] = envinject.RedactURL(a)
 		}
 	}
 	return out
+}
+
+func size(value string) string { return "<" + strconv.Itoa(len(value)) + " bytes>" }
+
+// looksLikeURL: scheme://…, the shape RedactURL takes apart.
+func looksLikeURL(s string) bool {
+	scheme, rest, ok := strings.Cut(s, "://")
+	return ok && scheme != "" && rest != "" && !strings.ContainsAny(scheme, " /\t\n")
 }
 
 // Process is one running harness. Events arrive on Events until the harness
@@ -263,8 +288,10 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // Err returns how the harness exited. Valid after Done is closed.
 func (p *Process) Err() error { return p.err }
 
-// Stderr returns the last part of what the harness wrote to stderr.
-func (p *Process) Stderr() string { return p.stderr.String() }
+// Stderr returns the last part of what the harness wrote to stderr, its
+// URLs masked (envinject.RedactURLs): it goes into errors, the manifest and
+// the log, and an error may quote the endpoint, token and all.
+func (p *Process) Stderr() string { return envinject.RedactURLs(p.stderr.String()) }
 
 // Skipped returns how many stdout lines were not JSON (or too long) and were
 // skipped.

@@ -445,6 +445,46 @@ func TestLoggedArgsHideConfigs(t *testing.T) {
 	}
 }
 
+// A secret in any position of a harness command line stays out of the log:
+// every value of a flag that takes several, inline values, URLs in flags'
+// values and on their own; what is not secret is kept as given.
+func TestLoggedArgsMaskEveryPosition(t *testing.T) {
+	const tok = "TOKENTOKENTOKEN"
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"every mcp config", []string{"--mcp-config", `{"a":"` + tok + `1"}`, "/etc/" + tok + "2.json", `{"c":"` + tok + `3"}`, "--model", "m"},
+			[]string{"--mcp-config", "<24 bytes>", "<26 bytes>", "<24 bytes>", "--model", "m"}},
+		{"inline then more values", []string{"--mcp-config=" + tok + "1", tok + "2", "--verbose"},
+			[]string{"--mcp-config=<16 bytes>", "<16 bytes>", "--verbose"}},
+		{"settings and agents", []string{"--settings", tok + "1", "--agents", `{"r":{"mcpServers":"` + tok + `2"}}`, "--allowedTools", "Bash", "Write"},
+			[]string{"--settings", "<16 bytes>", "--agents", "<39 bytes>", "--allowedTools", "Bash", "Write"}},
+		{"managed settings at the end", []string{"-p", "--managed-settings", tok},
+			[]string{"-p", "--managed-settings", "<15 bytes>"}},
+		{"url value of a flag", []string{"--plugin-url", "https://plugins.example/dl/" + tok + "?sig=" + tok + "s"},
+			[]string{"--plugin-url", "https://plugins.example/****/TOKE…****?sig=TOKE…****"}},
+		{"inline url value", []string{"--plugin-url=https://u:" + tok + "@plugins.example/p"},
+			[]string{"--plugin-url=https://u:TOKE…****@plugins.example/****"}},
+		{"bare url", []string{"--cloud", "https://claude.example/code/" + tok},
+			[]string{"--cloud", "https://claude.example/****/TOKE…****"}},
+		{"plain values kept", []string{"--allowedTools", "Bash(git *)", "Edit", "--add-dir", "/src/app", "-"},
+			[]string{"--allowedTools", "Bash(git *)", "Edit", "--add-dir", "/src/app", "-"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := LoggedArgs(tt.args)
+			if strings.Join(got, "\x00") != strings.Join(tt.want, "\x00") {
+				t.Errorf("LoggedArgs(%q)\n = %q\nwant %q", tt.args, got, tt.want)
+			}
+			if j := strings.Join(got, " "); strings.Contains(j, "TOKENT") {
+				t.Errorf("a token is in %q", j)
+			}
+		})
+	}
+}
+
 // Warm's blank turn never reaches Events: the first turn seen is the first
 // prompt's, with its own init, and no extra result.
 func TestWarmBlankTurnIsDropped(t *testing.T) {
@@ -484,5 +524,22 @@ func TestWarmStopsDroppingAtAnUnexpectedLine(t *testing.T) {
 		if got := p.warmLine(&transcript.Event{Kind: tc.kind}); got != tc.drop {
 			t.Errorf("%v: dropped %v, want %v", tc.kind, got, tc.drop)
 		}
+	}
+}
+
+// What the harness wrote to stderr comes back with its URLs masked: it
+// ends up in errors, the manifest and the log.
+func TestStderrMasksURLs(t *testing.T) {
+	const tok = "TOKENTOKENTOKEN42"
+	p, err := Start(context.Background(), Config{Path: "/bin/sh", Exact: true,
+		Args: []string{"-c", "echo 'API error at https://gw.example/" + tok + "/v1/messages: 401' >&2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range p.Events() {
+	}
+	<-p.Done()
+	if got := p.Stderr(); strings.Contains(got, tok) || !strings.Contains(got, "API error at https://gw.example/TOKE…****/****/****: 401") {
+		t.Errorf("Stderr() = %q", got)
 	}
 }

@@ -155,8 +155,9 @@ func tryStartTemporal(t *testing.T) (*devServer, string, error) {
 // a worker is real), with a HOME of its own, as a machine of its own.
 func (s *devServer) startWorker(t *testing.T, srv *scriptedapi.Server, queue, identity string, flags ...string) *flowerProc {
 	t.Helper()
+	// The tests' workspaces are temp dirs: the worker serves them all.
 	args := append([]string{"worker", "--temporal", s.addr, "--task-queue", queue, "--identity", identity,
-		"--harness", harnessPath(t)}, flags...)
+		"--harness", harnessPath(t), "--workspace-root", os.TempDir()}, flags...)
 	args = append(args, "--", "--allowedTools", "Bash")
 	return startFlower(t, harnessEnv(t, srv), args...)
 }
@@ -588,7 +589,7 @@ func TestTemporalUnreachable(t *testing.T) {
 	for _, args := range [][]string{
 		{"submit", "--temporal", addr, "--task-queue", "q", "-C", t.TempDir(), "--wait", "a task"},
 		{"show", "--temporal", addr, "some-id"},
-		{"worker", "--temporal", addr, "--task-queue", "q", "--harness", "/bin/true"},
+		{"worker", "--temporal", addr, "--task-queue", "q", "--harness", "/bin/true", "--workspace-root", "/"},
 	} {
 		code, out := runFlowerCLI(t, os.Environ(), args...)
 		if code != 2 {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 )
 
@@ -15,8 +16,9 @@ import (
 // works from any folder; harnessArgs go after "--" because flower continue
 // does not remember them. A step that succeeded is only continued with
 // something to do, so its command holds a MESSAGE to replace. Every word is
-// quoted for a POSIX shell where it needs to be. It is "" when the step has
-// no session to continue.
+// quoted for a POSIX shell where it needs to be. Values that may carry
+// credentials are not printed (harness.LoggedArgs): the line says to give
+// them again. It is "" when the step has no session to continue.
 func ContinueHint(runDir string, st *manifest.StepResult, harnessArgs []string) string {
 	if st == nil || st.SessionID == "" {
 		return ""
@@ -27,13 +29,19 @@ func ContinueHint(runDir string, st *manifest.StepResult, harnessArgs []string) 
 		cmd = append(cmd, ContinueHintMessage)
 		head = fmt.Sprintf("flower: to continue this step (live session %s), replace %s with what to do next:", st.SessionID, ContinueHintMessage)
 	}
+	masked := false
 	if len(harnessArgs) > 0 {
 		cmd = append(cmd, "--")
-		for _, a := range harnessArgs {
+		for i, a := range harness.LoggedArgs(harnessArgs) {
+			masked = masked || a != harnessArgs[i]
 			cmd = append(cmd, shellWord(a))
 		}
 	}
-	return head + "\n  " + strings.Join(cmd, " ") + "\n"
+	hint := head + "\n  " + strings.Join(cmd, " ") + "\n"
+	if masked {
+		hint += "  (values that may hold credentials are not shown: give them as before)\n"
+	}
+	return hint
 }
 
 // ContinueHintMessage stands for the message in ContinueHint's command.

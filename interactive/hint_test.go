@@ -29,6 +29,15 @@ func TestContinueHint(t *testing.T) {
 	if got := ContinueHint("/w/runs/r", nil, nil); got != "" {
 		t.Errorf("no step: %q, want nothing", got)
 	}
+	// Credentials in the harness arguments are not printed.
+	st = &manifest.StepResult{Name: "main", Status: manifest.StatusInterrupted, SessionID: "sid"}
+	got = ContinueHint("/w/runs/r", st, []string{"--mcp-config", `{"env":{"TOKEN":"SECRETSECRET1"}}`, "/x/SECRETSECRET2.json", "--allowedTools", "Bash"})
+	want = "flower: to continue this step (live session sid):\n" +
+		"  flower continue --run-dir /w/runs/r --step main -- --mcp-config '<33 bytes>' '<21 bytes>' --allowedTools Bash\n" +
+		"  (values that may hold credentials are not shown: give them as before)\n"
+	if got != want {
+		t.Errorf("ContinueHint =\n%q\nwant\n%q", got, want)
+	}
 }
 
 // What a shell makes of each quoted word is the word itself.

@@ -8,6 +8,7 @@ package runlog
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 )
 
@@ -56,24 +57,81 @@ func (s *State) get() (int, string, string) {
 
 // New returns a logger writing through base whose every record carries the
 // step and st's generation, session and phase as they are when it is logged.
+//
+// Each key appears once in a record: a key the call gives itself (a
+// "handoff written" record names the generation that handed off) wins over
+// the same key stamped from st or given by With, so no reader has to pick
+// between two values. Inside a group (WithGroup) records are passed on as
+// slog makes them.
 func New(base *slog.Logger, st *State, step string) *slog.Logger {
-	return slog.New(handler{base.Handler(), st}).With("step", step)
+	return slog.New(handler{base: base.Handler(), st: st}).With("step", step)
 }
 
 type handler struct {
-	slog.Handler
-	st *State
+	base slog.Handler
+	st   *State
+	// with are the attributes given by With before any group, kept here
+	// rather than in base so that Handle can drop the ones a record
+	// repeats; grouped says WithGroup was called (base then holds them).
+	with    []slog.Attr
+	grouped bool
 }
+
+func (h handler) Enabled(ctx context.Context, l slog.Level) bool { return h.base.Enabled(ctx, l) }
 
 func (h handler) Handle(ctx context.Context, r slog.Record) error {
 	gen, session, phase := h.st.get()
-	r = r.Clone()
-	r.AddAttrs(slog.Int("gen", gen), slog.String("session", session), slog.String("phase", phase))
-	return h.Handler.Handle(ctx, r)
+	stamped := []slog.Attr{slog.Int("gen", gen), slog.String("session", session), slog.String("phase", phase)}
+	if h.grouped {
+		r = r.Clone()
+		r.AddAttrs(stamped...)
+		return h.base.Handle(ctx, r)
+	}
+	own := map[string]bool{}
+	var attrs []slog.Attr
+	r.Attrs(func(a slog.Attr) bool {
+		if !own[a.Key] {
+			own[a.Key] = true
+			attrs = append(attrs, a)
+		}
+		return true
+	})
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	for _, a := range h.with {
+		if !own[a.Key] {
+			own[a.Key] = true
+			out.AddAttrs(a)
+		}
+	}
+	out.AddAttrs(attrs...)
+	for _, a := range stamped {
+		if !own[a.Key] {
+			out.AddAttrs(a)
+		}
+	}
+	return h.base.Handle(ctx, out)
 }
 
 func (h handler) WithAttrs(as []slog.Attr) slog.Handler {
-	return handler{h.Handler.WithAttrs(as), h.st}
+	if h.grouped {
+		return handler{base: h.base.WithAttrs(as), st: h.st, grouped: true}
+	}
+	with := slices.Clone(h.with)
+	for _, a := range as {
+		// A later With of the same key replaces the earlier one.
+		with = slices.DeleteFunc(with, func(b slog.Attr) bool { return b.Key == a.Key })
+		with = append(with, a)
+	}
+	return handler{base: h.base, st: h.st, with: with}
 }
 
-func (h handler) WithGroup(name string) slog.Handler { return handler{h.Handler.WithGroup(name), h.st} }
+func (h handler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	base := h.base
+	if !h.grouped && len(h.with) > 0 {
+		base = base.WithAttrs(h.with)
+	}
+	return handler{base: base.WithGroup(name), st: h.st, grouped: true}
+}

@@ -48,3 +48,101 @@ func TestRecordsCarryTheLiveState(t *testing.T) {
 		t.Errorf("derived attributes lost: %s", lines[1])
 	}
 }
+
+// No record repeats a key: the call's own attributes win over the stamped
+// generation, session and phase and over With's, a later With over an
+// earlier one; in a group slog's own rules hold.
+func TestEveryKeyOnce(t *testing.T) {
+	var buf bytes.Buffer
+	st := NewState()
+	st.Set(3, "s-live", "writing")
+	log := New(slog.New(slog.NewJSONHandler(&buf, nil)), st, "main")
+	log.Info("handoff written", "gen", 2, "reason", "threshold")
+	log.Info("again", "step", "other", "session", "s-asked", "session", "s-dup")
+	log.With("pid", 1).With("pid", 2).Info("with twice", "phase", "cut")
+	log.With("k", "v").WithGroup("g").Info("grouped", "k", "inner")
+
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	want := []map[string]any{
+		{"msg": "handoff written", "gen": 2.0, "step": "main", "session": "s-live", "phase": "writing"},
+		{"msg": "again", "gen": 3.0, "step": "other", "session": "s-asked", "phase": "writing"},
+		{"msg": "with twice", "pid": 2.0, "phase": "cut", "gen": 3.0},
+		{"msg": "grouped", "k": "v", "step": "main"},
+	}
+	for i, line := range lines {
+		if dup := duplicateKeys([]byte(line)); len(dup) > 0 {
+			t.Errorf("record %d repeats %v: %s", i, dup, line)
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range want[i] {
+			if rec[k] != v {
+				t.Errorf("record %d: %s = %v, want %v: %s", i, k, rec[k], v, line)
+			}
+		}
+	}
+	if !strings.Contains(lines[3], `"g":{"k":"inner","gen":3`) {
+		t.Errorf("grouped record: %s", lines[3])
+	}
+}
+
+func TestDuplicateKeys(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":1,"b":{"c":1,"c":2},"a":[{"d":1,"d":1}]}`: "b.c a a.d",
+		`{"a":1,"b":{"a":1}}`:                           "",
+		`not json`:                                      "",
+	} {
+		if got := strings.Join(duplicateKeys([]byte(in)), " "); got != want {
+			t.Errorf("duplicateKeys(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// duplicateKeys lists the keys a JSON record repeats, as path.key, in the
+// order met; nothing for a line that is not JSON.
+func duplicateKeys(line []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	var dups []string
+	var walk func(path string) error
+	walk = func(path string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key := k.(string)
+				if seen[key] {
+					dups = append(dups, path+key)
+				}
+				seen[key] = true
+				if err := walk(path + key + "."); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		case json.Delim('['):
+			for dec.More() {
+				if err := walk(path); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		}
+		return nil
+	}
+	if walk("") != nil {
+		return nil
+	}
+	return dups
+}

@@ -83,6 +83,9 @@ settings then come from FLOWER_* environment variables (see the README).`,
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return usageError{err}
 		},
+
+		// A --workspace-root may hold a comma: no splitting of list flags.
+		DisableSliceFlagSeparator: true,
 	}
 	return app.RunContext(ctx, own)
 }

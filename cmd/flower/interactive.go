@@ -95,7 +95,7 @@ func runInteractive(c *cli.Context, p proc) error {
 	if st != nil {
 		// The harness's own goodbye was kept off the screen: this is
 		// the way to go on, never a retired session.
-		_, _ = io.WriteString(job.render.live, interactive.ContinueHint(job.rt.RunDir(), st, p.harnessArgs))
+		_, _ = io.WriteString(job.render.live, console.Escape(interactive.ContinueHint(job.rt.RunDir(), st, p.harnessArgs)))
 	}
 	return err
 }

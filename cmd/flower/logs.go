@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/urfave/cli/v2"
 
+	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/logfollow"
 )
 
@@ -151,7 +152,12 @@ func (p *logPrinter) line(l []byte) error {
 	return p.write(b.String())
 }
 
+// write writes one line: as it is with --json, escaped for a terminal
+// otherwise (a log a repository planted may hold anything).
 func (p *logPrinter) write(s string) error {
+	if !p.raw {
+		s = console.Escape(s)
+	}
 	_, err := io.WriteString(p.w, s+"\n")
 	return err
 }

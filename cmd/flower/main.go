@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/supervisor"
@@ -56,7 +57,8 @@ func main() {
 	defer stop()
 	err := runIn(ctx, os.Args, proc{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: os.Environ(), exec: syscall.Exec})
 	if err != nil && !errors.As(err, new(exitedWith)) {
-		fmt.Fprintln(os.Stderr, "flower:", err)
+		// Errors quote workspace files, manifests and servers' answers.
+		fmt.Fprintln(os.Stderr, "flower:", console.Escape(err.Error()))
 	}
 	os.Exit(exitCode(err))
 }

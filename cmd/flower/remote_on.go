@@ -12,9 +12,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -62,6 +64,10 @@ func workerAction(c *cli.Context, p proc) error {
 	if err != nil {
 		return usageError{err}
 	}
+	roots, err := fleet.ResolveRoots(c.StringSlice("workspace-root"))
+	if err != nil {
+		return usageError{err}
+	}
 	identity := c.String("identity")
 	if identity == "" {
 		host, _ := os.Hostname()
@@ -74,21 +80,22 @@ func workerAction(c *cli.Context, p proc) error {
 	}
 	defer cl.Close()
 	status := console.NewStatus(p.stderr, lang)
-	g := &fleet.Generations{Identity: identity, Options: supervisor.Options{
+	g := &fleet.Generations{Identity: identity, Roots: roots, Options: supervisor.Options{
 		Handoff: set.handoff, Compact: set.compact, HarnessPath: harnessPath, HarnessArgs: p.harnessArgs,
 		Env: set.harnessEnv, Model: set.model, MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout,
 		TaskCarry: set.taskCarry, Logger: logger,
 		OnEvent: func(ev event.Event) {
 			switch ev.Kind {
 			case event.KindGeneration:
-				fmt.Fprintf(p.stderr, "flower worker: step %s · generation %d started\n", ev.Step, ev.Generation)
+				fmt.Fprintf(p.stderr, "flower worker: step %s · generation %d started\n", console.Escape(ev.Step), ev.Generation)
 			case event.KindHandoff, event.KindNotice, event.KindRetry:
 				status.Handle(ev)
 			}
 		},
 	}}
 	w := fleet.NewWorker(cl, c.String("task-queue"), g, c.Int("slots"))
-	fmt.Fprintf(p.stderr, "flower worker %s: taking generations from task queue %s at %s\n", identity, c.String("task-queue"), c.String("temporal"))
+	fmt.Fprintf(p.stderr, "flower worker %s: taking generations from task queue %s at %s, for workspaces in %s\n",
+		identity, c.String("task-queue"), c.String("temporal"), strings.Join(roots, ", "))
 	stop := make(chan any)
 	go func() {
 		<-c.Context.Done()
@@ -101,6 +108,9 @@ func workerAction(c *cli.Context, p proc) error {
 }
 
 func submitAction(c *cli.Context, p proc) error {
+	if err := checkSubmitFlags(c); err != nil {
+		return err
+	}
 	task, err := readTask(c, p.stdin)
 	if err != nil {
 		return err
@@ -210,6 +220,10 @@ func stepError(id string, err error) error {
 			return stepEnd{msg: app.Message(), kind: policy.ErrGenerationLimit}
 		case supervisor.EndFailed:
 			return stepEnd{msg: app.Message(), kind: supervisor.ErrStepFailed}
+		default:
+			// A generation that could not run (a refused workspace, say):
+			// the worker's own words, without the SDK's wrapping.
+			return stepEnd{msg: fmt.Sprintf("step %s failed: %s", id, app.Message()), kind: supervisor.ErrStepFailed}
 		}
 	}
 	return fmt.Errorf("step %s: %w", id, err)
@@ -251,11 +265,20 @@ func handoffSetAction(c *cli.Context, p proc) error {
 // not answer is a usage error: one line, exit 2.
 func dialTemporal(c *cli.Context, identity string, log *slog.Logger) (client.Client, error) {
 	cl, err := fleet.Dial(c.Context, fleet.Conn{HostPort: c.String("temporal"), Namespace: c.String("namespace"),
-		Identity: identity, Logger: log})
-	if errors.Is(err, fleet.ErrUnreachable) {
+		Identity: identity, Logger: log, Security: securityFrom(c)})
+	if errors.Is(err, fleet.ErrUnreachable) || errors.Is(err, fleet.ErrConfig) {
 		return nil, usageError{err}
 	}
 	return cl, err
+}
+
+// securityFrom reads the TLS and API-key flags (temporal.go).
+func securityFrom(c *cli.Context) fleet.Security {
+	return fleet.Security{
+		TLS: c.Bool("tls"), NoTLS: c.IsSet("tls") && !c.Bool("tls"),
+		CAFile: c.String("tls-ca-path"), CertFile: c.String("tls-cert-path"), KeyFile: c.String("tls-key-path"),
+		ServerName: c.String("tls-server-name"), APIKey: c.String("api-key"),
+	}
 }
 
 // showTemporal shows a step run on many machines: its workflow's status
@@ -289,26 +312,28 @@ func showTemporal(c *cli.Context, p proc) error {
 	}
 	m := &manifest.Manifest{Workspace: st.Workspace, CreatedAt: st.Record.StartedAt, UpdatedAt: time.Now(),
 		Steps: []*manifest.StepResult{&st.Record}}
-	fmt.Fprintf(p.stdout, "%-10s %s\n", "workflow", id)
+	var b strings.Builder // escaped as a whole: workers and submitters wrote it
+	fmt.Fprintf(&b, "%-10s %s\n", "workflow", id)
 	running := ""
 	if st.Running > 0 {
 		running = fmt.Sprintf(" (generation %d running)", st.Running)
 	}
-	fmt.Fprintf(p.stdout, "%-10s %d%s\n", "generations", st.Generations(), running)
-	if err := writeShow(p.stdout, m, fleet.RunDir(st.Workspace, id)); err != nil {
+	fmt.Fprintf(&b, "%-10s %d%s\n", "generations", st.Generations(), running)
+	if err := writeShow(&b, m, fleet.RunDir(st.Workspace, id)); err != nil {
 		return err
 	}
 	switch {
 	case live != nil && live.Generation == 0:
-		fmt.Fprintf(p.stdout, "\n  generation %d starting on %s\n", st.Running, live.Worker)
+		fmt.Fprintf(&b, "\n  generation %d starting on %s\n", st.Running, live.Worker)
 	case live != nil:
-		fmt.Fprintf(p.stdout, "\n  generation %d running on %s: context %s/%s · %d turns · $%.4f\n", live.Generation, live.Worker,
+		fmt.Fprintf(&b, "\n  generation %d running on %s: context %s/%s · %d turns · $%.4f\n", live.Generation, live.Worker,
 			policy.FormatUsed(live.Context), policy.FormatRound(live.Window), live.NumTurns, live.CostUSD)
 	case st.Running > 0:
-		fmt.Fprintf(p.stdout, "\n  generation %d is waiting for a worker\n", st.Running)
+		fmt.Fprintf(&b, "\n  generation %d is waiting for a worker\n", st.Running)
 	}
 	if st.Pending != "" {
-		fmt.Fprintf(p.stdout, "  the next generation starts from a handoff set by a person (%s)\n", orDash(st.PendingFrom))
+		fmt.Fprintf(&b, "  the next generation starts from a handoff set by a person (%s)\n", orDash(st.PendingFrom))
 	}
-	return nil
+	_, err = io.WriteString(p.stdout, console.Escape(b.String()))
+	return err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/handoff"
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/supervisor"
@@ -149,10 +150,8 @@ func settingsFrom(c *cli.Context, p proc) (jobSettings, error) {
 	if err != nil {
 		return jobSettings{}, usageError{err}
 	}
-	for _, name := range []string{"window", "headroom", "max-generations", "max-attempts", "task-carry"} {
-		if c.Int(name) < 0 {
-			return jobSettings{}, usagef("--%s must not be negative", name)
-		}
+	if err := checkNumbers(c); err != nil {
+		return jobSettings{}, err
 	}
 	set := jobSettings{
 		workspace: c.String("workspace"), runDir: c.String("run-dir"), step: c.String("step"),
@@ -171,6 +170,41 @@ func settingsFrom(c *cli.Context, p proc) (jobSettings, error) {
 		return jobSettings{}, err
 	}
 	return set, nil
+}
+
+// numberRules say which values each numeric run flag takes; a value the
+// engine would silently replace by a default (a zero headroom, say) is
+// refused like a negative one.
+var numberRules = []struct {
+	flag string
+	min  int
+	why  string // how to get what a refused zero would mean, if anything
+}{
+	{"window", 1, " (leave it out to use what the harness reports)"},
+	{"headroom", 1, ""},
+	{"max-generations", 1, ""},
+	{"max-attempts", 1, ""},
+	{"task-carry", 0, ""},
+}
+
+// checkNumbers refuses run flags out of their range with one line that
+// names the flag; the flags a command lacks are skipped.
+func checkNumbers(c *cli.Context) error {
+	for _, r := range numberRules {
+		if !c.IsSet(r.flag) {
+			continue
+		}
+		if n := c.Int(r.flag); n < r.min {
+			if r.min == 0 {
+				return usagef("--%s must not be negative, got %d", r.flag, n)
+			}
+			return usagef("--%s must be at least %d, got %d%s", r.flag, r.min, n, r.why)
+		}
+	}
+	if d := c.Duration("turn-timeout"); c.IsSet("turn-timeout") && d < 0 {
+		return usagef("--turn-timeout must not be negative, got %v (0 or leaving it out: no bound)", d)
+	}
+	return nil
 }
 
 // setupJob builds the Runtime from set: the run dir, its log, the renderer.
@@ -243,7 +277,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	}
 	linkLatest(rt.RunDir(), filepath.Join(workspace, ".flower"))
 	if set.verbose {
-		printVerbose(p.stderr, rt, harnessPath)
+		printVerbose(p.stderr, rt, harnessPath, p.harnessArgs)
 	}
 	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger}, nil
 }
@@ -255,9 +289,16 @@ const (
 	logFileMode = 0o600
 )
 
-func printVerbose(w io.Writer, rt *supervisor.Runtime, harnessPath string) {
+// printVerbose is what -v shows before a run. Secrets are masked: the
+// credentials, the endpoint's userinfo, path and query
+// (envinject.RedactURL), and every value of a harness flag that may carry
+// one (harness.LoggedArgs).
+func printVerbose(w io.Writer, rt *supervisor.Runtime, harnessPath string, harnessArgs []string) {
 	env := rt.ChildEnv()
 	fmt.Fprintf(w, "flower: harness %s\n", harnessPath)
+	if len(harnessArgs) > 0 {
+		fmt.Fprintf(w, "flower: harness arguments %s\n", strings.Join(harness.LoggedArgs(harnessArgs), " "))
+	}
 	for _, line := range strings.Split(strings.TrimRight(envinject.AuthFrom(env).String(), "\n"), "\n") {
 		fmt.Fprintf(w, "flower: %s\n", line)
 	}

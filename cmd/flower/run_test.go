@@ -35,8 +35,14 @@ func TestRunUsageErrors(t *testing.T) {
 		{"empty task", []string{"   "}, "the task is empty"},
 		{"bad compact", []string{"--compact", "sometimes", "x"}, "sometimes"},
 		{"bad lang", []string{"--lang", "fr", "x"}, "fr"},
-		{"negative window", []string{"--window", "-5", "x"}, "--window must not be negative"},
+		{"negative window", []string{"--window", "-5", "x"}, "--window must be at least 1, got -5"},
+		{"zero window", []string{"--window", "0", "x"}, "--window must be at least 1, got 0 (leave it out"},
+		{"zero headroom", []string{"--headroom", "0", "x"}, "--headroom must be at least 1, got 0"},
+		{"negative headroom", []string{"--headroom", "-1", "x"}, "--headroom must be at least 1, got -1"},
+		{"zero max generations", []string{"--max-generations", "0", "x"}, "--max-generations must be at least 1"},
+		{"zero max attempts", []string{"--max-attempts", "0", "x"}, "--max-attempts must be at least 1"},
 		{"negative task carry", []string{"--task-carry", "-1", "x"}, "--task-carry must not be negative"},
+		{"negative turn timeout", []string{"--turn-timeout", "-5s", "x"}, "--turn-timeout must not be negative, got -5s"},
 		{"missing harness", []string{"--harness", "/nonexistent/claude", "x"}, "/nonexistent/claude"},
 		{"workspace is a file", []string{"-C", task, "x"}, "is not a directory"},
 	}
@@ -210,6 +216,9 @@ func TestCLIEndToEnd(t *testing.T) {
 			t.Errorf("%s is empty or holds the key", name)
 		}
 	}
+	// Every record of a run with a handoff, each key once.
+	b, _ := os.ReadFile(filepath.Join(runDir, "flower.log"))
+	logKeysOnce(t, b)
 }
 
 // Exit code 3 and the runaway guard's message when the generation limit stops a run.

@@ -32,14 +32,16 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	env := func(k string) string { v, _ := envinject.Lookup(p.env, k); return strings.TrimSpace(v) }
 	pol := policy.HandoffPolicy{Enabled: !strings.EqualFold(env("FLOWER_HANDOFF"), "off"),
 		Knobs: policy.Knobs{Window: "FLOWER_WINDOW", Off: "FLOWER_HANDOFF=off"}}
+	// The same ranges as the flags (run.go numberRules): a zero the engine
+	// would replace by a default is refused, not taken.
 	for _, n := range []struct {
 		key string
 		to  *int
 	}{{"FLOWER_WINDOW", &pol.Window}, {"FLOWER_HEADROOM", &pol.Headroom}, {"FLOWER_MAX_GENERATIONS", &pol.MaxGenerations}} {
 		if v := env(n.key); v != "" {
 			i, err := strconv.Atoi(v)
-			if err != nil || i < 0 {
-				return usagef("%s=%q: want a number of zero or more", n.key, v)
+			if err != nil || i < 1 {
+				return usagef("%s=%q: want a whole number of 1 or more (unset it for the default)", n.key, v)
 			}
 			*n.to = i
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,5 +31,22 @@ func TestRelayHarnessIsNeverFlower(t *testing.T) {
 	got, err := relayHarness("", loop+string(os.PathListSeparator)+real)
 	if err != nil || got != claude {
 		t.Errorf("PATH with flower named claude first: %s %v, want %s", got, err, claude)
+	}
+}
+
+// The relay's FLOWER_* numbers have the flags' ranges: zero and negative
+// are refused with the variable's name, before anything is made on disk.
+func TestRelayRefusesNumbersOutOfRange(t *testing.T) {
+	for _, kv := range []string{"FLOWER_WINDOW=0", "FLOWER_WINDOW=-5", "FLOWER_HEADROOM=0", "FLOWER_MAX_GENERATIONS=0", "FLOWER_HEADROOM=lots"} {
+		ws := t.TempDir()
+		t.Chdir(ws)
+		err := runRelay(context.Background(), []string{"--output-format", "stream-json"}, proc{env: []string{kv}, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard})
+		key, _, _ := strings.Cut(kv, "=")
+		if exitCode(err) != exitUsage || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "1 or more") {
+			t.Errorf("%s: %v, want a usage error naming it", kv, err)
+		}
+		if _, err := os.Stat(filepath.Join(ws, ".flower")); err == nil {
+			t.Errorf("%s: a workbench was made", kv)
+		}
 	}
 }

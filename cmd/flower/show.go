@@ -124,7 +124,9 @@ func loadManifest(dir string) (*manifest.Manifest, error) {
 	return m, err
 }
 
-// writeShow writes the manifest of the run in dir for a person.
+// writeShow writes the manifest of the run in dir for a person. All of it
+// is escaped (console.Escape): a workspace wrote the task, the errors
+// quote its files, and the manifest itself may be planted.
 func writeShow(w io.Writer, m *manifest.Manifest, dir string) error {
 	var b strings.Builder
 	kv := func(indent, label, format string, a ...any) {
@@ -202,7 +204,7 @@ func writeShow(w io.Writer, m *manifest.Manifest, dir string) error {
 			return err
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, console.Escape(b.String()))
 	return err
 }
 

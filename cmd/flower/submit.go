@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/urfave/cli/v2"
 )
 
@@ -15,6 +17,10 @@ workspace (-C) must be where every worker sees it, at the same path.
 With --wait it follows the step to its end with the status lines of a
 local run and exits with the same codes (0 succeeded, 1 failed,
 3 generation limit).
+
+A step whose workspace lies outside the workers' --workspace-root dirs is
+refused, and fails with that error. For a secured server, see the --tls-*
+flags and $TEMPORAL_API_KEY.
 
 Examples:
    flower submit --temporal 127.0.0.1:7233 --task-queue q -C /shared/app "make the tests pass"
@@ -31,4 +37,18 @@ Examples:
 		),
 		Action: func(c *cli.Context) error { return submitAction(c, p) },
 	}
+}
+
+// minHeartbeatTimeout is the shortest --heartbeat-timeout: a running
+// generation heartbeats every quarter of it, but not more often than every
+// 200 ms, so a shorter one would lose every worker.
+const minHeartbeatTimeout = time.Second
+
+// checkSubmitFlags refuses values that cannot work, before the server is
+// dialled.
+func checkSubmitFlags(c *cli.Context) error {
+	if d := c.Duration("heartbeat-timeout"); d < minHeartbeatTimeout {
+		return usagef("--heartbeat-timeout must be at least %v, got %v", minHeartbeatTimeout, d)
+	}
+	return nil
 }
