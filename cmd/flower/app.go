@@ -68,7 +68,12 @@ Started by an Agent SDK application in the harness's place (its
 pathToClaudeCodeExecutable, or cli_path), flower acts as the harness; its
 settings then come from FLOWER_* environment variables (see the README).`,
 		Flags:  runFlags(),
-		Action: func(c *cli.Context) error { return runAction(c, p) },
+		Action: func(c *cli.Context) error {
+			if err := mistypedCommand(c); err != nil {
+				return err
+			}
+			return runAction(c, p)
+		},
 		// Built for this run: urfave/cli's setup rewrites a command's
 		// HelpName in place, so commands shared between runs in one
 		// process (the tests) would show "flower flower run".
