@@ -130,6 +130,8 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 		path = ""
 	}
 	rec.Path, rec.Sections = path, h.Filled()
+	// The document as written, for the run's page (DESIGN.md «Run page»).
+	b.Log.Info("handoff written", "of_gen", gen.N, "degraded", rec.Degraded, "path", path, "document", string(md))
 	if path != "" {
 		st.HandoffPath = path
 	}
@@ -141,7 +143,7 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 		st.SessionID = "" // DESIGN.md «Continuation»: never point continuation at a burned session
 	}
 	b.Save()
-	b.Log.Info("handoff written", "gen", gen.N, "reason", c.Reason, "context", c.Context, "degraded", rec.Degraded, "path", path)
+	b.Log.Info("handoff written", "of_gen", gen.N, "reason", c.Reason, "context", c.Context, "degraded", rec.Degraded, "path", path)
 	f := Frozen{Handoff: h, Record: rec, Path: path}
 	if gen.N >= b.Policy.MaxGenerations {
 		err := &policy.GenerationLimitError{Max: b.Policy.MaxGenerations, Window: b.Policy.Window, At: b.Policy.At(), Knobs: b.Policy.Knobs}
@@ -169,6 +171,10 @@ func (b Books) Launch(f Frozen) string {
 			st.AddError(fmt.Sprintf("read handoff %s: %v; the successor gets the document as written", f.Path, err))
 		default:
 			f.Record.SHA256Launched = Digest(data)
+			if f.Record.SHA256Launched != f.Record.SHA256Written {
+				// A person edited the file: the page shows the edit (DESIGN.md «Run page»).
+				b.Log.Info("handoff launched as edited", "path", f.Path, "document", string(data))
+			}
 			if onDisk := handoffwriter.Parse(string(data)); onDisk.Complete() {
 				onDisk.Step = st.Name
 				launch = onDisk

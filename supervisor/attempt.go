@@ -295,8 +295,14 @@ func (a *attemptRun) event(kind EventKind) Event {
 // is over with the returned outcome.
 func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 	rt, st := a.rt, a.st
-	prevSession := a.meter.SessionID
+	prevSession, prevResponses := a.meter.SessionID, a.meter.Responses
 	a.meter.Observe(ev)
+	if a.meter.Responses != prevResponses {
+		// One small record per main-thread response, the points of a run's
+		// chart (DESIGN.md «Run page»); the phase says a writing turn's.
+		a.log.Info("response", "context", a.meter.Context, "window", a.rt.policy.Window,
+			"at", a.rt.policy.At(), "warn_at", a.rt.policy.WarnAt())
+	}
 	if a.phase != phaseWriting && ev.Raw != nil {
 		// The harness's own line, for programs following the run; the
 		// writing turn is not streamed (DESIGN.md «Writing turn»): its result is the done event.

@@ -24,7 +24,7 @@ func TestMistypedCommand(t *testing.T) {
 	}
 	for _, tt := range []struct{ word, want string }{
 		{"shwo", "show"}, {"contine", "continue"}, {"lgos", "logs"}, {"dmeo", "demo"},
-		{"Show", "show"}, {"rerunn", "rerun"}, {"wroker", "worker"},
+		{"Show", "show"}, {"rerunn", "rerun"}, {"wroker", "worker"}, {"psx", "ps"},
 	} {
 		t.Run(tt.word, func(t *testing.T) {
 			var stdout, stderr strings.Builder

@@ -19,6 +19,7 @@ import (
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/supervisor"
 	"github.com/flowerhq/flower/workbench"
 )
@@ -95,9 +96,12 @@ type job struct {
 	render      *renderer
 	logFile     *os.File
 	logger      *slog.Logger
+	// live is the run's entry in flower ps's registry (nil: unlisted).
+	live *registry.Handle
 }
 
 func (j *job) close() {
+	j.live.Close()
 	j.render.close()
 	j.logFile.Close()
 }
@@ -200,9 +204,13 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var launcher front.Launcher
 	onEvent := render.event
+	frontName := registry.FrontHeadless
 	if set.front != nil {
 		launcher, onEvent = set.front(logger)
+		frontName = registry.FrontInteractive
 	}
+	live := register(p, logger, registry.Entry{Front: frontName, Workspace: workspace, Step: set.step, RunDir: runDir})
+	onEvent = live.Tee(onEvent)
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: set.handoff, Compact: set.compact,
 		HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, Env: set.harnessEnv, Model: set.model,
@@ -210,6 +218,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, TaskCarry: set.taskCarry,
 	})
 	if err != nil {
+		live.Close()
 		logFile.Close()
 		return fail(err)
 	}
@@ -217,7 +226,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	if set.verbose {
 		printVerbose(p.stderr, rt, harnessPath)
 	}
-	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger}, nil
+	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger, live: live}, nil
 }
 
 // logFileName is the structured log in each run dir.

@@ -1,0 +1,179 @@
+package registry
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowerhq/flower/event"
+)
+
+// TestMain: started with REGISTRY_CHILD set, the test binary registers in
+// that directory, says so on stdout and waits to be killed.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("REGISTRY_CHILD"); dir != "" {
+		h, err := Register(dir, Entry{Front: FrontHeadless, Workspace: "/w", Step: "child"}, time.Millisecond)
+		if err != nil {
+			os.Exit(3)
+		}
+		h.Event(event.Event{Kind: event.KindGeneration, Step: "child", Generation: 2})
+		for h.Entry().Generation != 2 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond) // the loop writes it
+		os.Stdout.WriteString("registered\n")
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+func TestRegisterListClose(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ps")
+	h, err := Register(dir, Entry{Front: FrontInteractive, Workspace: "/ws", Step: "a"}, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("registry dir: %v %v", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, fileName(os.Getpid()))); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("entry file: %v", err)
+	}
+	h.Event(event.Event{Kind: event.KindHandoff, Phase: event.PhaseWriting, Step: "a", Generation: 3, Context: 150_000, Window: 200_000, At: 150_000, CostUSD: 1.5})
+	deadline := time.Now().Add(10 * time.Second)
+	var got []Entry
+	for time.Now().Before(deadline) {
+		if got, err = List(dir); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 1 && got[0].Status == StatusWriting {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if len(got) != 1 || got[0].PID != os.Getpid() || got[0].Generation != 3 || got[0].Context != 150_000 || got[0].CostUSD != 1.5 || got[0].Front != FrontInteractive {
+		t.Fatalf("list: %+v", got)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := List(dir); len(got) != 0 {
+		t.Fatalf("after close: %+v", got)
+	}
+}
+
+// A flower killed with -9 leaves its entry behind; the next List removes it.
+func TestKilledEntryIsPruned(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ps")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "REGISTRY_CHILD="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "registered\n" {
+		t.Fatalf("child: %q %v", line, err)
+	}
+	got, err := List(dir)
+	if err != nil || len(got) != 1 || got[0].PID != cmd.Process.Pid || got[0].Generation != 2 {
+		t.Fatalf("live child: %+v %v", got, err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if got, err := List(dir); err != nil || len(got) != 0 {
+		t.Fatalf("killed child still listed: %+v %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, fileName(cmd.Process.Pid))); !os.IsNotExist(err) {
+		t.Errorf("the stale entry was not removed: %v", err)
+	}
+}
+
+// Entries are untrusted: a link, a huge file, a pid reused by another
+// process, garbage and strangers' files are never listed, and never crash
+// the listing.
+func TestUntrustedEntries(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ps")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	me := os.Getpid()
+	start, err := procStart(me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entry := func(pid int, start uint64) []byte {
+		b, _ := json.Marshal(Entry{PID: pid, ProcStart: start, Step: "x"})
+		return b
+	}
+	// This process, but started at another time: a reused pid.
+	write(fileName(me), entry(me, start+1))
+	// pid 1 lives, but the file's name says another pid.
+	write("1.json", entry(me, start))
+	// Too large.
+	write(strconv.Itoa(os.Getppid())+".json", []byte(`{"pid":`+strconv.Itoa(os.Getppid())+`,"step":"`+strings.Repeat("x", MaxEntrySize)+`"}`))
+	write("notes.txt", []byte("hello"))
+	write("007.json", entry(7, 0))
+	target := filepath.Join(t.TempDir(), "real.json")
+	if err := os.WriteFile(target, entry(me, start), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, "2.json")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("listed %+v", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, fileName(me))); !os.IsNotExist(err) {
+		t.Error("the reused pid's entry was kept")
+	}
+	if _, err := os.Stat(target); err != nil {
+		t.Error("the link's target was touched")
+	}
+	// A registry dir open to others is made private.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := List(dir); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Errorf("mode %v", fi.Mode().Perm())
+	}
+}
+
+func TestDir(t *testing.T) {
+	for _, tt := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"HOME=/h", "XDG_RUNTIME_DIR=/run/user/5", EnvDir + "=/x/ps"}, "/x/ps"},
+		{[]string{"HOME=/h", "XDG_RUNTIME_DIR=/run/user/5"}, "/run/user/5/flower/ps"},
+		{[]string{"HOME=/h", "XDG_RUNTIME_DIR=relative"}, "/h/.cache/flower/ps"},
+	} {
+		if got, err := Dir(tt.env); err != nil || got != tt.want {
+			t.Errorf("Dir(%q) = %q, %v; want %q", tt.env, got, err, tt.want)
+		}
+	}
+}
