@@ -205,4 +205,3 @@ func register(p proc, log *slog.Logger, e registry.Entry) *registry.Handle {
 
 // registryInterval bounds how often a flower rewrites its registry entry.
 const registryInterval = 250 * time.Millisecond
-
