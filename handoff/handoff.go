@@ -131,7 +131,7 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 	}
 	rec.Path, rec.Sections = path, h.Filled()
 	// The document as written, for the run's page (DESIGN.md «Run page»).
-	b.Log.Info("handoff written", "of_gen", gen.N, "degraded", rec.Degraded, "path", path, "document", string(md))
+	b.Log.Info("handoff document as written", "of_gen", gen.N, "degraded", rec.Degraded, "path", path, "document", string(md))
 	if path != "" {
 		st.HandoffPath = path
 	}
@@ -143,7 +143,7 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 		st.SessionID = "" // DESIGN.md «Continuation»: never point continuation at a burned session
 	}
 	b.Save()
-	b.Log.Info("handoff written", "of_gen", gen.N, "reason", c.Reason, "context", c.Context, "degraded", rec.Degraded, "path", path)
+	b.Log.Info("handoff written", "gen", gen.N, "reason", c.Reason, "context", c.Context, "degraded", rec.Degraded, "path", path)
 	f := Frozen{Handoff: h, Record: rec, Path: path}
 	if gen.N >= b.Policy.MaxGenerations {
 		err := &policy.GenerationLimitError{Max: b.Policy.MaxGenerations, Window: b.Policy.Window, At: b.Policy.At(), Knobs: b.Policy.Knobs}
