@@ -289,4 +289,3 @@ const pageHTML = `<!DOCTYPE html>
 </body>
 </html>
 `
-

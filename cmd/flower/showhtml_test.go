@@ -33,7 +33,9 @@ func threeGenerations(t *testing.T) (ws, runDir string) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		u := func(n int) scriptedapi.Usage { return scriptedapi.Usage{InputTokens: 100, CacheReadInputTokens: n - 100} }
+		u := func(n int) scriptedapi.Usage {
+			return scriptedapi.Usage{InputTokens: 100, CacheReadInputTokens: n - 100}
+		}
 		bash := func(n int) scriptedapi.Reply {
 			return scriptedapi.Reply{Usage: u(n), Text: "Working.", ToolUses: []scriptedapi.ToolUse{{Name: "Bash", Input: map[string]any{"command": "true", "description": "x"}}}}
 		}
