@@ -53,3 +53,7 @@ func (l Lang) label(key string) string {
 	}
 	return labels[LangEn][key]
 }
+
+// Label returns the labels of lang, for pages made elsewhere (the index of
+// flower ui).
+func Label(lang Lang) func(string) string { return lang.label }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"html"
 	"html/template"
 	"io"
 	"strings"
@@ -116,7 +117,7 @@ func CSP(page []byte) string {
 	}
 	rest := page[i+len(key):]
 	if j := bytes.IndexByte(rest, '"'); j >= 0 {
-		return string(rest[:j])
+		return html.UnescapeString(string(rest[:j]))
 	}
 	return "default-src 'none'"
 }

@@ -1,7 +1,9 @@
 package runpage
 
-// style is the page's one stylesheet: plain, readable, printable, with a
-// dark mode; no font is fetched.
+// Style is the pages' one stylesheet (a run's page, flower ui's index):
+// plain, readable, printable, with a dark mode; no font is fetched.
+const Style = style
+
 const style = `
 :root { --fg:#1d1d1f; --muted:#6b6b70; --bg:#ffffff; --panel:#f5f5f7; --line:#d2d2d7; --accent:#2f6fdf;
   --near:#c98a00; --at:#d1343a; --cut:#7a4fd0; --handoff:#1f8f4e; --degraded:#d1343a; --retry:#e0701b; --writing:#7a4fd0;
