@@ -319,4 +319,3 @@ var indexTemplate = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 {{end}}</tbody></table>{{end}}
 </main></body></html>
 `))
-
