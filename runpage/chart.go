@@ -52,10 +52,11 @@ type hline struct {
 }
 
 type vline struct {
-	X     float64
-	Class string
-	Label string
-	Title string
+	X      float64
+	LabelY float64 // cut, handoff and retry labels sit at different heights, so close marks stay legible
+	Class  string
+	Label  string
+	Title  string
 }
 
 type band struct {
@@ -191,7 +192,7 @@ func buildChart(s *Step, lang Lang, now time.Time) chart {
 	}
 	// Cuts, the writing turns after them, handoffs, retries.
 	for _, m := range s.Cuts {
-		c.VLines = append(c.VLines, vline{X: xOf(m.Time), Class: "cut", Label: lang.label("cut"),
+		c.VLines = append(c.VLines, vline{X: xOf(m.Time), LabelY: c.PlotY0 + 26, Class: "cut", Label: lang.label("cut"),
 			Title: fmt.Sprintf("%s · %s %d · %s · %s", lang.label("cut"), lang.label("gen"), m.Generation, policy.FormatUsed(m.Context), m.Text)})
 	}
 	for _, g := range st.Generations {
@@ -205,7 +206,7 @@ func buildChart(s *Step, lang Lang, now time.Time) chart {
 			cls, label = "handoff degraded", lang.label("degraded")
 			title += " · " + lang.label("degraded") + ": " + g.Handoff.Why
 		}
-		c.VLines = append(c.VLines, vline{X: x, Class: cls, Label: label, Title: title})
+		c.VLines = append(c.VLines, vline{X: x, LabelY: c.PlotY0 + 12, Class: cls, Label: label, Title: title})
 		if g.Handoff.WritingSeconds > 0 {
 			start := g.EndedAt.Add(-time.Duration(g.Handoff.WritingSeconds * float64(time.Second)))
 			x0 := max(xOf(start), c.PlotX0)
@@ -214,7 +215,7 @@ func buildChart(s *Step, lang Lang, now time.Time) chart {
 		}
 	}
 	for _, m := range s.Retries {
-		c.VLines = append(c.VLines, vline{X: xOf(m.Time), Class: "retry", Label: lang.label("retry"),
+		c.VLines = append(c.VLines, vline{X: xOf(m.Time), LabelY: c.PlotY0 + 40, Class: "retry", Label: lang.label("retry"),
 			Title: lang.label("retry") + " · " + m.Text})
 	}
 	layout := "15:04:05"

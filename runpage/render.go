@@ -224,7 +224,7 @@ const pageHTML = `<!DOCTYPE html>
 {{end}}{{range .Chart.XTicks}}<text class="tick" x="{{.Pos}}" y="{{$s.Chart.PlotY1 | add1 16.0}}" text-anchor="{{.Anchor}}">{{.Label}}</text>
 {{end}}{{range .Chart.Bands}}<rect class="{{.Class}}" x="{{.X}}" y="{{$s.Chart.PlotY0}}" width="{{.W}}" height="{{printf "%.1f" ($s.Chart.PlotY1 | sub $s.Chart.PlotY0)}}"><title>{{.Title}}</title></rect>
 {{end}}{{range .Chart.HLines}}<line class="th {{.Class}}" x1="{{$s.Chart.PlotX0}}" x2="{{$s.Chart.PlotX1}}" y1="{{.Y}}" y2="{{.Y}}"></line><text class="thl {{.Class}}" x="{{$s.Chart.PlotX1 | sub 4.0}}" y="{{.Y | sub 4.0}}" text-anchor="end">{{.Label}}</text>
-{{end}}{{range .Chart.VLines}}<g class="mark {{.Class}}"><line x1="{{.X}}" x2="{{.X}}" y1="{{$s.Chart.PlotY0}}" y2="{{$s.Chart.PlotY1}}"></line><text x="{{.X | add1 3.0}}" y="{{$s.Chart.PlotY0 | add1 12.0}}">{{.Label}}</text><title>{{.Title}}</title></g>
+{{end}}{{range .Chart.VLines}}<g class="mark {{.Class}}"><line x1="{{.X}}" x2="{{.X}}" y1="{{$s.Chart.PlotY0}}" y2="{{$s.Chart.PlotY1}}"></line><text x="{{.X | add1 3.0}}" y="{{.LabelY}}">{{.Label}}</text><title>{{.Title}}</title></g>
 {{end}}{{range .Chart.Lines}}<polyline class="gen gen-{{.Gen}}" points="{{.Points}}"></polyline>
 {{end}}{{range .Chart.Points}}<circle class="{{.Class}}" data-gen="{{.Gen}}" cx="{{.X}}" cy="{{.Y}}" r="3"><title>{{.Title}}</title></circle>
 {{end}}{{if .Chart.Empty}}<text class="empty" x="{{printf "%.1f" (div2 .Chart.W)}}" y="{{printf "%.1f" (div2 .Chart.H)}}" text-anchor="middle">{{call $.L "noResponses"}}</text>{{end}}
