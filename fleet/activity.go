@@ -51,6 +51,10 @@ type Generations struct {
 	Options supervisor.Options
 	// Identity names this worker in heartbeats and errors.
 	Identity string
+	// Live, when set, is told of each generation as it starts (what flower
+	// ps lists, DESIGN.md «Live registry»): its events go to onEvent, and
+	// done is called when the generation ends.
+	Live func(workspace, step, runDir string) (onEvent func(supervisor.Event), done func())
 }
 
 // RunDir is where a step run as workflow workflowID keeps its manifest:
@@ -95,8 +99,17 @@ func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*Outcom
 	opts.WorkbenchDir = ""
 	opts.RunDir = RunDir(t.Workspace, info.WorkflowExecution.ID)
 	next := opts.OnEvent
+	var live func(supervisor.Event)
+	if g.Live != nil {
+		var done func()
+		live, done = g.Live(t.Workspace, t.Step, opts.RunDir)
+		defer done()
+	}
 	opts.OnEvent = func(ev supervisor.Event) {
 		hb.observe(ev)
+		if live != nil {
+			live(ev)
+		}
 		if next != nil {
 			next(ev)
 		}

@@ -59,6 +59,9 @@ const (
 // Entry is what one live flower says about itself.
 type Entry struct {
 	PID int `json:"pid"`
+	// Slot tells apart the generations one process runs at once (a
+	// worker's); 0 for a flower that runs one step.
+	Slot int `json:"slot,omitempty"`
 	// ProcStart is the process's start time as the kernel counts it
 	// (clock ticks since boot, /proc/PID/stat field 22): with the pid it
 	// names one process, never a later one that reuses the pid.
@@ -147,8 +150,33 @@ func checkDir(dir string) error {
 	return nil
 }
 
-// fileName is the entry file of pid.
-func fileName(pid int) string { return strconv.Itoa(pid) + ".json" }
+// fileName is the entry file of pid's slot.
+func fileName(pid, slot int) string {
+	if slot > 0 {
+		return strconv.Itoa(pid) + "-" + strconv.Itoa(slot) + ".json"
+	}
+	return strconv.Itoa(pid) + ".json"
+}
+
+// parseName reads pid and slot back from an entry file's name; ok is false
+// for any other name (a temporary file, a stranger's).
+func parseName(name string) (pid, slot int, ok bool) {
+	base, found := strings.CutSuffix(name, ".json")
+	if !found {
+		return 0, 0, false
+	}
+	pidText, slotText, hasSlot := strings.Cut(base, "-")
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 0 {
+		return 0, 0, false
+	}
+	if hasSlot {
+		if slot, err = strconv.Atoi(slotText); err != nil || slot <= 0 {
+			return 0, 0, false
+		}
+	}
+	return pid, slot, fileName(pid, slot) == name
+}
 
 // Handle is this process's entry, kept up to date. Its methods are safe for
 // concurrent use; a nil Handle does nothing (a flower whose registry could
@@ -183,7 +211,10 @@ func Register(dir string, e Entry, interval time.Duration) (*Handle, error) {
 	if e.Status == "" {
 		e.Status = StatusStarting
 	}
-	h := &Handle{path: filepath.Join(dir, fileName(pid)), every: interval, e: e,
+	if e.Slot < 0 {
+		e.Slot = 0
+	}
+	h := &Handle{path: filepath.Join(dir, fileName(pid, e.Slot)), every: interval, e: e,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := h.write(e); err != nil {
 		return nil, err
@@ -310,14 +341,13 @@ func List(dir string) ([]Entry, error) {
 	var out []Entry
 	for _, de := range des {
 		name := de.Name()
-		pidText, ok := strings.CutSuffix(name, ".json")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid <= 0 || fileName(pid) != name {
+		pid, slot, ok := parseName(name)
+		if !ok {
 			continue // not an entry (a temporary file, or a stranger's)
 		}
 		path := filepath.Join(dir, name)
 		e, err := readEntry(path)
-		if err != nil || e.PID != pid {
+		if err != nil || e.PID != pid || e.Slot != slot {
 			// Unreadable, or not what its name says: an entry a flower
 			// is writing is never seen half-written (rename), so this
 			// one is garbage, unless its process lives.
@@ -340,7 +370,10 @@ func List(dir string) ([]Entry, error) {
 		if a.Step != b.Step {
 			return a.Step < b.Step
 		}
-		return a.PID < b.PID
+		if a.PID != b.PID {
+			return a.PID < b.PID
+		}
+		return a.Slot < b.Slot
 	})
 	return out, nil
 }

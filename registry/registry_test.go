@@ -42,7 +42,7 @@ func TestRegisterListClose(t *testing.T) {
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("registry dir: %v %v", fi.Mode(), err)
 	}
-	if fi, err := os.Stat(filepath.Join(dir, fileName(os.Getpid()))); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(filepath.Join(dir, fileName(os.Getpid(), 0))); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("entry file: %v", err)
 	}
 	h.Event(event.Event{Kind: event.KindHandoff, Phase: event.PhaseWriting, Step: "a", Generation: 3, Context: 150_000, Window: 200_000, At: 150_000, CostUSD: 1.5})
@@ -96,7 +96,7 @@ func TestKilledEntryIsPruned(t *testing.T) {
 	if got, err := List(dir); err != nil || len(got) != 0 {
 		t.Fatalf("killed child still listed: %+v %v", got, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, fileName(cmd.Process.Pid))); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, fileName(cmd.Process.Pid, 0))); !os.IsNotExist(err) {
 		t.Errorf("the stale entry was not removed: %v", err)
 	}
 }
@@ -124,7 +124,7 @@ func TestUntrustedEntries(t *testing.T) {
 		return b
 	}
 	// This process, but started at another time: a reused pid.
-	write(fileName(me), entry(me, start+1))
+	write(fileName(me, 0), entry(me, start+1))
 	// pid 1 lives, but the file's name says another pid.
 	write("1.json", entry(me, start))
 	// Too large.
@@ -145,7 +145,7 @@ func TestUntrustedEntries(t *testing.T) {
 	if len(got) != 0 {
 		t.Fatalf("listed %+v", got)
 	}
-	if _, err := os.Stat(filepath.Join(dir, fileName(me))); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, fileName(me, 0))); !os.IsNotExist(err) {
 		t.Error("the reused pid's entry was kept")
 	}
 	if _, err := os.Stat(target); err != nil {
@@ -175,5 +175,35 @@ func TestDir(t *testing.T) {
 		if got, err := Dir(tt.env); err != nil || got != tt.want {
 			t.Errorf("Dir(%q) = %q, %v; want %q", tt.env, got, err, tt.want)
 		}
+	}
+}
+
+// A worker runs several generations at once: one entry per slot, each
+// removed on its own.
+func TestSlots(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ps")
+	var hs []*Handle
+	for slot := 1; slot <= 2; slot++ {
+		h, err := Register(dir, Entry{Front: FrontWorker, Workspace: "/ws", Step: "s" + strconv.Itoa(slot), Slot: slot}, time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	if got, err := List(dir); err != nil || len(got) != 2 || got[0].Slot != 1 || got[1].Slot != 2 {
+		t.Fatalf("list: %+v %v", got, err)
+	}
+	hs[0].Close()
+	if got, _ := List(dir); len(got) != 1 || got[0].Step != "s2" {
+		t.Fatalf("after closing slot 1: %+v", got)
+	}
+	hs[1].Close()
+	for _, name := range []string{"1-0.json", "1-x.json", "1--2.json", "-1.json", "01-2.json", "1-02.json"} {
+		if _, _, ok := parseName(name); ok {
+			t.Errorf("%s taken for an entry name", name)
+		}
+	}
+	if pid, slot, ok := parseName("12-3.json"); !ok || pid != 12 || slot != 3 {
+		t.Errorf("12-3.json: %d %d %v", pid, slot, ok)
 	}
 }

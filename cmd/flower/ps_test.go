@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,4 +217,56 @@ func equalKeys[T comparable](a, b []T) bool {
 		}
 	}
 	return true
+}
+
+// frames cancels its context once it has seen n screens of flower ps -w.
+type frames struct {
+	mu     sync.Mutex
+	b      strings.Builder
+	n      int
+	cancel func()
+}
+
+func (f *frames) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.b.Write(p)
+	if strings.Count(f.b.String(), "\x1b[H\x1b[2J") >= f.n {
+		f.cancel()
+	}
+	return len(p), nil
+}
+
+// flower ps -w redraws in place until interrupted, following the entries;
+// --json with -w, and arguments, are refused.
+func TestPSWatch(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ps")
+	h, err := registry.Register(dir, registry.Entry{Front: registry.FrontRelay, Workspace: "/ws/one", Step: "watched"}, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &frames{n: 3, cancel: cancel}
+	env := []string{registry.EnvDir + "=" + dir, "HOME=/ws"}
+	err = runIn(ctx, []string{"flower", "ps", "-w", "--interval", "10ms"}, proc{stdin: strings.NewReader(""), stdout: out, stderr: io.Discard, env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	screens := strings.Split(out.b.String(), "\x1b[H\x1b[2J")
+	if len(screens) < 4 {
+		t.Fatalf("%d screens", len(screens)-1)
+	}
+	for _, s := range screens[1:] {
+		if !strings.Contains(s, "~/one") || !strings.Contains(s, "watched") || !strings.Contains(s, "relay") {
+			t.Errorf("screen:\n%s", s)
+		}
+	}
+	for _, args := range [][]string{{"ps", "-w", "--json"}, {"ps", "extra"}, {"ps", "--interval", "0s"}} {
+		err := runIn(context.Background(), append([]string{"flower"}, args...), proc{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, env: env})
+		if exitCode(err) != exitUsage {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
 }

@@ -132,6 +132,8 @@ type jobSettings struct {
 	// harnessEnv is the harness's base environment (flower's own, or the
 	// demo's).
 	harnessEnv []string
+	// unlisted: the run writes no entry for flower ps (the demo).
+	unlisted bool
 	// front, when set, gives the front that runs the harness and where the
 	// events go, once the run's log is open (the interactive mode); the
 	// headless front and the renderer otherwise.
@@ -209,8 +211,11 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		launcher, onEvent = set.front(logger)
 		frontName = registry.FrontInteractive
 	}
-	live := register(p, logger, registry.Entry{Front: frontName, Workspace: workspace, Step: set.step, RunDir: runDir})
-	onEvent = live.Tee(onEvent)
+	var live *registry.Handle
+	if !set.unlisted {
+		live = register(p, logger, registry.Entry{Front: frontName, Workspace: workspace, Step: set.step, RunDir: runDir})
+		onEvent = live.Tee(onEvent)
+	}
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: set.handoff, Compact: set.compact,
 		HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, Env: set.harnessEnv, Model: set.model,
