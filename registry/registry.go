@@ -30,7 +30,7 @@ import (
 
 // EnvDir names the environment variable that sets the registry's
 // directory; without it the registry is $XDG_RUNTIME_DIR/flower/ps, else
-// ~/.cache/flower/ps.
+// $XDG_CACHE_HOME/flower/ps, else ~/.cache/flower/ps.
 const EnvDir = "FLOWER_PS_DIR"
 
 // MaxEntrySize bounds what is read of one entry file.
@@ -96,7 +96,7 @@ func (e Entry) ToHandoff() int {
 
 // Dir is the registry's directory for env (a process environment): the
 // EnvDir variable, else $XDG_RUNTIME_DIR/flower/ps, else
-// $HOME/.cache/flower/ps.
+// $XDG_CACHE_HOME/flower/ps, else $HOME/.cache/flower/ps.
 func Dir(env []string) (string, error) {
 	get := func(k string) string {
 		for i := len(env) - 1; i >= 0; i-- {
@@ -110,6 +110,9 @@ func Dir(env []string) (string, error) {
 		return filepath.Abs(d)
 	}
 	if d := get("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "flower", "ps"), nil
+	}
+	if d := get("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "flower", "ps"), nil
 	}
 	home := get("HOME")

@@ -171,6 +171,7 @@ func TestDir(t *testing.T) {
 		{[]string{"HOME=/h", "XDG_RUNTIME_DIR=/run/user/5", EnvDir + "=/x/ps"}, "/x/ps"},
 		{[]string{"HOME=/h", "XDG_RUNTIME_DIR=/run/user/5"}, "/run/user/5/flower/ps"},
 		{[]string{"HOME=/h", "XDG_RUNTIME_DIR=relative"}, "/h/.cache/flower/ps"},
+		{[]string{"HOME=/h", "XDG_CACHE_HOME=/c"}, "/c/flower/ps"},
 	} {
 		if got, err := Dir(tt.env); err != nil || got != tt.want {
 			t.Errorf("Dir(%q) = %q, %v; want %q", tt.env, got, err, tt.want)
