@@ -52,6 +52,8 @@ const (
 	StatusWriting   = "writing a handoff"
 	StatusHandedOff = "handed off"
 	StatusRetrying  = "retrying"
+	StatusLimit     = "waiting for a limit"
+	StatusAPIRetry  = "waiting to retry the API"
 	StatusTurnEnded = "turn ended"
 	StatusFinishing = "finishing"
 )

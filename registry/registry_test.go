@@ -208,3 +208,36 @@ func TestSlots(t *testing.T) {
 		t.Errorf("12-3.json: %d %d %v", pid, slot, ok)
 	}
 }
+
+// The status follows the run: a wait for a rate limit, then work again
+// once a main-thread response arrives.
+func TestStatusFollowsEvents(t *testing.T) {
+	h, err := Register(filepath.Join(t.TempDir(), "ps"), Entry{Step: "s"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	steps := []struct {
+		ev   event.Event
+		want string
+	}{
+		{event.Event{Kind: event.KindGeneration, Generation: 1}, StatusStarting},
+		{event.Event{Kind: event.KindRaw, Raw: []byte(`{"type":"system","subtype":"api_retry","attempt":1,"retry_delay_ms":597,"error_status":429,"error":"rate_limit"}`)}, StatusLimit},
+		{event.Event{Kind: event.KindRaw, Raw: []byte(`{"type":"assistant","parent_tool_use_id":"toolu_1","message":{}}`)}, StatusLimit}, // a subagent's
+		{event.Event{Kind: event.KindRaw, Raw: []byte(`{"type":"assistant","parent_tool_use_id":null,"message":{}}`), Context: 1000}, StatusWorking},
+		{event.Event{Kind: event.KindRaw, Raw: []byte(`{"type":"system","subtype":"api_retry","error_status":529,"error":"overloaded"}`)}, StatusAPIRetry},
+		{event.Event{Kind: event.KindHandoff, Phase: event.PhaseNear}, StatusNear},
+		{event.Event{Kind: event.KindHandoff, Phase: event.PhaseWriting}, StatusWriting},
+		{event.Event{Kind: event.KindHandoff, Phase: event.PhaseDone, Context: 150_000}, StatusHandedOff},
+		{event.Event{Kind: event.KindRetry}, StatusRetrying},
+	}
+	for i, s := range steps {
+		h.Event(s.ev)
+		if got := h.Entry().Status; got != s.want {
+			t.Errorf("step %d: status %q, want %q", i, got, s.want)
+		}
+	}
+	if e := h.Entry(); e.LastResponse.IsZero() || e.Context != 1000 || e.Generation != 1 {
+		t.Errorf("entry %+v", e)
+	}
+}

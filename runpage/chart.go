@@ -95,6 +95,10 @@ func buildChart(s *Step, lang Lang, now time.Time) chart {
 	for _, m := range append(append([]Mark{}, s.Cuts...), s.Retries...) {
 		see(m.Time)
 	}
+	for _, w := range s.Waits {
+		see(w.Time)
+		see(w.Time.Add(w.Delay))
+	}
 	for _, g := range st.Generations {
 		see(g.StartedAt)
 		if g.EndedAt != nil {
@@ -213,6 +217,16 @@ func buildChart(s *Step, lang Lang, now time.Time) chart {
 			c.Bands = append(c.Bands, band{X: x0, W: round1(max(x-x0, 1)), Class: "writing-band",
 				Title: fmt.Sprintf("%s · %s %d · %.1fs", lang.label("writing"), lang.label("gen"), g.N, g.Handoff.WritingSeconds)})
 		}
+	}
+	for _, w := range s.Waits {
+		cls, label := "wait", lang.label("apiRetry")
+		if w.Limit() {
+			cls, label = "wait limit", lang.label("limit")
+		}
+		x0 := xOf(w.Time)
+		title := fmt.Sprintf("%s · %s %d · HTTP %d %s · %.1fs · #%d", label, lang.label("gen"), w.Generation, w.Status, w.Error, w.Delay.Seconds(), w.Attempt)
+		c.Bands = append(c.Bands, band{X: x0, W: round1(max(xOf(w.Time.Add(w.Delay))-x0, 1)), Class: "wait-band", Title: title})
+		c.VLines = append(c.VLines, vline{X: x0, LabelY: c.PlotY0 + 54, Class: cls, Label: label, Title: title})
 	}
 	for _, m := range s.Retries {
 		c.VLines = append(c.VLines, vline{X: xOf(m.Time), LabelY: c.PlotY0 + 40, Class: "retry", Label: lang.label("retry"),

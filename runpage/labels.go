@@ -23,7 +23,7 @@ var labels = map[Lang]map[string]string{
 		"receipt": "Receipt", "noGens": "no generations yet", "noResponses": "no API response recorded yet",
 		"responses": "responses", "attempts": "Failed attempts", "model": "Model", "ended": "Ended", "why": "why",
 		"legendWorking": "working turn", "runs": "Runs", "noRuns": "no runs yet", "steps": "Steps",
-		"skipped": "log lines skipped (not records)",
+		"skipped": "log lines skipped (not records)", "limit": "waiting for a limit", "apiRetry": "API retry",
 	},
 	LangZh: {
 		"title": "flower 运行", "run": "运行目录", "workspace": "工作区", "started": "开始", "updated": "更新",
@@ -36,7 +36,7 @@ var labels = map[Lang]map[string]string{
 		"receipt": "回执", "noGens": "还没有代", "noResponses": "还没有记录到 API 响应",
 		"responses": "次响应", "attempts": "失败尝试", "model": "模型", "ended": "结束", "why": "原因",
 		"legendWorking": "干活的轮次", "runs": "运行", "noRuns": "还没有运行", "steps": "步骤",
-		"skipped": "日志中跳过的行(不是记录)",
+		"skipped": "日志中跳过的行(不是记录)", "limit": "等待限额", "apiRetry": "API 重试",
 	},
 }
 

@@ -44,6 +44,9 @@ type Step struct {
 	Responses []Response
 	Cuts      []Mark
 	Retries   []Mark
+	// Waits are the harness's waits before asking the API again (a rate
+	// limit, an overload, a server error).
+	Waits []Wait
 	// Written and Launched are the handoff documents by the generation
 	// that wrote them, as written and as launched when a person edited
 	// the file in between.
@@ -71,6 +74,19 @@ type Mark struct {
 	Text       string
 }
 
+// Wait is one wait of the harness before it asked the API again.
+type Wait struct {
+	Time       time.Time
+	Generation int
+	Delay      time.Duration
+	Status     int    // the HTTP status that made it wait
+	Error      string // the harness's name for it: rate_limit, overloaded, …
+	Attempt    int
+}
+
+// Limit reports whether the wait was for a rate limit.
+func (w Wait) Limit() bool { return w.Status == 429 || w.Error == "rate_limit" }
+
 // Document is a handoff document as the log recorded it.
 type Document struct {
 	Time     time.Time
@@ -96,6 +112,11 @@ type record struct {
 	Document string    `json:"document"`
 	Reason   string    `json:"reason"`
 	Why      string    `json:"why"`
+
+	Attempt     int    `json:"attempt"`
+	DelayMS     int64  `json:"retry_delay_ms"`
+	ErrorStatus int    `json:"error_status"`
+	Error       string `json:"error"`
 }
 
 // Load reads the run in dir: its manifest and its log. A missing log is an
@@ -174,6 +195,7 @@ const (
 	msgWritten   = "handoff document as written"
 	msgLaunched  = "handoff launched as edited"
 	msgAttemptKO = "attempt failed"
+	msgAPIRetry  = "api retry"
 )
 
 // fold adds one log line to the run; false: it is no record.
@@ -196,6 +218,9 @@ func (run *Run) fold(line []byte, steps map[string]*Step) bool {
 			Window: r.Window, At: r.At, WarnAt: r.WarnAt})
 	case msgCut:
 		s.Cuts = append(s.Cuts, Mark{Time: r.Time, Generation: r.Gen, Context: r.Context, Text: r.Reason})
+	case msgAPIRetry:
+		s.Waits = append(s.Waits, Wait{Time: r.Time, Generation: r.Gen, Delay: time.Duration(max(r.DelayMS, 0)) * time.Millisecond,
+			Status: r.ErrorStatus, Error: r.Error, Attempt: r.Attempt})
 	case msgAttemptKO:
 		s.Retries = append(s.Retries, Mark{Time: r.Time, Generation: r.Gen, Text: r.Why})
 	case msgWritten:

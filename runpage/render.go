@@ -229,7 +229,7 @@ const pageHTML = `<!DOCTYPE html>
 {{end}}{{range .Chart.Points}}<circle class="{{.Class}}" data-gen="{{.Gen}}" cx="{{.X}}" cy="{{.Y}}" r="3"><title>{{.Title}}</title></circle>
 {{end}}{{if .Chart.Empty}}<text class="empty" x="{{printf "%.1f" (div2 .Chart.W)}}" y="{{printf "%.1f" (div2 .Chart.H)}}" text-anchor="middle">{{call $.L "noResponses"}}</text>{{end}}
 </svg>
-<p class="legend"><span class="key working"></span>{{call $.L "legendWorking"}} <span class="key writing"></span>{{call $.L "writing"}} <span class="key cut"></span>{{call $.L "cut"}} <span class="key handoff"></span>{{call $.L "handoff"}} <span class="key degraded"></span>{{call $.L "degraded"}} <span class="key retry"></span>{{call $.L "retry"}}</p>
+<p class="legend"><span class="key working"></span>{{call $.L "legendWorking"}} <span class="key writing"></span>{{call $.L "writing"}} <span class="key cut"></span>{{call $.L "cut"}} <span class="key handoff"></span>{{call $.L "handoff"}} <span class="key degraded"></span>{{call $.L "degraded"}} <span class="key retry"></span>{{call $.L "retry"}} <span class="key wait"></span>{{call $.L "limit"}}</p>
 </figure>
 <h3>{{call $.L "task"}}</h3>
 <pre class="task">{{.Result.Task}}</pre>

@@ -55,6 +55,8 @@ svg.chart .mark.handoff line { stroke: var(--handoff); } svg.chart .mark.handoff
 svg.chart .mark.degraded line { stroke: var(--degraded); stroke-width: 2.5; } svg.chart .mark.degraded text { fill: var(--degraded); font-weight: 700; }
 svg.chart .mark.retry line { stroke: var(--retry); stroke-dasharray: 1 3; } svg.chart .mark.retry text { fill: var(--retry); }
 svg.chart .writing-band { fill: var(--writing); opacity: .12; }
+svg.chart .wait-band { fill: var(--retry); opacity: .18; }
+svg.chart .mark.wait line { stroke: var(--retry); } svg.chart .mark.wait text { fill: var(--retry); }
 svg.chart polyline.gen { fill: none; stroke: var(--accent); stroke-width: 1.6; }
 svg.chart circle.pt { fill: var(--accent); stroke: var(--bg); stroke-width: 1; }
 svg.chart circle.pt.writing { fill: var(--writing); }
@@ -63,7 +65,7 @@ svg.chart .empty { font-size: 14px; }
 .legend .key { display: inline-block; width: 14px; height: 3px; vertical-align: middle; margin: 0 4px 0 12px; background: var(--accent); }
 .legend .key.writing { background: var(--writing); } .legend .key.cut { background: var(--cut); }
 .legend .key.handoff { background: var(--handoff); } .legend .key.degraded { background: var(--degraded); height: 5px; }
-.legend .key.retry { background: var(--retry); }
+.legend .key.retry, .legend .key.wait { background: var(--retry); }
 section.generation { border-left: 3px solid var(--line); padding-left: 12px; margin: 16px 0; }
 section.generation.degraded { border-left-color: var(--degraded); }
 pre.diff span { display: block; } pre.diff .ins { background: var(--ins); } pre.diff .del { background: var(--del); text-decoration: line-through; }

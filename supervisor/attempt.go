@@ -385,6 +385,13 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 		if ev.Subtype == "compact_boundary" {
 			a.compaction("a compact_boundary line")
 		}
+		if ev.Subtype == "api_retry" {
+			// The harness waits and asks the API again (a rate limit, an
+			// overload): the run's page marks the wait (DESIGN.md «Run page»).
+			r := gjson.ParseBytes(ev.Raw)
+			a.log.Info("api retry", "attempt", r.Get("attempt").Int(), "max_retries", r.Get("max_retries").Int(),
+				"retry_delay_ms", r.Get("retry_delay_ms").Int(), "error_status", r.Get("error_status").Int(), "error", r.Get("error").String())
+		}
 	case transcript.KindResult:
 		a.startProbe()
 		a.retirePredecessor()

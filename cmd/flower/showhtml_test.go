@@ -21,12 +21,13 @@ const hostileTask = `Build the parser. <script>alert("task")</script> "><img src
 // threeGenerations runs flower on the real harness through three
 // generations: the first handoff degraded (the writing turn leaves out
 // every section), the second written and then edited by a person before
-// the successor launched from it. It returns the workspace and the run dir.
+// the successor launched from it; the third meets a rate limit once. It
+// returns the workspace and the run dir.
 func threeGenerations(t *testing.T) (ws, runDir string) {
 	t.Helper()
 	ws = t.TempDir()
 	var mu sync.Mutex
-	handoffs, round := 0, 0
+	handoffs, round, limited := 0, 0, false
 	srv, err := scriptedapi.Start(func(r *scriptedapi.Request) scriptedapi.Reply {
 		if r.Kind != scriptedapi.KindMain {
 			return scriptedapi.Harmless(r)
@@ -46,6 +47,12 @@ func threeGenerations(t *testing.T) (ws, runDir string) {
 				return scriptedapi.Reply{Usage: u(156_000), Text: "I lost track <b>of</b> it all."}
 			}
 			return scriptedapi.Reply{Usage: u(156_000), Text: "## 现在在做 (doing)\nParsing expressions.\n\n## 下一步 (next)\nPARSER-NEXT: parse statements.\n"}
+		}
+		if handoffs == 2 && !limited {
+			// The third generation's first request meets a rate limit:
+			// the harness waits and asks again.
+			limited = true
+			return scriptedapi.Reply{Status: 429, ErrorType: "rate_limit_error", ErrorMessage: "slow down"}
 		}
 		round++
 		switch {
@@ -133,7 +140,8 @@ func threeGenerations(t *testing.T) (ws, runDir string) {
 // A run's page in real headless chromium: one self-contained file that
 // loads with no console error and no request, a chart with one point per
 // main-thread response, three generations, the degraded mark, and the
-// person's edit as a diff; markup from the run is text. The same for a run
+// person's edit as a diff, the wait for a rate limit; markup from the run
+// is text. The same for a run
 // stopped by the generation limit. With -update, the README's screenshot
 // (docs/run-page.png) is made from the three-generation run.
 func TestShowHTMLInBrowser(t *testing.T) {
@@ -164,6 +172,9 @@ func TestShowHTMLInBrowser(t *testing.T) {
 		diff := p.Text(`section.generation[data-gen="2"] pre.diff .ins`)
 		if !strings.Contains(diff, "PERSON-ADDED") || !strings.Contains(p.Text(`section.generation[data-gen="2"] pre.diff .del`), "parse statements.") {
 			t.Errorf("the person's edit is not shown as a diff: ins %q", diff)
+		}
+		if n := p.Count("svg.chart .mark.wait.limit"); n != 1 {
+			t.Errorf("%d waits for a limit marked, want 1", n)
 		}
 		if n := p.Count("pre.diff"); n != 1 {
 			t.Errorf("%d diffs, want the one edit", n)
