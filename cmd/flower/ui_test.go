@@ -17,6 +17,7 @@ import (
 
 	"github.com/flowerhq/flower/integration/pagecheck"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/runpage"
 	"github.com/flowerhq/flower/scriptedapi"
 )
@@ -104,6 +105,28 @@ func TestUIHandler(t *testing.T) {
 	}
 	if w := get(ht, "192.0.2.7:41000", "box:8470", "/", "Cookie", tokenCookie+"=s3cret"); w.Code != 200 {
 		t.Errorf("token in the cookie: %d", w.Code)
+	}
+}
+
+// flower ui --machine lists the runs of every workspace with a live
+// flower in the registry, and of no other.
+func TestUIMachine(t *testing.T) {
+	ws, idle := t.TempDir(), t.TempDir()
+	fakeRuns(t, ws, "20261201-080000")
+	fakeRuns(t, idle, "20261201-070000")
+	psDir := filepath.Join(t.TempDir(), "ps")
+	h, err := registry.Register(psDir, registry.Entry{Front: registry.FrontHeadless, Workspace: ws, Step: "main"}, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &runSource{psDir: psDir, lang: runpage.LangZh}
+	runs := src.runs()
+	if len(runs) != 1 || runs[0].Workspace != ws {
+		t.Fatalf("runs %+v", runs)
+	}
+	h.Close()
+	if runs := src.runs(); len(runs) != 0 {
+		t.Errorf("with no live flower: %+v", runs)
 	}
 }
 
