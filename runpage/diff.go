@@ -11,7 +11,7 @@ type DiffLine struct {
 
 // maxDiffCells bounds the diff's table (lines × lines); past it the diff
 // is the old text removed and the new added.
-const maxDiffCells = 4 << 20
+const maxDiffCells = 1 << 20
 
 // Diff is the line diff from a to b, by longest common subsequence.
 func Diff(a, b string) []DiffLine {
