@@ -188,6 +188,21 @@ func TestShowHTMLInBrowser(t *testing.T) {
 		if !strings.Contains(p.Text("pre.document"), "I lost track <b>of</b> it all.") && !strings.Contains(p.Text("section.generation.degraded"), "missing") {
 			t.Errorf("the degraded handoff's document is not shown")
 		}
+		// Dark mode follows the system; print is dark on white.
+		bg := func() (s string) {
+			p.Eval("getComputedStyle(document.body).backgroundColor", &s)
+			return s
+		}
+		p.EmulateDark(true)
+		if got := bg(); got != "rgb(21, 21, 23)" {
+			t.Errorf("dark mode background %s", got)
+		}
+		p.Screenshot(filepath.Join(t.ArtifactDir(), "three-generations-dark.png"), 1000, 0)
+		p.EmulatePrint(true)
+		if got := bg(); got != "rgb(255, 255, 255)" {
+			t.Errorf("print background %s", got)
+		}
+		p.EmulatePrint(false)
 		if *update {
 			p.EmulateDark(false)
 			p.Screenshot(filepath.Join("..", "..", "docs", "run-page.png"), 1000, 1100)

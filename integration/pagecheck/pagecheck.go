@@ -423,6 +423,18 @@ func (p *Page) EmulateDark(dark bool) {
 	}
 }
 
+// EmulatePrint makes the page render for print (or for the screen).
+func (p *Page) EmulatePrint(print bool) {
+	p.t.Helper()
+	media := ""
+	if print {
+		media = "print"
+	}
+	if err := p.b.call(p.session, "Emulation.setEmulatedMedia", map[string]any{"media": media}, nil); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
