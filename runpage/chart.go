@@ -142,6 +142,7 @@ func buildChart(s *Step, lang Lang, now time.Time) chart {
 	if window > 0 && window <= top*12/10 {
 		top = max(top, window)
 	}
+	top = 4 * niceStep((top+3)/4) // four even steps the axis can label roundly
 	xOf := func(t time.Time) float64 {
 		f := float64(t.Sub(t0)) / float64(t1.Sub(t0))
 		return round1(c.PlotX0 + f*(c.PlotX1-c.PlotX0))
@@ -253,3 +254,17 @@ func buildChart(s *Step, lang Lang, now time.Time) chart {
 }
 
 func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+
+// niceStep is the smallest 1, 2, 2.5 or 5 × 10^k that is at least n.
+func niceStep(n int) int {
+	if n <= 1 {
+		return 1
+	}
+	for p := 1; ; p *= 10 {
+		for _, m := range []int{10, 20, 25, 50} {
+			if v := m * p / 10; v >= n && v > 0 {
+				return v
+			}
+		}
+	}
+}

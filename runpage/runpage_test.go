@@ -80,3 +80,11 @@ func TestLoadAndRenderUntrusted(t *testing.T) {
 		t.Error("a log that is a link was read")
 	}
 }
+
+func TestNiceStep(t *testing.T) {
+	for n, want := range map[int]int{1: 1, 3: 5, 41_250: 50_000, 50_000: 50_000, 50_001: 100_000, 20_625: 25_000, 1_100_000: 2_000_000} {
+		if got := niceStep(n); got != want {
+			t.Errorf("niceStep(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
