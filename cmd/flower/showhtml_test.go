@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -273,4 +275,36 @@ func exitOf(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// flower show --html writes RUN_DIR/run.html and prints its path, or the
+// page on stdout with -o -; bad flags are usage errors.
+func TestShowHTMLCLI(t *testing.T) {
+	ws := t.TempDir()
+	fakeRuns(t, ws, "20261201-080000")
+	dir := filepath.Join(ws, ".flower", "runs", "20261201-080000")
+	var out, errOut strings.Builder
+	if err := run(context.Background(), []string{"flower", "show", "--html", "-C", ws}, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(dir, "run.html")
+	if got := strings.TrimSpace(out.String()); got != page {
+		t.Errorf("printed %q, want %q", got, page)
+	}
+	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), `<svg class="chart"`) || !strings.Contains(string(b), "主线程") {
+		t.Errorf("run.html: %v", err)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"flower", "show", "--html", "--lang", "en", "-o", "-", dir}, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "<!DOCTYPE html>") || !strings.Contains(out.String(), "Main-thread context") {
+		t.Errorf("stdout is not the English page")
+	}
+	for _, args := range [][]string{{"--html", "--json"}, {"--html", "--lang", "fr"}} {
+		err := run(context.Background(), append(append([]string{"flower", "show"}, args...), dir), strings.NewReader(""), io.Discard, io.Discard)
+		if exitCode(err) != exitUsage {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
 }
