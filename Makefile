@@ -42,11 +42,15 @@ agent-sdk:
 temporal:
 	@scripts/install-temporal.sh
 
-# tmux: the demo's screen is checked under a real terminal.
+# tmux: the demo's screen is checked under a real terminal. chromium: a
+# run's page is checked in a real headless browser (integration/pagecheck).
 tools:
 	@command -v tmux >/dev/null || { echo "installing tmux"; \
 	  (apt-get update -qq && apt-get install -y -qq tmux) >/dev/null || \
 	  { echo "tmux is required (apt-get install tmux)" >&2; exit 1; }; }
+	@command -v chromium >/dev/null || { echo "installing chromium"; \
+	  (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null || \
+	  { echo "chromium is required (apt-get install chromium)" >&2; exit 1; }; }
 
 # Unit tests, then the integration tests that drive the real harness
 # against the scripted Messages API on 127.0.0.1.

@@ -55,6 +55,10 @@ type Generations struct {
 	// Roots are where this worker runs steps (ResolveRoots); a step whose
 	// workspace is elsewhere is refused. None refuses every step.
 	Roots Roots
+	// Live, when set, is told of each generation as it starts (what flower
+	// ps lists, DESIGN.md «Live registry»): its events go to onEvent, and
+	// done is called when the generation ends.
+	Live func(workspace, step, runDir string) (onEvent func(supervisor.Event), done func())
 }
 
 // RunDir is where a step run as workflow workflowID keeps its manifest:
@@ -105,8 +109,17 @@ func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*Outcom
 	opts.WorkbenchDir = ""
 	opts.RunDir = RunDir(workspace, info.WorkflowExecution.ID)
 	next := opts.OnEvent
+	var live func(supervisor.Event)
+	if g.Live != nil {
+		var done func()
+		live, done = g.Live(workspace, t.Step, opts.RunDir)
+		defer done()
+	}
 	opts.OnEvent = func(ev supervisor.Event) {
 		hb.observe(ev)
+		if live != nil {
+			live(ev)
+		}
 		if next != nil {
 			next(ev)
 		}

@@ -137,6 +137,8 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 		path = ""
 	}
 	rec.Path, rec.Sections = path, h.Filled()
+	// The document as written, for the run's page (DESIGN.md «Run page»).
+	b.Log.Info("handoff document as written", "of_gen", gen.N, "degraded", rec.Degraded, "path", path, "document", string(md))
 	if path != "" {
 		st.HandoffPath = path
 	}
@@ -176,6 +178,10 @@ func (b Books) Launch(f Frozen) string {
 			st.AddError(fmt.Sprintf("read handoff %s: %v; the successor gets the document as written", f.Path, err))
 		default:
 			f.Record.SHA256Launched = Digest(data)
+			if f.Record.SHA256Launched != f.Record.SHA256Written {
+				// A person edited the file: the page shows the edit (DESIGN.md «Run page»).
+				b.Log.Info("handoff launched as edited", "path", f.Path, "document", string(data))
+			}
 			if onDisk := handoffwriter.Parse(string(data)); onDisk.Complete() {
 				onDisk.Step = st.Name
 				launch = onDisk

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/integration/pagecheck"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/transcript"
@@ -457,6 +458,12 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 	}
 	if st := m.Step("main"); st.Status != manifest.StatusSucceeded || len(st.Generations) != 2 || st.SessionID != g2.SessionID || len(st.Retired) != 1 {
 		t.Errorf("after continue: status %s, %d generations, session %q (want %q), retired %q", st.Status, len(st.Generations), st.SessionID, g2.SessionID, st.Retired)
+	}
+
+	// The run's page, in headless chromium, as a headless run's (DESIGN.md «Run page»).
+	page := pagecheck.Start(t).RunPage(t, r.flower, filepath.Dir(runs[0]), "zh", filepath.Join(t.ArtifactDir(), "interactive.png"))
+	if n := page.Count("svg.chart .mark.handoff"); n != 1 {
+		t.Errorf("%d handoff marks on the interactive run's chart, want 1", n)
 	}
 }
 

@@ -295,8 +295,14 @@ func (a *attemptRun) event(kind EventKind) Event {
 // is over with the returned outcome.
 func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 	rt, st := a.rt, a.st
-	prevSession := a.meter.SessionID
+	prevSession, prevResponses := a.meter.SessionID, a.meter.Responses
 	a.meter.Observe(ev)
+	if a.meter.Responses != prevResponses {
+		// One small record per main-thread response, the points of a run's
+		// chart (DESIGN.md «Run page»); the phase says a writing turn's.
+		a.log.Info("response", "context", a.meter.Context, "window", a.rt.policy.Window,
+			"at", a.rt.policy.At(), "warn_at", a.rt.policy.WarnAt())
+	}
 	if a.phase != phaseWriting && ev.Raw != nil {
 		// The harness's own line, for programs following the run; the
 		// writing turn is not streamed (DESIGN.md «Writing turn»): its result is the done event.
@@ -378,6 +384,13 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 	case transcript.KindSystem:
 		if ev.Subtype == "compact_boundary" {
 			a.compaction("a compact_boundary line")
+		}
+		if ev.Subtype == "api_retry" {
+			// The harness waits and asks the API again (a rate limit, an
+			// overload): the run's page marks the wait (DESIGN.md «Run page»).
+			r := gjson.ParseBytes(ev.Raw)
+			a.log.Info("api retry", "attempt", r.Get("attempt").Int(), "max_retries", r.Get("max_retries").Int(),
+				"retry_delay_ms", r.Get("retry_delay_ms").Int(), "error_status", r.Get("error_status").Int(), "error", r.Get("error").String())
 		}
 	case transcript.KindResult:
 		a.startProbe()

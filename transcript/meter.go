@@ -21,6 +21,9 @@ type Meter struct {
 	Results int
 	// ContextWindow is the largest window any result reported (0 if none).
 	ContextWindow int
+	// Responses counts the main-thread API responses that moved Context
+	// (or set it again): one per response, duplicate lines counted once.
+	Responses int
 
 	lastMessageID string
 }
@@ -51,6 +54,7 @@ func (m *Meter) Observe(ev *Event) (contextChanged bool) {
 		}
 		changed := ctx != m.Context
 		m.Context = ctx
+		m.Responses++
 		return changed
 	case KindResult:
 		m.Results++

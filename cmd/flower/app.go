@@ -67,12 +67,17 @@ Many machines (Temporal):
 Started by an Agent SDK application in the harness's place (its
 pathToClaudeCodeExecutable, or cli_path), flower acts as the harness; its
 settings then come from FLOWER_* environment variables (see the README).`,
-		Flags:  runFlags(),
-		Action: func(c *cli.Context) error { return runAction(c, p) },
+		Flags: runFlags(),
+		Action: func(c *cli.Context) error {
+			if err := mistypedCommand(c); err != nil {
+				return err
+			}
+			return runAction(c, p)
+		},
 		// Built for this run: urfave/cli's setup rewrites a command's
 		// HelpName in place, so commands shared between runs in one
 		// process (the tests) would show "flower flower run".
-		Commands: []*cli.Command{runCommand(p), continueCommand(p), rerunCommand(p), showCommand(p), logsCommand(p), demoCommand(p),
+		Commands: []*cli.Command{runCommand(p), continueCommand(p), rerunCommand(p), showCommand(p), logsCommand(p), psCommand(p), uiCommand(p), demoCommand(p),
 			workerCommand(p), submitCommand(p), handoffCommand(p)},
 		Reader:               p.stdin,
 		Writer:               p.stdout,

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -205,12 +206,24 @@ func pastRunDir(c *cli.Context) (string, error) {
 // envPauseAfterFreeze is a test hook, not a feature: set to a duration, it
 // makes flower wait that long after freezing a handoff file and before the
 // successor starts, so that a test can kill flower at exactly that point
-// (integration/crash_test.go).
+// (integration/crash_test.go); set to file:PATH, it waits until PATH exists
+// and removes it, so that a test can edit the handoff at that point.
 const envPauseAfterFreeze = "FLOWER_TEST_PAUSE_AFTER_FREEZE"
 
 // pauseAfterFreeze returns the AfterFreeze hook the test hook asks for, or
 // nil.
 func pauseAfterFreeze() func(string) {
+	if gate, ok := strings.CutPrefix(os.Getenv(envPauseAfterFreeze), "file:"); ok && gate != "" {
+		// Wait until the test creates the gate file (it edits the
+		// handoff meanwhile, as a person would), then take it away.
+		return func(string) {
+			for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if err := os.Remove(gate); err == nil {
+					return
+				}
+			}
+		}
+	}
 	d, err := time.ParseDuration(os.Getenv(envPauseAfterFreeze))
 	if err != nil || d <= 0 {
 		return nil

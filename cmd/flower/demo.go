@@ -114,6 +114,9 @@ func demoAction(c *cli.Context, p proc) (err error) {
 		view:       viewSettings{lang: c.String("lang"), output: outputText, quiet: c.Bool("quiet")},
 		verbose:    c.Bool("verbose"),
 		harnessEnv: demo.HarnessEnv(os.Environ(), home, srv.Env()),
+		// The demo leaves the person's HOME as it found it: no registry
+		// entry (flower ps does not list it).
+		unlisted: true,
 	}
 	p.harnessArgs = demo.HarnessArgs
 	job, err := setupJob(set, p)

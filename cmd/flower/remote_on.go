@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -28,6 +29,7 @@ import (
 	"github.com/flowerhq/flower/fleet"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/supervisor"
 )
 
@@ -80,7 +82,12 @@ func workerAction(c *cli.Context, p proc) error {
 	}
 	defer cl.Close()
 	status := console.NewStatus(p.stderr, lang)
-	g := &fleet.Generations{Identity: identity, Roots: roots, Options: supervisor.Options{
+	var slots atomic.Int64
+	g := &fleet.Generations{Identity: identity, Roots: roots, Live: func(workspace, step, runDir string) (func(event.Event), func()) {
+		h := register(p, logger, registry.Entry{Front: registry.FrontWorker, Workspace: workspace, Step: step, RunDir: runDir,
+			Slot: int(slots.Add(1))})
+		return h.Event, func() { h.Close() }
+	}, Options: supervisor.Options{
 		Handoff: set.handoff, Compact: set.compact, HarnessPath: harnessPath, HarnessArgs: p.harnessArgs,
 		Env: set.harnessEnv, Model: set.model, MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout,
 		TaskCarry: set.taskCarry, Logger: logger,

@@ -20,6 +20,7 @@ import (
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/supervisor"
 	"github.com/flowerhq/flower/workbench"
 )
@@ -96,9 +97,12 @@ type job struct {
 	render      *renderer
 	logFile     *os.File
 	logger      *slog.Logger
+	// live is the run's entry in flower ps's registry (nil: unlisted).
+	live *registry.Handle
 }
 
 func (j *job) close() {
+	j.live.Close()
 	j.render.close()
 	j.logFile.Close()
 }
@@ -138,6 +142,8 @@ type jobSettings struct {
 	// harnessEnv is the harness's base environment (flower's own, or the
 	// demo's).
 	harnessEnv []string
+	// unlisted: the run writes no entry for flower ps (the demo).
+	unlisted bool
 	// front, when set, gives the front that runs the harness and where the
 	// events go, once the run's log is open (the interactive mode); the
 	// headless front and the renderer otherwise.
@@ -256,8 +262,15 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var launcher front.Launcher
 	onEvent := render.event
+	frontName := registry.FrontHeadless
 	if set.front != nil {
 		launcher, onEvent = set.front(logger)
+		frontName = registry.FrontInteractive
+	}
+	var live *registry.Handle
+	if !set.unlisted {
+		live = register(p, logger, registry.Entry{Front: frontName, Workspace: workspace, Step: set.step, RunDir: runDir})
+		onEvent = live.Tee(onEvent)
 	}
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: set.handoff, Compact: set.compact,
@@ -266,6 +279,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, TaskCarry: set.taskCarry,
 	})
 	if err != nil {
+		live.Close()
 		logFile.Close()
 		return fail(err)
 	}
@@ -279,7 +293,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	if set.verbose {
 		printVerbose(p.stderr, rt, harnessPath, p.harnessArgs)
 	}
-	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger}, nil
+	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger, live: live}, nil
 }
 
 // logFileName is the structured log in each run dir. It holds previews of

@@ -19,6 +19,7 @@ import (
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/relay"
 	"github.com/flowerhq/flower/supervisor"
 	"github.com/flowerhq/flower/workbench"
@@ -112,10 +113,13 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	status := console.NewStatus(&lines, console.LangEn)
 	toStderr := strings.EqualFold(env("FLOWER_STATUS"), "stderr")
 	model, _ := relay.Value(args, "--model")
+	live := register(p, logger, registry.Entry{Front: registry.FrontRelay, Workspace: workspace, Step: step, RunDir: runDir})
+	defer live.Close()
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol,
 		HarnessPath: harnessPath, Env: p.env, Model: model, Front: rl, Logger: logger,
 		OnEvent: func(ev event.Event) {
+			live.Event(ev)
 			rl.Event(ev)
 			lines.Reset()
 			status.Handle(ev)

@@ -23,7 +23,7 @@ func showCommand(p proc) *cli.Command {
 	return &cli.Command{
 		Name:      "show",
 		Usage:     "show what a run did, from its manifest",
-		UsageText: "flower show [--json] [-C WORKSPACE] [RUN_DIR]\nflower show --temporal HOST:PORT [--namespace N] [--json] WORKFLOW_ID",
+		UsageText: "flower show [--json | --html [-o FILE] [--lang L]] [-C WORKSPACE] [RUN_DIR]\nflower show --temporal HOST:PORT [--namespace N] [--json] WORKFLOW_ID",
 		Description: `Prints a run's manifest.json as a person reads it: per step the task's
 first line and the file it is frozen in (notes/任务-STEP.md), its status,
 failed attempts, total cost and turns, context and window, latest session,
@@ -36,11 +36,13 @@ Examples:
    flower show                                  # the latest run here
    flower show -C ~/src/app                     # the latest run of another workspace
    flower show .flower/runs/20261130-112853     # a given run
-   flower show --json | jq '.steps[].cost_usd'  # the manifest as written`,
+   flower show --json | jq '.steps[].cost_usd'  # the manifest as written
+   flower show --html                           # the latest run's page: RUN_DIR/run.html
+   flower show --html -o - RUN_DIR > page.html  # a run's page on stdout`,
 		Flags: append([]cli.Flag{
 			workspaceFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print manifest.json as it is on disk (with --temporal: the status query's answer)"},
-		}, temporalFlags(false)...),
+		}, append(htmlFlags(), temporalFlags(false)...)...),
 		Action: func(c *cli.Context) error {
 			if c.String("temporal") != "" {
 				return showTemporal(c, p)
@@ -60,6 +62,9 @@ func showAction(c *cli.Context, p proc) error {
 	dir, err := runDirOf(c)
 	if err != nil {
 		return err
+	}
+	if c.Bool("html") {
+		return showHTML(c, p, dir)
 	}
 	m, err := loadManifest(dir)
 	if err != nil {

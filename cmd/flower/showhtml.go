@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/flowerhq/flower/atomicfile"
+	"github.com/flowerhq/flower/runpage"
+)
+
+// htmlFlags are show's flags for a run's page (DESIGN.md «Run page»).
+func htmlFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "html", Usage: "write the run's page: one self-contained HTML file (a chart of the context at every API response, the generations, handoffs and edits)"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "with --html, write the page to `FILE` (- for stdout)", DefaultText: "RUN_DIR/run.html"},
+		&cli.StringFlag{Name: "lang", Value: "zh", Usage: "with --html, the page's labels: zh or en"},
+	}
+}
+
+// pageLang reads --lang for a page.
+func pageLang(c *cli.Context) (runpage.Lang, error) {
+	lang, ok := runpage.ParseLang(c.String("lang"))
+	if !ok {
+		return "", usagef("--lang %s: want zh or en", c.String("lang"))
+	}
+	return lang, nil
+}
+
+// showHTML writes the page of the run in dir.
+func showHTML(c *cli.Context, p proc, dir string) error {
+	if c.Bool("json") {
+		return usagef("--json and --html do not go together")
+	}
+	lang, err := pageLang(c)
+	if err != nil {
+		return err
+	}
+	run, err := runpage.Load(dir)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := runpage.Render(&b, run, runpage.Options{Lang: lang}); err != nil {
+		return err
+	}
+	out := c.String("output")
+	if out == "-" {
+		_, err := p.stdout.Write(b.Bytes())
+		return err
+	}
+	if out == "" {
+		out = filepath.Join(dir, "run.html")
+	}
+	if err := atomicfile.WriteFile(out, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write page: %w", err)
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		abs = out
+	}
+	_, err = fmt.Fprintln(p.stdout, abs)
+	return err
+}
