@@ -395,3 +395,16 @@ func (s *stepRun) launch(gen *manifest.Generation, f handoff.Frozen, err error) 
 }
 
 func digest(b []byte) string { return handoff.Digest(b) }
+
+// LaunchSpec says how the first generation of step would start its
+// harness: the executable, flags, model, directory and environment a run
+// gives it, for a fresh session whose prompt the caller fills in. flower
+// doctor starts the harness through it, so that it checks the harness as a
+// run starts it (DESIGN.md «Doctor»).
+func (rt *Runtime) LaunchSpec(step string) front.Spec {
+	s := &stepRun{rt: rt, st: &manifest.StepResult{Name: step}, log: rt.log}
+	return s.spec(1, "", "")
+}
+
+// Launcher is the front that starts this Runtime's harnesses.
+func (rt *Runtime) Launcher() front.Launcher { return rt.opts.Front }
