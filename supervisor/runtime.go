@@ -17,8 +17,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/runlog"
+	"github.com/flowerhq/flower/transcript"
 
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/handoff"
@@ -106,6 +109,7 @@ type Runtime struct {
 	windowSource string
 	windowWarned bool // the flag-versus-harness warning was given
 	crossWarned  bool // the result-versus-answer warning was given
+	versionSeen  bool // the harness's version was looked at (DESIGN.md «Doctor»)
 	env          []string
 	wb           *workbench.Workbench
 	wbErr        error // why the workbench asked for could not be opened
@@ -408,3 +412,36 @@ func (rt *Runtime) LaunchSpec(step string) front.Spec {
 
 // Launcher is the front that starts this Runtime's harnesses.
 func (rt *Runtime) Launcher() front.Launcher { return rt.opts.Front }
+
+// checkVersion looks once per Runtime at the version the harness reports
+// (its init line; a transcript file's lines on the harness's own screen)
+// and says in one line when it is newer than any flower was tested on
+// (DESIGN.md «Doctor»).
+func (rt *Runtime) checkVersion(ev *transcript.Event, personDriven bool) {
+	if rt.versionSeen || ev.Raw == nil {
+		return
+	}
+	var v string
+	switch {
+	case ev.Kind == transcript.KindInit:
+		v = gjson.GetBytes(ev.Raw, "claude_code_version").String()
+	case personDriven && (ev.Kind == transcript.KindUser || ev.Kind == transcript.KindAssistant):
+		v = gjson.GetBytes(ev.Raw, "version").String()
+	}
+	if v == "" {
+		return
+	}
+	rt.versionSeen = true
+	if !harness.NewerThanTested(v) {
+		return
+	}
+	msg := NewerHarnessNotice(v)
+	rt.log.Warn("harness newer than tested", "version", v, "newest_tested", harness.NewestTested())
+	rt.emit(Event{Kind: KindNotice, Text: msg})
+}
+
+// NewerHarnessNotice is the one line a run shows on a harness newer than
+// any flower was tested on.
+func NewerHarnessNotice(version string) string {
+	return fmt.Sprintf("harness %s is newer than the newest flower was tested on (%s): `flower doctor` checks it in seconds", version, harness.NewestTested())
+}
