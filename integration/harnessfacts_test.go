@@ -87,7 +87,7 @@ func TestTurnsShareSession(t *testing.T) {
 		t.Fatalf("init without session_id or model: %s", clip(init.Raw, 300))
 	}
 	if v := init.Get("claude_code_version").String(); v != harnessVersion {
-		t.Errorf("claude_code_version %q, want pinned %q", v, harnessVersion)
+		t.Errorf("claude_code_version %q, want %q (FLOWER_HARNESS_VERSION, else the pinned one)", v, harnessVersion)
 	}
 	if got := init.Get("cwd").String(); got != h.cwd {
 		t.Errorf("init cwd %q, want %q", got, h.cwd)
