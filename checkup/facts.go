@@ -40,10 +40,10 @@ func Facts() []Fact {
 		{FactResult, "Result lines", checkResult},
 		{FactInterrupt, "Interrupt", checkInterrupt},
 		{FactContextUsage, "Context usage request", checkContextUsage},
-		{FactHostileEnv, "Auto-compact off", checkHostileEnv},
-		{FactPreCompact, "Compaction backstop", checkPreCompact},
+		{FactHostileEnv, "Compaction levers", checkHostileEnv},
+		{FactPreCompact, "Compaction levers", checkPreCompact},
 		{FactTranscript, "Transcript file", checkTranscript},
-		{FactExitHint, "Fronts", checkExitHint},
+		{FactExitHint, "Closing line", checkExitHint},
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// GoodbyeFilter passes a harness's output to the screen, except the text the
+// GoodbyeFilter (DESIGN.md «Closing line») passes a harness's output to the screen, except the text the
 // harness prints as it exits that names a session. Claude Code 2.1.328 ends
 // by leaving its alternate screen and printing, on the person's own screen,
 //
