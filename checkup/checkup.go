@@ -262,3 +262,37 @@ func oneLine(s string) string {
 	}
 	return s
 }
+
+// LaunchArgs are the flags a run in a fresh workspace would give the
+// harness (supervisor.Runtime.LaunchSpec): what the checks start it with.
+func (c *Checkup) LaunchArgs() ([]string, error) {
+	p, err := c.newPlace(scriptedapi.Sequence())
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	spec, _, err := c.spec(p)
+	if err != nil {
+		return nil, err
+	}
+	return spec.Args, nil
+}
+
+// HoldsCompactionOff reports whether a run gives the harness flower's own
+// --settings (DESIGN.md «Compaction levers»): without it the two facts of
+// compaction cannot hold.
+func (c *Checkup) HoldsCompactionOff() (bool, error) {
+	args, err := c.LaunchArgs()
+	if err != nil {
+		return false, err
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "--settings") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// CompactionFacts are the facts that need flower's compaction levers.
+var CompactionFacts = []string{FactHostileEnv, FactPreCompact}

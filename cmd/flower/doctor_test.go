@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/flowerhq/flower/checkup"
 	"github.com/flowerhq/flower/harness/harnesstest"
-	"github.com/flowerhq/flower/supervisor"
 )
 
 // leversPending are the facts that hold only once flower starts the harness
@@ -20,15 +18,15 @@ import (
 // required; once it does, they are required like every other fact.
 func leversPending(t *testing.T) map[string]bool {
 	t.Helper()
-	ws := t.TempDir()
-	rt, err := supervisor.New(supervisor.Options{Workspace: ws, HarnessPath: "claude", Env: []string{}})
+	on, err := checkup.New(checkup.Config{Harness: "claude"}).HoldsCompactionOff()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.ContainsFunc(rt.LaunchSpec("s").Args, func(a string) bool { return strings.HasPrefix(a, "--settings") }) {
-		return map[string]bool{}
+	pending := map[string]bool{}
+	for _, f := range checkup.CompactionFacts {
+		pending[f] = !on
 	}
-	return map[string]bool{checkup.FactHostileEnv: true, checkup.FactPreCompact: true}
+	return pending
 }
 
 // doctor runs flower doctor in-process with env and returns its output and
