@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/scriptedapi"
 )
@@ -91,7 +93,12 @@ func (c *Checkup) exitHint(ctx context.Context, tui string) error {
 	cmd := exec.Command(spec.Path, args...)
 	cmd.Dir = spec.Dir
 	cmd.Env = append(append([]string(nil), spec.Env...), "TERM=xterm-256color")
-	f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Rows: 40, Cols: 120}, &syscall.SysProcAttr{Setsid: true, Setctty: true})
+	var f *os.File
+	// As the interactive front starts it: leading its own session, and
+	// gone with flower (Pdeathsig holds for the thread that forks).
+	harness.Spawn(func() {
+		f, err = pty.StartWithAttrs(cmd, &pty.Winsize{Rows: 40, Cols: 120}, &syscall.SysProcAttr{Setsid: true, Setctty: true, Pdeathsig: syscall.SIGKILL})
+	})
 	if err != nil {
 		return fmt.Errorf("start the harness in a pty: %w", err)
 	}
