@@ -58,8 +58,10 @@ func factLines(t *testing.T, out string) map[string]string {
 
 // TestDoctorOnTheRealHarness: every fact holds on the harness make test
 // installs, and the doctor says so with exit status 0.
+//
+// Not parallel: runIn runs urfave/cli, whose help flag is one value shared
+// by every app in the process.
 func TestDoctorOnTheRealHarness(t *testing.T) {
-	t.Parallel()
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TMPDIR=" + os.TempDir()}
 	out, err := doctor(t, env, "--harness", realHarness(t))
 	leversPending := leversPending(t)
@@ -87,7 +89,6 @@ func TestDoctorOnTheRealHarness(t *testing.T) {
 // missing cache_read_input_tokens) makes the doctor exit non-zero with a ✗
 // line for that fact and for no other.
 func TestDoctorNamesTheBrokenFact(t *testing.T) {
-	t.Parallel()
 	real := realHarness(t)
 	env := append(harnesstest.Env(harnesstest.ModeProxy, harnesstest.EnvReal+"="+real), "HOME="+t.TempDir())
 	out, err := doctor(t, env, "--harness", os.Args[0])
