@@ -108,3 +108,25 @@ func TestDoctorNamesTheBrokenFact(t *testing.T) {
 		}
 	}
 }
+
+// Bad input is a usage error that says what is wrong; a harness that is
+// not there is named, and nothing is checked.
+func TestDoctorBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+		code int
+	}{
+		{[]string{"extra"}, "doctor takes no arguments", exitUsage},
+		{[]string{"--parallel", "0"}, "--parallel must be at least 1", exitUsage},
+		{[]string{"--harness", "/nonexistent/claude"}, "/nonexistent/claude", exitUsage},
+	} {
+		out, err := doctor(t, []string{"PATH=/nonexistent"}, tc.args...)
+		if exitCode(err) != tc.code || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("doctor %q: %v (exit %d), want exit %d saying %q", tc.args, err, exitCode(err), tc.code, tc.want)
+		}
+		if strings.Contains(out, "✓") || strings.Contains(out, "✗") {
+			t.Errorf("doctor %q checked something: %s", tc.args, out)
+		}
+	}
+}
