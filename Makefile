@@ -7,8 +7,9 @@ BIN     := bin/flower
 HARNESS_VERSION := 2.1.328
 export FLOWER_HARNESS_VERSION := $(HARNESS_VERSION)
 # The Agent SDK the relay is tested with (integration/sdk), cached like the
-# harness, under ~/.cache/flower/agent-sdk/<version>.
-AGENT_SDK_VERSION := 0.3.328
+# harness, under ~/.cache/flower/agent-sdk/<version>: the release that goes
+# with the harness (0.3.N with harness 2.1.N).
+AGENT_SDK_VERSION := 0.3.$(word 3,$(subst ., ,$(HARNESS_VERSION)))
 export FLOWER_AGENT_SDK_VERSION := $(AGENT_SDK_VERSION)
 
 # The Temporal CLI whose dev server the many-machines tests start; built
@@ -16,7 +17,7 @@ export FLOWER_AGENT_SDK_VERSION := $(AGENT_SDK_VERSION)
 TEMPORAL_VERSION := 1.5.1
 export FLOWER_TEMPORAL_VERSION := $(TEMPORAL_VERSION)
 
-.PHONY: all build harness agent-sdk temporal tools test unit tidy demo chaos fuzz bench bench-e2e clean
+.PHONY: all build harness agent-sdk temporal tools test unit tidy compat demo chaos fuzz bench bench-e2e clean
 
 all: build
 
@@ -74,6 +75,24 @@ test: tidy build tools
 	  echo "temporal: $$FLOWER_TEMPORAL_CLI ($$("$$FLOWER_TEMPORAL_CLI" --version))" && \
 	  $(GO) vet ./... && $(GO) vet -tags temporal ./cmd/flower && \
 	  $(GO) test -race -count=1 -timeout 30m ./...
+
+# The compatibility lane: flower doctor, then the real-harness suites
+# (integration, integration/sdk, and cmd/flower's tests on the real
+# harness), on any harness version, with the Agent SDK of the same release:
+#   make compat HARNESS_VERSION=2.1.332
+# Both are installed and cached by version like the pinned ones. Only the
+# facts test names a version, the one asked for. COMPAT_RUN='TestX|TestY'
+# runs only the tests it matches.
+COMPAT_RUN ?=
+compat: tidy build tools
+	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" && export FLOWER_HARNESS && \
+	  echo "harness: $$FLOWER_HARNESS ($$("$$FLOWER_HARNESS" --version))" && \
+	  FLOWER_AGENT_SDK="$$(scripts/install-agent-sdk.sh)" && export FLOWER_AGENT_SDK && \
+	  echo "agent sdk: $$FLOWER_AGENT_SDK ($(AGENT_SDK_VERSION))" && \
+	  FLOWER_TEMPORAL_CLI="$$(scripts/install-temporal.sh)" && export FLOWER_TEMPORAL_CLI && \
+	  { $(BIN) doctor; doctor=$$?; \
+	    $(GO) test -race -count=1 -timeout 30m $(if $(COMPAT_RUN),-run '$(COMPAT_RUN)') ./integration/... ./cmd/flower; tests=$$?; \
+	    [ $$doctor = 0 ] && [ $$tests = 0 ]; }
 
 # A real supervised job on the real harness and an embedded scripted model:
 # no API key, no network.

@@ -21,7 +21,7 @@ import (
 	"github.com/flowerhq/flower/scriptedapi"
 )
 
-const harnessVersion = itest.HarnessVersion
+var harnessVersion = itest.HarnessVersion
 
 // waitLimit bounds every wait for the harness. Startup alone takes 0.3 s on
 // an idle machine but was seen to take 12 s with other tests fuzzing on both

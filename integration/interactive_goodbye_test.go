@@ -3,6 +3,7 @@ package integration_test
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -141,4 +142,50 @@ func requestsWith(srv *scriptedapi.Server, texts ...string) int {
 		}
 	}
 	return n
+}
+
+// TestInteractiveExitInDefaultRenderer: with the harness's default
+// renderer, which draws on the person's own screen (no alternate screen),
+// a person's /exit makes the harness print its resume hint right there.
+// flower's closing line takes its place all the same.
+func TestInteractiveExitInDefaultRenderer(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind != scriptedapi.KindMain {
+			return scriptedapi.Harmless(r)
+		}
+		return scriptedapi.Reply{Text: "DEFAULT-RENDERER-SAYS: hello.", Usage: usage(20_000)}
+	})
+	r := interactiveRun{srv: srv, workspace: t.TempDir(), home: t.TempDir(), flower: buildFlower(t), harness: harnessPath(t)}
+	seedHarnessHome(t, r.home, r.workspace, scriptedapi.APIKey)
+	// The person's own choice of renderer (a fresh install gets the
+	// fullscreen one, on the alternate screen).
+	if err := os.MkdirAll(filepath.Join(r.home, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.home, ".claude", "settings.json"), []byte(`{"tui":"default"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startPane(t, r)
+	p.harnessUp(r.home)
+	p.keys("say hello")
+	p.press("Enter")
+	p.waitText("DEFAULT-RENDERER-SAYS", 2*waitLimit)
+	if alt := strings.TrimSpace(p.tmux("display-message", "-p", "-t", "it", "#{alternate_on}")); alt != "0" {
+		t.Fatalf("the harness is on the alternate screen (alternate_on %s): not the default renderer", alt)
+	}
+	p.keys("/exit")
+	p.press("Enter")
+	p.waitText("FLOWER-EXIT=", 2*waitLimit)
+	screen := p.capture()
+	if !strings.Contains(screen, "FLOWER-EXIT=0") {
+		t.Fatalf("flower did not exit 0")
+	}
+	if strings.Contains(screen, "Resume this session") || strings.Contains(screen, "--resume") {
+		t.Errorf("the screen shows the harness's resume hint")
+	}
+	st := onlyStep(t, r.workspace)
+	if st.SessionID == "" || !strings.Contains(screen, "flower: to continue this step (live session "+st.SessionID+")") {
+		t.Errorf("the screen lacks flower's continue line for session %q", st.SessionID)
+	}
 }

@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// GoodbyeFilter passes a harness's output to the screen, except the text the
+// GoodbyeFilter (DESIGN.md «Closing line») passes a harness's output to the screen, except the text the
 // harness prints as it exits that names a session. Claude Code 2.1.328 ends
 // by leaving its alternate screen and printing, on the person's own screen,
 //
@@ -20,8 +20,18 @@ import (
 // once the harness has left its alternate screen for good, or once flower is
 // stopping it (Arm), its output is read a line at a time, and a line is
 // dropped whose text starts the goodbye, offers "--resume", or names a
-// session id. Everything else, and everything the harness draws on its
-// alternate screen, passes untouched and unbuffered.
+// session id. Everything the harness draws on its alternate screen passes
+// untouched and unbuffered.
+//
+// The harness's default renderer uses no alternate screen at all: it draws
+// on the person's screen and prints the goodbye there when a person types
+// /exit. So off the alternate screen the filter also watches the start of
+// every line: a line that could still become "Resume this session with:" is
+// held, and when it does and the next line offers the resume command, both
+// go and the rest is read as the goodbye. Any other line is passed on as
+// soon as it shows a character the goodbye's first line does not have (an
+// escape sequence alone at the end of a write is passed at once too), so
+// the running screen is not held back.
 type GoodbyeFilter struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -29,6 +39,9 @@ type GoodbyeFilter struct {
 	inAlt   bool // the harness is on its alternate screen
 	leftAlt bool // it was, and left it: what follows is its goodbye
 	armed   bool // flower is stopping the harness
+	saidBye bool // the goodbye's first lines went by off the alternate screen
+	watch   watchState
+	header  int // in watchCommand: where the held command line starts in line
 	line    []byte
 	passing bool // the held line grew too long to be a goodbye; pass the rest of it
 	out     []byte
@@ -49,7 +62,20 @@ func (f *GoodbyeFilter) Arm() {
 	f.mu.Unlock()
 }
 
-func (f *GoodbyeFilter) lineMode() bool { return !f.inAlt && (f.leftAlt || f.armed) }
+func (f *GoodbyeFilter) lineMode() bool { return !f.inAlt && (f.leftAlt || f.armed || f.saidBye) }
+
+// watchState is how far the start of a line off the alternate screen has
+// gone towards the goodbye.
+type watchState int
+
+const (
+	watchStart   watchState = iota // at a line's start: held while it could be the goodbye's header
+	watchFree                      // in a line that is not the goodbye: passed as it comes
+	watchCommand                   // the header was seen: the next line is held to be judged
+)
+
+// byeHeader is the first line of the harness's goodbye.
+const byeHeader = "Resume this session with:"
 
 // Write filters p; it reports all of p written unless the screen fails.
 func (f *GoodbyeFilter) Write(p []byte) (int, error) {
@@ -58,8 +84,7 @@ func (f *GoodbyeFilter) Write(p []byte) (int, error) {
 	f.out = f.out[:0]
 	for _, c := range p {
 		if !f.lineMode() {
-			f.out = append(f.out, c)
-			f.step(c)
+			f.watchByte(c)
 			continue
 		}
 		if f.passing {
@@ -80,6 +105,11 @@ func (f *GoodbyeFilter) Write(p []byte) (int, error) {
 			f.line, f.passing = f.line[:0], true
 		}
 	}
+	if !f.lineMode() && f.watch == watchStart && f.p.ground() && strings.TrimSpace(visibleText(f.line)) == "" {
+		// Only escape sequences so far (a frame's last cursor moves):
+		// the screen must not wait for the next write to get them.
+		f.release(false)
+	}
 	if len(f.out) == 0 {
 		return len(p), nil
 	}
@@ -87,6 +117,52 @@ func (f *GoodbyeFilter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// watchByte takes one byte off line mode: passed on, unless the line it is
+// in could be the goodbye (see GoodbyeFilter).
+func (f *GoodbyeFilter) watchByte(c byte) {
+	f.step(c)
+	if f.inAlt && f.watch != watchFree {
+		// What was held is drawn on the alternate screen now: no goodbye.
+		f.out = append(f.out, f.line...)
+		f.line, f.watch = f.line[:0], watchFree
+	}
+	if f.inAlt || f.watch == watchFree {
+		f.out = append(f.out, c)
+		if !f.inAlt && c == '\n' && f.p.ground() {
+			f.watch = watchStart
+		}
+		return
+	}
+	f.line = append(f.line, c)
+	eol := c == '\n' && f.p.ground()
+	switch f.watch {
+	case watchStart:
+		text := strings.TrimLeft(visibleText(f.line), " ")
+		switch {
+		case eol && strings.TrimSpace(text) == byeHeader:
+			f.watch, f.header = watchCommand, len(f.line)
+		case eol:
+			f.release(false) // a whole line, and not the header: the next starts
+		case !strings.HasPrefix(byeHeader, text):
+			f.release(false)
+			f.watch = watchFree
+		}
+	case watchCommand:
+		switch {
+		case eol && goodbyeLine(visibleText(f.line[f.header:])):
+			// The goodbye: both lines go, and what follows is read as
+			// the rest of it.
+			f.line, f.watch, f.saidBye = f.line[:0], watchFree, true
+		case eol:
+			f.release(false)
+			f.watch = watchStart
+		case len(f.line) > maxHeldLine:
+			f.release(false)
+			f.watch = watchFree
+		}
+	}
 }
 
 // Flush decides on a last line the harness left unfinished; call it once

@@ -74,7 +74,10 @@ func TestGoodbyeFilterLeavesTheRunningHarnessAlone(t *testing.T) {
 		arm    int
 		chunks []string
 	}{
-		{"before any alternate screen", -1, []string{running}},
+		// The default renderer draws on the person's screen: only the
+		// goodbye's two lines together are taken for it.
+		{"before any alternate screen", -1, []string{running + "and then some\r\n"}},
+		{"the header alone, then more", -1, []string{"x\r\n", goodbyeHeader, "\x1b[2mclaude code is still running\x1b[22m\r\n", "\x1b[3Gmore"}},
 		{"on the alternate screen", -1, []string{harnessEnters, running}},
 		{"on the alternate screen while flower stops it", 1, []string{harnessEnters, running}},
 		// An editor opened from the harness: it leaves and re-enters.
@@ -86,6 +89,73 @@ func TestGoodbyeFilterLeavesTheRunningHarnessAlone(t *testing.T) {
 				t.Errorf("screen got %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// The end of Claude Code 2.1.328's output when a person types /exit in its
+// default renderer, which uses no alternate screen (recorded against the
+// scripted API with "tui":"default"): its last frame on the person's
+// screen, the terminal reset, then the goodbye.
+const (
+	defaultLastDraw = "\x1b[2D\x1b[3B\r\x1b[2C\x1b[3A\x1b[38;5;153m/exit\x1b[39m\x1b[7m \r\x1b[2C\x1b[2B\x1b[27m\x1b[38;5;153m\xe2\x9d\xaf /\x1b[1mexit\x1b[22m                       \x1b[1mExit\x1b[22m the CLI\x1b[39m\r\r\n\x1b[3G\x1b[38;5;246m \x1b[5G/context\x1b[33GShow\x1b[38Gwhat\x1b[43Gfills\x1b[49Gthe\x1b[53Gcontext\x1b[39m\r\r\n\r\r\n\r\r\n\x1b[7C\x1b[22A\x1b[?1006l\x1b[?1003l\x1b[?1002l\x1b[?1000l\x1b[7D\x1b[22B\x1b[?1004l\x1b[>4m\x1b[<u\x1b[?2031l\x1b[?2004l\x1b(B\x0f\x1b[?1016l\x1b[?1006l\x1b[?1003l\x1b[?1002l\x1b[?1000l\x1b[?7h\x1b[?25h\x1b7\x1b[r\x1b8\x1b]0;\a\x1b[2m\x1b[22m\r\n"
+	defaultLast     = "\x1b[2m\x1b[22m"
+)
+
+// In the default renderer the person's /exit prints the goodbye on the
+// person's screen, with no alternate screen to leave: it is dropped all the
+// same, however the pty splits it, and the rest reaches the screen.
+func TestGoodbyeFilterDropsTheGoodbyeWithoutAlternateScreen(t *testing.T) {
+	in := defaultLastDraw + goodbyeHeader + goodbyeCommand + defaultLast
+	want := defaultLastDraw + defaultLast
+	if got := filterAll(t, -1, in); got != want {
+		t.Fatalf("screen got\n%q\nwant\n%q", got, want)
+	}
+	// A write may end right after an escape sequence at a line's start,
+	// which is then passed at once: the bytes may differ, what shows may
+	// not.
+	for i := 1; i < len(in); i++ {
+		got := filterAll(t, -1, in[:i], in[i:])
+		if visibleText([]byte(got)) != visibleText([]byte(want)) || strings.Contains(got, "Resume") || strings.Contains(got, "--resume") {
+			t.Fatalf("split at %d: screen got\n%q\nwant\n%q", i, got, want)
+		}
+	}
+	bytewise := make([]string, len(in))
+	for i := 0; i < len(in); i++ {
+		bytewise[i] = in[i : i+1]
+	}
+	if got := filterAll(t, -1, bytewise...); visibleText([]byte(got)) != visibleText([]byte(want)) || strings.Contains(got, "Resume") {
+		t.Fatalf("byte by byte: screen got\n%q", got)
+	}
+}
+
+// Off the alternate screen a line is held only while it could still be the
+// goodbye's header: the rest of a frame reaches the screen within the same
+// write.
+func TestGoodbyeFilterHoldsNothingOfTheRunningScreen(t *testing.T) {
+	var screen bytes.Buffer
+	f := NewGoodbyeFilter(&screen)
+	for _, chunk := range []string{"\x1b[2K\x1b[1A\r\n", "\x1b[38;5;153m\xe2\x9d\xaf \x1b[7m \x1b[27m", "\r\n\x1b[3G", "Resume", " the work\r\n", "Res"} {
+		before := screen.Len()
+		f.Write([]byte(chunk))
+		got := screen.String()[before:]
+		switch chunk {
+		case "Resume", "Res": // could be the header still: held
+			if got != "" {
+				t.Errorf("write %q: %q reached the screen, want it held", chunk, got)
+			}
+		case " the work\r\n":
+			if got != "Resume the work\r\n" {
+				t.Errorf("write %q: screen got %q", chunk, got)
+			}
+		default:
+			if got != chunk {
+				t.Errorf("write %q: screen got %q, want it at once", chunk, got)
+			}
+		}
+	}
+	f.Flush()
+	if !strings.HasSuffix(screen.String(), "Res") {
+		t.Errorf("flush lost the last held bytes: %q", screen.String())
 	}
 }
 

@@ -323,6 +323,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 	if ev.Kind != transcript.KindAssistant && bytes.Contains(ev.Raw, []byte("Autocompact is thrashing")) {
 		a.compaction(`"Autocompact is thrashing"`)
 	}
+	a.rt.checkVersion(ev, a.p.PersonDriven())
 	switch ev.Kind {
 	case transcript.KindInit:
 		a.sawInit = true

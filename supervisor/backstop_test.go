@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flowerhq/flower/envinject"
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/harness/harnesstest"
 	"github.com/flowerhq/flower/manifest"
 )
@@ -67,5 +68,39 @@ func TestBackstopQuietWithCompactAuto(t *testing.T) {
 	}
 	if len(st.Generations) != 1 || len(st.Errors) != 0 {
 		t.Errorf("%d generations, errors %q: the backstop fired although compact mode auto was asked for", len(st.Generations), st.Errors)
+	}
+}
+
+// A harness newer than any flower was tested on is named in one notice per
+// run, with the doctor command; a tested one is not (DESIGN.md «Doctor»).
+func TestNewerHarnessSaysSoOnce(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		notices int
+	}{{"99.0.1", 1}, {harness.PinnedVersion, 0}, {"", 0}} {
+		t.Run("version "+tc.version, func(t *testing.T) {
+			// Two generations, so two sessions and several init lines.
+			b := newBench(t, harnesstest.ModeStream, harnesstest.EnvContext+"=160000", harnesstest.EnvVersion+"="+tc.version)
+			rt := b.runtime(Options{})
+			st, err := rt.RunStep(context.Background(), "s", "a task")
+			if err != nil {
+				t.Fatalf("RunStep: %v (errors %q)", err, st.Errors)
+			}
+			if len(st.Generations) < 2 {
+				t.Fatalf("%d generations, want a handoff", len(st.Generations))
+			}
+			n := 0
+			for _, ev := range b.events {
+				if ev.Kind == KindNotice && strings.Contains(ev.Text, "newer than the newest flower was tested on") {
+					n++
+					if !strings.Contains(ev.Text, "harness "+tc.version+" ") || !strings.Contains(ev.Text, "flower doctor") || strings.Contains(ev.Text, "\n") {
+						t.Errorf("notice %q: want one line naming %s and flower doctor", ev.Text, tc.version)
+					}
+				}
+			}
+			if n != tc.notices {
+				t.Errorf("%d notices of a newer harness, want %d", n, tc.notices)
+			}
+		})
 	}
 }

@@ -19,8 +19,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/runlog"
+	"github.com/flowerhq/flower/transcript"
 
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/handoff"
@@ -109,6 +112,7 @@ type Runtime struct {
 	windowSource string
 	windowWarned bool // the flag-versus-harness warning was given
 	crossWarned  bool // the result-versus-answer warning was given
+	versionSeen  bool // the harness's version was looked at (DESIGN.md «Doctor»)
 	env          []string
 	wb           *workbench.Workbench
 	wbErr        error // why the workbench asked for could not be opened
@@ -501,4 +505,50 @@ func (s *stepRun) durable(err error) error {
 		e.Reasons = append(e.Reasons, fmt.Sprintf("manifest %s: %v", manifest.Path(rt.opts.RunDir), rt.saveErr))
 	}
 	return e
+}
+
+// LaunchSpec says how the first generation of step would start its
+// harness: the executable, flags, model, directory and environment a run
+// gives it, for a fresh session whose prompt the caller fills in. flower
+// doctor starts the harness through it, so that it checks the harness as a
+// run starts it (DESIGN.md «Doctor»).
+func (rt *Runtime) LaunchSpec(step string) front.Spec {
+	s := &stepRun{rt: rt, st: &manifest.StepResult{Name: step}, log: rt.log}
+	return s.spec(1, "", "")
+}
+
+// Launcher is the front that starts this Runtime's harnesses.
+func (rt *Runtime) Launcher() front.Launcher { return rt.opts.Front }
+
+// checkVersion looks once per Runtime at the version the harness reports
+// (its init line; a transcript file's lines on the harness's own screen)
+// and says in one line when it is newer than any flower was tested on
+// (DESIGN.md «Doctor»).
+func (rt *Runtime) checkVersion(ev *transcript.Event, personDriven bool) {
+	if rt.versionSeen || ev.Raw == nil {
+		return
+	}
+	var v string
+	switch {
+	case ev.Kind == transcript.KindInit:
+		v = gjson.GetBytes(ev.Raw, "claude_code_version").String()
+	case personDriven && (ev.Kind == transcript.KindUser || ev.Kind == transcript.KindAssistant):
+		v = gjson.GetBytes(ev.Raw, "version").String()
+	}
+	if v == "" {
+		return
+	}
+	rt.versionSeen = true
+	if !harness.NewerThanTested(v) {
+		return
+	}
+	msg := NewerHarnessNotice(v)
+	rt.log.Warn("harness newer than tested", "version", v, "newest_tested", harness.NewestTested())
+	rt.emit(Event{Kind: KindNotice, Text: msg})
+}
+
+// NewerHarnessNotice is the one line a run shows on a harness newer than
+// any flower was tested on.
+func NewerHarnessNotice(version string) string {
+	return fmt.Sprintf("harness %s is newer than the newest flower was tested on (%s): `flower doctor` checks it in seconds", version, harness.NewestTested())
 }

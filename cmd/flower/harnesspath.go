@@ -5,11 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/flowerhq/flower/harness"
 )
 
 // PinnedHarnessVersion is the harness version flower is tested against; the
 // Makefile installs it into the cache below.
-const PinnedHarnessVersion = "2.1.328"
+const PinnedHarnessVersion = harness.PinnedVersion
 
 // cachedHarness is where scripts/install-harness.sh puts the pinned harness.
 func cachedHarness() string {

@@ -70,6 +70,11 @@ const (
 	// result: a long stream of ordinary lines for measuring what reading
 	// it costs.
 	EnvStreamBytes = "FLOWER_FAKE_STREAM_BYTES"
+	// EnvVersion, when set, is the claude_code_version of the fake's init
+	// lines.
+	EnvVersion = "FLOWER_FAKE_VERSION"
+	// EnvReal is the real harness ModeProxy runs.
+	EnvReal = "FLOWER_FAKE_REAL"
 )
 
 // The modes.
@@ -85,6 +90,11 @@ const (
 	ModeCrashWriting = "crash-writing"  // like stream, but the handoff-writing turn crashes mid-line (exit 3)
 	ModeHangWriting  = "hang-writing"   // like stream, but the handoff-writing turn never ends, ignoring interrupts
 	ModeHangAfter    = "hang-after"     // each turn sends its assistant message, then hangs ignoring interrupts
+	// ModeProxy runs the real harness (EnvReal) in its place, with one
+	// fact broken: in stream-json mode (-p) the usage of every assistant
+	// line loses its cache_read_input_tokens. Anything else (--version,
+	// the harness's own screen) is the real harness untouched.
+	ModeProxy = "proxy"
 )
 
 // HandoffMark appears in the doing section of every handoff the fake
@@ -227,6 +237,9 @@ type fake struct {
 }
 
 func run(mode string) int {
+	if mode == ModeProxy {
+		return proxy()
+	}
 	resume := argAfter("--resume")
 	logf(LogEntry{Event: "start", Args: os.Args[1:]})
 	if faultFree() {
@@ -413,7 +426,7 @@ func (f *fake) handle(line []byte) (code int, stop bool) {
 		if f.turn == 1 && strings.Contains(text, "You are taking over") {
 			f.successor = true
 		}
-		f.emit(map[string]any{"type": "system", "subtype": "init", "session_id": f.session, "model": "fake"})
+		f.init()
 		switch {
 		case f.mode == ModeCrashMidLine, f.mode == ModeCrashWriting && writing:
 			f.out.WriteString(`{"type":"assistant","message":{"id":"msg_`)
@@ -485,4 +498,68 @@ func (f *fake) handoff() string {
 		Next:  "Echo the next turn.",
 		Scene: "nothing on disk",
 	}.Markdown()
+}
+
+// init writes the init line that starts a turn.
+func (f *fake) init() {
+	line := map[string]any{"type": "system", "subtype": "init", "session_id": f.session, "model": "fake"}
+	if v := os.Getenv(EnvVersion); v != "" {
+		line["claude_code_version"] = v
+	}
+	f.emit(line)
+}
+
+// proxy is ModeProxy.
+func proxy() int {
+	real := os.Getenv(EnvReal)
+	if real == "" {
+		fmt.Fprintln(os.Stderr, "fake harness: proxy mode without "+EnvReal)
+		return 1
+	}
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, EnvMode+"=") })
+	if !slices.Contains(os.Args[1:], "-p") {
+		err := syscall.Exec(real, append([]string{real}, os.Args[1:]...), env)
+		fmt.Fprintln(os.Stderr, "fake harness: exec the real harness:", err)
+		return 1
+	}
+	cmd := exec.Command(real, os.Args[1:]...)
+	cmd.Env, cmd.Stdin, cmd.Stderr = env, os.Stdin, os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 1
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "fake harness: start the real harness:", err)
+		return 1
+	}
+	signal.Ignore(syscall.SIGINT) // the real harness, in the same group, gets it
+	r := bufio.NewReaderSize(out, 1<<20)
+	w := bufio.NewWriter(os.Stdout)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			var m map[string]any
+			if json.Unmarshal(line, &m) == nil && m["type"] == "assistant" {
+				if msg, ok := m["message"].(map[string]any); ok {
+					if u, ok := msg["usage"].(map[string]any); ok {
+						delete(u, "cache_read_input_tokens")
+						b, _ := json.Marshal(m)
+						line = append(b, '\n')
+					}
+				}
+			}
+			w.Write(line)
+			w.Flush()
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		return 1
+	}
+	return 0
 }

@@ -12,11 +12,20 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/flowerhq/flower/harness"
 )
 
-// HarnessVersion is the pinned Claude Code version scripts/install-harness.sh
-// installs; the facts tests assert the binary reports it.
-const HarnessVersion = "2.1.328"
+// HarnessVersion is the Claude Code version the suites run on: the one the
+// Makefile installed ($FLOWER_HARNESS_VERSION: the pinned one for make
+// test, any for make compat), else the pinned one. The facts test asserts
+// the binary reports it.
+var HarnessVersion = func() string {
+	if v := os.Getenv("FLOWER_HARNESS_VERSION"); v != "" {
+		return v
+	}
+	return harness.PinnedVersion
+}()
 
 // HarnessPath finds the real harness: $FLOWER_HARNESS, else the cache
 // scripts/install-harness.sh fills. Under -short the test is skipped: make

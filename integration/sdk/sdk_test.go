@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -30,8 +31,10 @@ import (
 // behind both. Each test asserts on what the app received and on what the
 // API received.
 
-// agentSDKVersion is the SDK release scripts/install-agent-sdk.sh pins.
-const agentSDKVersion = "0.3.328"
+// agentSDKVersion is the SDK release the Makefile installed
+// ($FLOWER_AGENT_SDK_VERSION: the pinned one, or the one make compat asks
+// for), else the pinned one.
+var agentSDKVersion = cmp.Or(os.Getenv("FLOWER_AGENT_SDK_VERSION"), "0.3.328")
 
 // sdkModules is the node_modules that holds the pinned SDK: $FLOWER_AGENT_SDK
 // (make test sets it), else the cache the install script fills.

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/flowerhq/flower/checkup"
+	"github.com/flowerhq/flower/harness/harnesstest"
+)
+
+// leversPending are the facts that hold only once flower starts the harness
+// with its compaction levers (a --settings that keeps compaction off and a
+// PreCompact hook that blocks it, DESIGN.md «Compaction levers»). While a
+// run's launch carries no --settings of flower's they are printed and not
+// required; once it does, they are required like every other fact.
+func leversPending(t *testing.T) map[string]bool {
+	t.Helper()
+	on, err := checkup.New(checkup.Config{Harness: "claude"}).HoldsCompactionOff()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := map[string]bool{}
+	for _, f := range checkup.CompactionFacts {
+		pending[f] = !on
+	}
+	return pending
+}
+
+// doctor runs flower doctor in-process with env and returns its output and
+// error.
+func doctor(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := runIn(context.Background(), append([]string{"flower", "doctor"}, args...), proc{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, env: env})
+	t.Logf("flower doctor:\n%s%s", out.String(), errOut.String())
+	return out.String(), err
+}
+
+// factLines maps each fact to its line of the doctor's output.
+func factLines(t *testing.T, out string) map[string]string {
+	t.Helper()
+	lines := map[string]string{}
+	for _, f := range checkup.Facts() {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "✓ "+f.Name+" (") || strings.HasPrefix(l, "✗ "+f.Name+" (") {
+				lines[f.Name] = l
+			}
+		}
+		if !strings.Contains(lines[f.Name], "(DESIGN.md «"+f.Section+"»)") {
+			t.Errorf("no line for fact %q with its section: %q", f.Name, lines[f.Name])
+		}
+	}
+	return lines
+}
+
+// TestDoctorOnTheRealHarness: every fact holds on the harness make test
+// installs, and the doctor says so with exit status 0.
+//
+// Not parallel: runIn runs urfave/cli, whose help flag is one value shared
+// by every app in the process.
+func TestDoctorOnTheRealHarness(t *testing.T) {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TMPDIR=" + os.TempDir()}
+	out, err := doctor(t, env, "--harness", realHarness(t))
+	leversPending := leversPending(t)
+	pending := 0
+	for name, l := range factLines(t, out) {
+		switch {
+		case strings.HasPrefix(l, "✓ "):
+		case leversPending[name]:
+			pending++
+			t.Logf("pending the compaction levers: %s", l)
+		default:
+			t.Errorf("a fact does not hold: %s", l)
+		}
+	}
+	if pending == 0 && err != nil {
+		t.Errorf("every fact holds, but the doctor returned %v (exit %d)", err, exitCode(err))
+	}
+	if pending > 0 && exitCode(err) != exitFailed {
+		t.Errorf("facts do not hold, but the doctor returned %v (exit %d)", err, exitCode(err))
+	}
+}
+
+// TestDoctorNamesTheBrokenFact: a stand-in for the harness that breaks one
+// fact (the real harness behind the fake, its assistant lines' usage
+// missing cache_read_input_tokens) makes the doctor exit non-zero with a ✗
+// line for that fact and for no other.
+func TestDoctorNamesTheBrokenFact(t *testing.T) {
+	real := realHarness(t)
+	env := append(harnesstest.Env(harnesstest.ModeProxy, harnesstest.EnvReal+"="+real), "HOME="+t.TempDir())
+	out, err := doctor(t, env, "--harness", os.Args[0])
+	leversPending := leversPending(t)
+	if code := exitCode(err); code == exitOK {
+		t.Fatalf("the doctor exited 0 on a harness that breaks a fact")
+	}
+	for name, l := range factLines(t, out) {
+		broken := name == checkup.FactAssistant
+		switch {
+		case broken && !strings.HasPrefix(l, "✗ "):
+			t.Errorf("the broken fact is not marked: %s", l)
+		case broken && !strings.Contains(l, "usage"):
+			t.Errorf("the ✗ line does not say what broke: %s", l)
+		case !broken && !leversPending[name] && !strings.HasPrefix(l, "✓ "):
+			t.Errorf("a fact the stand-in keeps is marked broken: %s", l)
+		}
+	}
+}
+
+// Bad input is a usage error that says what is wrong; a harness that is
+// not there is named, and nothing is checked.
+func TestDoctorBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+		code int
+	}{
+		{[]string{"extra"}, "doctor takes no arguments", exitUsage},
+		{[]string{"--parallel", "0"}, "--parallel must be at least 1", exitUsage},
+		{[]string{"--harness", "/nonexistent/claude"}, "/nonexistent/claude", exitUsage},
+	} {
+		out, err := doctor(t, []string{"PATH=/nonexistent"}, tc.args...)
+		if exitCode(err) != tc.code || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("doctor %q: %v (exit %d), want exit %d saying %q", tc.args, err, exitCode(err), tc.code, tc.want)
+		}
+		if strings.Contains(out, "✓") || strings.Contains(out, "✗") {
+			t.Errorf("doctor %q checked something: %s", tc.args, out)
+		}
+	}
+}
