@@ -68,6 +68,7 @@ func (rt *Runtime) lockStep(name string) (*stepRun, error) {
 	}
 	ls := runlog.NewState()
 	s := &stepRun{rt: rt, log: runlog.New(rt.log, ls, name), lock: l, logState: ls}
+	s.openInbox(name)
 	if prev > 0 && prev != os.Getpid() {
 		msg := fmt.Sprintf("took over the lock of step %s left by pid %d, which no longer runs it", name, prev)
 		s.log.Warn(msg)
@@ -112,6 +113,7 @@ func (s *stepRun) unlock() {
 	if s.lock == nil {
 		return
 	}
+	s.closeInbox()
 	_ = s.lock.f.Truncate(0)
 	if err := s.lock.f.Close(); err != nil {
 		s.log.Warn("unlock step", "err", err, slog.String("path", s.lock.f.Name()))

@@ -23,6 +23,8 @@ import (
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/inbox"
+	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/workbench"
@@ -63,7 +65,13 @@ type Options struct {
 	// HarnessPath is the claude executable. Required.
 	HarnessPath string
 	// HarnessArgs are passed through to the harness after flower's own.
+	// With handoff on and compact mode not auto, their --settings is
+	// merged with flower's compaction levers (DESIGN.md «Compaction levers»).
 	HarnessArgs []string
+	// HookBinary is the flower executable whose hidden "hook precompact"
+	// command is flower's PreCompact hook: it records each blocked
+	// compaction in the run. Empty: the hook blocks and records nothing.
+	HookBinary string
 	// Front starts the harness of each attempt (Headless, the stream-json
 	// process, when nil).
 	Front front.Launcher
@@ -111,6 +119,10 @@ type Runtime struct {
 	wbErr        error // why the workbench asked for could not be opened
 	m            *manifest.Manifest
 	log          *slog.Logger
+	// levers: flower's compaction levers go into every harness's
+	// --settings, merged with ownSettings, the person's.
+	levers      bool
+	ownSettings levers.Own
 }
 
 // New checks the options, creates the run directory and writes an initial
@@ -179,6 +191,13 @@ func New(opts Options) (*Runtime, error) {
 	}
 	rt := &Runtime{opts: opts, policy: pol, windowSource: windowSource(opts.Handoff), log: log}
 
+	if rt.levers = envinject.Effective(opts.Compact, pol.Enabled) == envinject.CompactNoSummary; rt.levers {
+		// The person's --settings is read once, here: a bad one fails
+		// before any harness starts, as the harness would fail.
+		if rt.ownSettings, err = levers.Read(opts.HarnessArgs, ws); err != nil {
+			return nil, err
+		}
+	}
 	plan := envinject.Child(opts.Env, opts.Compact, pol.Enabled, nil)
 	rt.env = plan.Env
 	if plan.Notice != "" {
@@ -307,6 +326,11 @@ type stepRun struct {
 	logState *runlog.State
 	// retiring: burned generations' harnesses being stopped (warm.go).
 	retiring []retiring
+	// The step's inbox (inbox.go): its directory, the requests read from
+	// it, and what stops the reading.
+	inboxDir  string
+	requests  chan inbox.Request
+	inboxStop chan struct{}
 }
 
 // begin marks the step running under this Runtime's settings.

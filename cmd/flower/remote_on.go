@@ -75,7 +75,7 @@ func workerAction(c *cli.Context, p proc) error {
 	defer cl.Close()
 	status := console.NewStatus(p.stderr, lang)
 	g := &fleet.Generations{Identity: identity, Options: supervisor.Options{
-		Handoff: set.handoff, Compact: set.compact, HarnessPath: harnessPath, HarnessArgs: p.harnessArgs,
+		Handoff: set.handoff, Compact: set.compact, HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, HookBinary: hookBinary,
 		Env: set.harnessEnv, Model: set.model, MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout,
 		TaskCarry: set.taskCarry, Logger: logger,
 		OnEvent: func(ev event.Event) {

@@ -1,0 +1,248 @@
+// Package inbox owns the one channel by which other processes tell a
+// running flower something (DESIGN.md «Inbox»): flower's PreCompact hook
+// reports a compaction it blocked, and `flower handoff now` asks for a
+// handoff. Each message is a small file in <run dir>/inbox/<step>/, which
+// the running flower reads and removes. The directory lives in a workspace
+// written by strangers, so nothing here follows a link or reads more than
+// MaxRequest bytes, and a request older than the flower that reads it (left
+// by a crash) is dropped, never acted on.
+package inbox
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flowerhq/flower/workbench"
+)
+
+// Kinds of request.
+const (
+	// KindHandoff asks for a handoff at the next message boundary.
+	KindHandoff = "handoff"
+	// KindCompact reports a compaction the PreCompact hook blocked.
+	KindCompact = "compact"
+)
+
+// MaxRequest bounds a request file; a larger one is removed unread.
+const MaxRequest = 4096
+
+// maxPerScan bounds how many entries one scan looks at.
+const maxPerScan = 256
+
+const suffix = ".req"
+
+// Request is one message to the running flower.
+type Request struct {
+	Kind string `json:"kind"`
+	// Trigger is a compaction's: "manual" (a /compact) or "auto".
+	Trigger string `json:"trigger,omitempty"`
+	// Session is the harness session the hook ran in.
+	Session string `json:"session,omitempty"`
+	// From says who asked, for the record ("flower handoff now").
+	From string `json:"from,omitempty"`
+	// At is when the request was made.
+	At time.Time `json:"at"`
+	// Name is the request's file name (set by Post and Scan).
+	Name string `json:"-"`
+}
+
+// Dir is the inbox of one step of a run.
+func Dir(runDir, step string) string {
+	return filepath.Join(runDir, "inbox", workbench.SafeStepName(step))
+}
+
+// ErrNotDir is returned for an inbox path that is a link or not a directory.
+var ErrNotDir = errors.New("inbox is not a plain directory")
+
+// Prepare makes the inbox of a step that is about to run and empties it:
+// whatever is there was left by an earlier flower and must not fire now.
+func Prepare(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("make inbox: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("make inbox: %w", err)
+	}
+	if err := plainDir(dir); err != nil {
+		return err
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open inbox: %w", err)
+	}
+	defer f.Close()
+	for {
+		ents, err := f.ReadDir(maxPerScan)
+		for _, e := range ents {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+		if err != nil || len(ents) == 0 {
+			return nil
+		}
+	}
+}
+
+func plainDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("inbox: %w", err)
+	}
+	if !fi.IsDir() || fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("%w: %s", ErrNotDir, dir)
+	}
+	return nil
+}
+
+// Post leaves r in the inbox dir and returns its file name. The file is
+// written under a temporary name, created new (never through a link), then
+// renamed, so a reader sees it whole or not at all.
+func Post(dir string, r Request) (string, error) {
+	if err := plainDir(dir); err != nil {
+		return "", err
+	}
+	if r.At.IsZero() {
+		r.At = time.Now()
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", fmt.Errorf("encode request: %w", err)
+	}
+	var nonce [6]byte
+	_, _ = rand.Read(nonce[:])
+	name := fmt.Sprintf("%d-%d-%s%s", r.At.UnixNano(), os.Getpid(), hex.EncodeToString(nonce[:]), suffix)
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("write request: %w", err)
+	}
+	_, werr := f.Write(b)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if werr != nil {
+		_ = os.Remove(tmp)
+		return "", fmt.Errorf("write request: %w", werr)
+	}
+	return name, nil
+}
+
+// Taken reports whether the request named name has been dealt with (its
+// file is gone).
+func Taken(dir, name string) bool {
+	_, err := os.Lstat(filepath.Join(dir, name))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// Withdraw removes a request nobody took.
+func Withdraw(dir, name string) { _ = os.Remove(filepath.Join(dir, name)) }
+
+// Done removes a request the reader has dealt with: its poster, waiting
+// on Taken, goes on.
+func Done(dir, name string) { _ = os.Remove(filepath.Join(dir, name)) }
+
+// Reader reads one inbox. It is used from one goroutine.
+type Reader struct {
+	dir   string
+	since time.Time
+	log   *slog.Logger
+	seen  map[string]bool // delivered, not yet Done
+}
+
+// NewReader reads dir; a request made before since is dropped (a crash left
+// it).
+func NewReader(dir string, since time.Time, log *slog.Logger) *Reader {
+	return &Reader{dir: dir, since: since, log: log, seen: map[string]bool{}}
+}
+
+// Scan returns the requests in the inbox not returned before; each stays
+// until Done is called for it. An entry that is not a small plain file, a
+// request that cannot be read and a stale request are removed.
+func (rd *Reader) Scan() []Request {
+	f, err := os.Open(rd.dir)
+	if err != nil {
+		return nil
+	}
+	ents, _ := f.ReadDir(maxPerScan)
+	f.Close()
+	present := map[string]bool{}
+	var out []Request
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, suffix) || strings.HasPrefix(name, ".") {
+			continue
+		}
+		present[name] = true
+		if rd.seen[name] {
+			continue
+		}
+		path := filepath.Join(rd.dir, name)
+		r, err := read(path)
+		switch {
+		case err != nil:
+			_ = os.Remove(path)
+			rd.log.Warn("inbox: request dropped", "name", name, "err", err)
+			continue
+		case r.At.Before(rd.since):
+			_ = os.Remove(path)
+			rd.log.Info("inbox: stale request dropped", "name", name, "at", r.At)
+			continue
+		}
+		r.Name = name
+		rd.seen[name] = true
+		out = append(out, r)
+	}
+	for name := range rd.seen {
+		if !present[name] && len(ents) < maxPerScan {
+			delete(rd.seen, name)
+		}
+	}
+	return out
+}
+
+func read(path string) (Request, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return Request{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return Request{}, errors.New("not a plain file")
+	}
+	if fi.Size() > MaxRequest {
+		return Request{}, fmt.Errorf("larger than %d bytes", MaxRequest)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return Request{}, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxRequest+1))
+	if err != nil {
+		return Request{}, err
+	}
+	if len(b) > MaxRequest {
+		return Request{}, fmt.Errorf("larger than %d bytes", MaxRequest)
+	}
+	var r Request
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Request{}, err
+	}
+	switch r.Kind {
+	case KindHandoff, KindCompact:
+	default:
+		return Request{}, fmt.Errorf("unknown kind %q", r.Kind)
+	}
+	return r, nil
+}
