@@ -21,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/flowerhq/flower/workbench"
 )
@@ -244,5 +245,21 @@ func read(path string) (Request, error) {
 	default:
 		return Request{}, fmt.Errorf("unknown kind %q", r.Kind)
 	}
+	// Anyone who can write to the workspace can write here: what is shown
+	// to a person is printable and short.
+	r.Trigger, r.Session, r.From = printable(r.Trigger, 16), printable(r.Session, 100), printable(r.From, 80)
 	return r, nil
+}
+
+func printable(s string, n int) string {
+	var b strings.Builder
+	for _, c := range s {
+		if b.Len() >= n {
+			break
+		}
+		if unicode.IsPrint(c) {
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
 }

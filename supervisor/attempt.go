@@ -112,7 +112,7 @@ func (s *stepRun) spec(n int, prompt, resume string) front.Spec {
 	return front.Spec{
 		Step: s.st.Name, Generation: n,
 		Path: rt.opts.HarnessPath, Args: s.harnessArgs(), Model: rt.opts.Model, Resume: resume,
-		Prompt: prompt, Dir: rt.opts.Workspace, Env: rt.env, Logger: s.log, Grace: rt.opts.Grace,
+		Prompt: prompt, Dir: rt.opts.Workspace, Env: rt.env, Logger: s.log, Grace: rt.opts.Grace, Inbox: s.inboxDir,
 	}
 }
 

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/flowerhq/flower/inbox"
@@ -118,7 +119,7 @@ func (a *attemptRun) handoffAsked(r inbox.Request) (outcome, bool) {
 		a.log.Info("a handoff was asked for while one is under way; nothing more to do", "from", r.From)
 		return outcome{}, false
 	}
-	a.log.Info("a handoff was asked for", "from", r.From)
+	a.notice(fmt.Sprintf("a handoff was asked for (%s): handing off at the next message boundary", orFrom(r.From)))
 	if !a.sawRound || a.meter.SessionID == "" {
 		// Nothing to hand off yet: the cut waits for the first round.
 		a.handoffWanted = true
@@ -150,6 +151,13 @@ func (a *attemptRun) context() int {
 		return a.st.Context
 	}
 	return a.meter.Context
+}
+
+func orFrom(from string) string {
+	if from == "" {
+		return "the inbox"
+	}
+	return from
 }
 
 func (a *attemptRun) notice(msg string) {

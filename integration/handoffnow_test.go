@@ -1,0 +1,83 @@
+package integration_test
+
+// DESIGN.md «Handoff on request»: during a long turn (a tool that runs on),
+// a person asks for a handoff; the running flower cuts at the boundary and
+// hands off as usual, reason requested. Headless through flower handoff
+// now; interactive through flower handoff now and through Ctrl-\ on the
+// screen.
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/scriptedapi"
+)
+
+func TestHandoffNow(t *testing.T) {
+	t.Parallel()
+	rows := []struct {
+		name  string
+		front guarFront
+		ask   string // "command" or "key"
+	}{
+		{"command", headlessGuar{}, "command"},
+		{"command", interactiveGuar{}, "command"},
+		{"key", interactiveGuar{}, "key"},
+	}
+	for _, row := range rows {
+		t.Run(row.name+"/"+row.front.name(), func(t *testing.T) {
+			t.Parallel()
+			script := jobScript([][]scriptedapi.Reply{{bash(40_000, "timeout 120 tail -f /dev/null; echo late >> work.txt"), done(41_000)}, {done(20_000)}}, goodHandoff)
+			g := newGuarRun(t, row.front, script())
+			// No step runs yet: handoff now says so and posts nothing.
+			if err := os.MkdirAll(g.runDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command(g.flower, "handoff", "now", "--run-dir", g.runDir, "--step", guarStep).CombinedOutput(); err == nil ||
+				!strings.Contains(string(out), "not running") {
+				t.Errorf("handoff now with nothing running: %v, %q; want a refusal", err, out)
+			}
+			h := g.run(guarTask, "--window", "200000")
+			toolRunning(t, g, h)
+			switch row.ask {
+			case "command":
+				cmd := exec.Command(g.flower, "handoff", "now", "-C", g.ws)
+				cmd.Env = g.env
+				out, err := cmd.CombinedOutput()
+				if err != nil || !strings.Contains(string(out), "hands off at the next message boundary") {
+					t.Fatalf("flower handoff now: %v\n%s", err, out)
+				}
+			case "key":
+				tf := h.(*tmuxFlower)
+				if _, err := tf.tmux("send-keys", "-t", "it", `C-\`); err != nil {
+					t.Fatal(err)
+				}
+			}
+			until(t, "a second generation", func() bool {
+				m, err := manifest.Load(manifest.Path(g.runDir))
+				return err == nil && m.Step(guarStep) != nil && len(m.Step(guarStep).Generations) > 1
+			})
+			code := g.wait(h)
+			st := g.step()
+			if code != 0 || len(st.Generations) != 2 || st.Generations[0].Handoff == nil || st.Generations[0].Handoff.Reason != manifest.ReasonRequested {
+				t.Fatalf("exit %d, %d generations, generation 1's handoff %+v; errors %q: want one handoff, reason requested",
+					code, len(st.Generations), st.Generations[0].Handoff, st.Errors)
+			}
+			if h := st.Generations[0].Handoff; h.Degraded || h.Context != 40_000 {
+				t.Errorf("handoff %+v: want a written handoff at the session's 40K", h)
+			}
+			if b, _ := os.ReadFile(filepath.Join(g.ws, "work.txt")); strings.Contains(string(b), "late") {
+				t.Errorf("the tool ran to its end: the cut was not at the boundary")
+			}
+			_, first := g.sessions()
+			if q := first[st.Generations[1].SessionID]; !strings.Contains(q.AllText, "NEXT-MARK-1") {
+				t.Errorf("the successor's first request lacks the handoff")
+			}
+			g.checkLineage(st)
+		})
+	}
+}
