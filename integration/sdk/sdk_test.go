@@ -857,3 +857,38 @@ func TestSDKResumeLongConversationHandsOff(t *testing.T) {
 		t.Errorf("result %s: want B-DONE from the successor", clip(res.Raw, 300))
 	}
 }
+
+// TestSDKCompactBecomesHandoff: an application's /compact is blocked by
+// flower's hook (no summary request reaches the API) and answered with a
+// handoff at the message boundary (DESIGN.md «Compaction asked for»).
+func TestSDKCompactBecomesHandoff(t *testing.T) {
+	g := &generations{}
+	early := scriptedapi.Reply{Text: "A-PROGRESS", Usage: usage(60_000)}
+	srv := startServer(t, handoffScript(g, bash(25_000, "touch b1.txt"), &early))
+	app := runApp(t, "compact", srv, "", []string{"CLAUDE_CODE_AUTO_COMPACT_WINDOW=100000"}, nil)
+	a, b := app.handedOff()
+	for _, r := range srv.Requests() {
+		if strings.Contains(r.LastUserText, "CRITICAL: Respond with TEXT ONLY") {
+			t.Errorf("request %d is a summary request: the /compact compacted", r.Seq)
+		}
+	}
+	for _, l := range app.lines {
+		if strings.Contains(l.Raw, "compact_boundary") {
+			t.Errorf("the app saw a compaction: %s", clip(l.Raw, 300))
+		}
+	}
+	if rs := app.messages("result", ""); len(rs) != 2 || rs[0].Get("session_id").String() != a || rs[1].Get("session_id").String() != b {
+		t.Errorf("results %v: want A's first turn, then B's", stringsOf(rs))
+	}
+	st := manifestOf(t, app.cwd).Steps[0]
+	if len(st.Generations) != 2 || st.Generations[0].Handoff == nil || st.Generations[0].Handoff.Reason != manifest.ReasonCompactBlocked {
+		t.Fatalf("generations %+v: want a handoff for the /compact", st.Generations)
+	}
+	if bc := st.Generations[0].BlockedCompactions; len(bc) != 1 || bc[0].Trigger != "manual" || bc[0].Context != 60_000 {
+		t.Errorf("blocked compactions %+v: want the /compact at 60K", bc)
+	}
+	_, by := mainRequests(srv)
+	if len(by[b]) == 0 || !strings.Contains(by[b][0].AllText, docMark) {
+		t.Errorf("B's first request does not carry the handoff file")
+	}
+}
