@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowerhq/flower/harness/harnesstest"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/scriptedapi"
 )
@@ -79,5 +80,39 @@ func TestHandoffNow(t *testing.T) {
 			}
 			g.checkLineage(st)
 		})
+	}
+}
+
+// TestTemporalHandoffNow: a step on Temporal, its generation in a long
+// tool call on a worker; flower handoff now --temporal signals the
+// workflow, and the worker's engine hands off at the boundary.
+func TestTemporalHandoffNow(t *testing.T) {
+	ts := startTemporal(t)
+	script := jobScript([][]scriptedapi.Reply{{bash(40_000, "timeout 120 tail -f /dev/null; echo late >> work.txt"), done(41_000)}, {done(20_000)}}, goodHandoff)
+	srv := startServer(t, script())
+	queue, id := randomID("q"), randomID("step")
+	ws := t.TempDir()
+	worker := ts.startWorker(t, srv, queue, "worker-a", "--window", "200000")
+	sub := startFlower(t, harnessEnv(t, srv), "submit", "--temporal", ts.addr, "--task-queue", queue, "-C", ws,
+		"--id", id, "--wait", "Build the shim. TASK-MARK")
+	untilT(t, "the tool to run on the worker", func() bool {
+		return hasProcess(harnesstest.Descendants(worker.cmd.Process.Pid), "tail")
+	})
+	if code, out := runFlowerCLI(t, nil, "handoff", "now", "--temporal", ts.addr, id); code != 0 || !strings.Contains(out, "next message boundary") {
+		t.Fatalf("flower handoff now --temporal exited %d:\n%s", code, out)
+	}
+	if code := sub.wait(temporalLimit); code != 0 {
+		t.Fatalf("flower submit --wait exited %d:\n%s", code, sub.output())
+	}
+	st := ts.status(t, id)
+	gens := st.Record.Generations
+	if len(gens) != 2 || gens[0].Handoff == nil || gens[0].Handoff.Reason != manifest.ReasonRequested || gens[0].Handoff.Degraded {
+		t.Fatalf("generations %+v: want a written handoff, reason requested", gens)
+	}
+	if st.HandoffsAsked != 1 {
+		t.Errorf("the workflow counted %d handoffs asked for, want 1", st.HandoffsAsked)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "work.txt")); strings.Contains(string(b), "late") {
+		t.Errorf("the tool ran to its end: the cut was not at the boundary")
 	}
 }

@@ -20,19 +20,26 @@ func handoffNowCommand(p proc) *cli.Command {
 	return &cli.Command{
 		Name:      "now",
 		Usage:     "the running flower hands off at the next message boundary",
-		UsageText: "flower handoff now [-C DIR] [--run-dir DIR] [--step NAME]",
+		UsageText: "flower handoff now [-C DIR] [--run-dir DIR] [--step NAME]\nflower handoff now --temporal HOST:PORT [--namespace N] WORKFLOW_ID",
 		Description: `Asks the flower running a step for a handoff now: it cuts the session at the
 next message boundary, has it write its handoff, and starts a fresh session
 from it, as at the threshold (reason "requested"). Without --run-dir, the
 latest run under the workspace; without --step, its one running step.
+With --temporal, the step's workflow is signalled, and the worker running
+its generation hands off.
 
 In interactive mode (flower -i), Ctrl-\ does the same.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			workspaceFlag(),
 			&cli.StringFlag{Name: "run-dir", Usage: "the run `DIR` (default: the workspace's latest run)"},
 			&cli.StringFlag{Name: "step", Usage: "the step's `NAME` (default: the run's one running step)"},
+		}, temporalFlags(false)...),
+		Action: func(c *cli.Context) error {
+			if c.String("temporal") != "" {
+				return handoffNowTemporal(c, p)
+			}
+			return handoffNowAction(c, p)
 		},
-		Action: func(c *cli.Context) error { return handoffNowAction(c, p) },
 	}
 }
 

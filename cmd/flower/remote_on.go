@@ -247,6 +247,25 @@ func handoffSetAction(c *cli.Context, p proc) error {
 	return nil
 }
 
+// handoffNowTemporal signals a step's workflow: the worker running its
+// generation hands off at the next message boundary.
+func handoffNowTemporal(c *cli.Context, p proc) error {
+	id, err := oneArg(c, "WORKFLOW_ID")
+	if err != nil {
+		return err
+	}
+	cl, err := dialTemporal(c, "", nil)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := fleet.HandoffNow(c.Context, cl, id, "flower handoff now"); err != nil {
+		return err
+	}
+	fmt.Fprintf(p.stdout, "flower: asked %s for a handoff; its worker hands off at the next message boundary\n", id)
+	return nil
+}
+
 // dialTemporal connects to the server the flags name. A server that does
 // not answer is a usage error: one line, exit 2.
 func dialTemporal(c *cli.Context, identity string, log *slog.Logger) (client.Client, error) {
