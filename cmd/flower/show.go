@@ -217,7 +217,7 @@ func compactionLines(s *manifest.StepResult) []string {
 		if n := len(g.BlockedCompactions) + g.BlockedCompactionsMore; n > 0 {
 			var each []string
 			for _, c := range g.BlockedCompactions {
-				each = append(each, fmt.Sprintf("%s at %s, %s", orDash(c.Trigger), policy.FormatUsed(c.Context), c.At.Local().Format("15:04:05")))
+				each = append(each, fmt.Sprintf("%s at %s, %s", orDash(c.Trigger), policy.FormatUsed(c.Context), clock(c.At)))
 			}
 			if g.BlockedCompactionsMore > 0 {
 				each = append(each, fmt.Sprintf("%d more", g.BlockedCompactionsMore))
