@@ -116,3 +116,39 @@ func TestTemporalHandoffNow(t *testing.T) {
 		t.Errorf("the tool ran to its end: the cut was not at the boundary")
 	}
 }
+
+// TestHandoffKeyBetweenTurns: Ctrl-\ on the interactive screen while no
+// turn runs (the person has not typed the next one): nothing to interrupt,
+// the writing turn starts at once, and the successor takes over.
+func TestHandoffKeyBetweenTurns(t *testing.T) {
+	t.Parallel()
+	script := jobScript([][]scriptedapi.Reply{{done(45_000)}, {done(20_000)}}, goodHandoff)
+	g := newGuarRun(t, interactiveGuar{}, script())
+	g.mu.Lock()
+	g.hold = true
+	g.mu.Unlock()
+	h := g.run(guarTask, "--window", "200000")
+	tf := h.(*tmuxFlower)
+	until(t, "the first turn's end", func() bool { return g.finished() && harnessState(g.home, harnessChild(h.pid(), g.harness)) == "idle" })
+	if _, err := tf.tmux("send-keys", "-t", "it", `C-\`); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "a second generation", func() bool {
+		m, err := manifest.Load(manifest.Path(g.runDir))
+		return err == nil && m.Step(guarStep) != nil && len(m.Step(guarStep).Generations) > 1
+	})
+	g.mu.Lock()
+	g.hold = false
+	g.mu.Unlock()
+	code := g.wait(h)
+	st := g.step()
+	if code != 0 || len(st.Generations) != 2 || st.Generations[0].Handoff == nil || st.Generations[0].Handoff.Reason != manifest.ReasonRequested ||
+		st.Generations[0].Handoff.Degraded {
+		t.Fatalf("exit %d, %d generations, generation 1's handoff %+v; errors %q: want one written handoff, reason requested",
+			code, len(st.Generations), st.Generations[0].Handoff, st.Errors)
+	}
+	_, first := g.sessions()
+	if q := first[st.Generations[1].SessionID]; !strings.Contains(q.AllText, "NEXT-MARK-1") {
+		t.Errorf("the successor's first request lacks the handoff")
+	}
+}
