@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -890,5 +891,53 @@ func TestSDKCompactBecomesHandoff(t *testing.T) {
 	_, by := mainRequests(srv)
 	if len(by[b]) == 0 || !strings.Contains(by[b][0].AllText, docMark) {
 		t.Errorf("B's first request does not carry the handoff file")
+	}
+}
+
+// TestSDKHandoffNow: flower handoff now reaches a flower an application
+// started (its run is the workspace's latest): during a long tool call,
+// the session hands off at the boundary, reason requested, and the query
+// goes on in the successor.
+func TestSDKHandoffNow(t *testing.T) {
+	mark := fmt.Sprintf("SDK_NOW_MARK=%d", time.Now().UnixNano())
+	g := &generations{}
+	// Generation 1's first reply runs a tool that waits.
+	first := true
+	var mu sync.Mutex
+	script := handoffScript(g, bash(25_000, "touch b1.txt"), nil)
+	srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Kind == scriptedapi.KindMain && first && !isWriting(r) {
+			first = false
+			g.of(r)
+			return bash(20_000, "timeout 120 tail -f /dev/null; touch late.txt")
+		}
+		return script(r)
+	})
+	cwd := t.TempDir()
+	var out []byte
+	var err error
+	app := runApp(t, "handoff", srv, cwd, []string{mark}, func(*exec.Cmd) {
+		deadline := time.Now().Add(sdkLimit)
+		for !slices.ContainsFunc(slices.Collect(maps.Values(marked(mark))), func(exe string) bool { return filepath.Base(exe) == "tail" }) {
+			if time.Now().After(deadline) {
+				t.Error("hang guard: the tool never ran")
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		out, err = exec.Command(flowerBinary(t), "handoff", "now", "-C", cwd).CombinedOutput()
+	})
+	if err != nil || !strings.Contains(string(out), "next message boundary") {
+		t.Fatalf("flower handoff now: %v\n%s", err, out)
+	}
+	app.handedOff()
+	st := manifestOf(t, app.cwd).Steps[0]
+	if len(st.Generations) != 2 || st.Generations[0].Handoff == nil || st.Generations[0].Handoff.Reason != manifest.ReasonRequested {
+		t.Fatalf("generations %+v: want a handoff, reason requested", st.Generations)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "late.txt")); err == nil {
+		t.Errorf("the tool ran to its end: the cut was not at the boundary")
 	}
 }
