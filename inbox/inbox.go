@@ -68,16 +68,22 @@ var ErrNotDir = errors.New("inbox is not a plain directory")
 // Prepare makes the inbox of a step that is about to run and empties it:
 // whatever is there was left by an earlier flower and must not fire now.
 func Prepare(dir string) error {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	run, err := os.OpenRoot(filepath.Dir(filepath.Dir(dir)))
+	if err != nil {
 		return fmt.Errorf("make inbox: %w", err)
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("make inbox: %w", err)
+	defer run.Close()
+	for _, rel := range []string{filepath.Base(filepath.Dir(dir)), relOf(dir)} {
+		if err := run.Mkdir(rel, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("make inbox: %w", err)
+		}
 	}
-	if err := plainDir(dir); err != nil {
+	box, err := open(dir)
+	if err != nil {
 		return err
 	}
-	f, err := os.Open(dir)
+	defer box.Close()
+	f, err := box.Open(".")
 	if err != nil {
 		return fmt.Errorf("open inbox: %w", err)
 	}
@@ -85,7 +91,7 @@ func Prepare(dir string) error {
 	for {
 		ents, err := f.ReadDir(maxPerScan)
 		for _, e := range ents {
-			_ = os.Remove(filepath.Join(dir, e.Name()))
+			_ = box.Remove(e.Name())
 		}
 		if err != nil || len(ents) == 0 {
 			return nil
@@ -93,24 +99,44 @@ func Prepare(dir string) error {
 	}
 }
 
-func plainDir(dir string) error {
-	fi, err := os.Lstat(dir)
+// relOf is the inbox's path inside its run dir.
+func relOf(dir string) string {
+	return filepath.Join(filepath.Base(filepath.Dir(dir)), filepath.Base(dir))
+}
+
+// open opens the inbox dir as a root that no name inside it can leave,
+// after checking that neither it nor its parent in the run dir is a link.
+func open(dir string) (*os.Root, error) {
+	run, err := os.OpenRoot(filepath.Dir(filepath.Dir(dir)))
 	if err != nil {
-		return fmt.Errorf("inbox: %w", err)
+		return nil, fmt.Errorf("inbox: %w", err)
 	}
-	if !fi.IsDir() || fi.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("%w: %s", ErrNotDir, dir)
+	defer run.Close()
+	for _, rel := range []string{filepath.Base(filepath.Dir(dir)), relOf(dir)} {
+		fi, err := run.Lstat(rel)
+		if err != nil {
+			return nil, fmt.Errorf("inbox: %w", err)
+		}
+		if !fi.IsDir() || fi.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%w: %s", ErrNotDir, dir)
+		}
 	}
-	return nil
+	box, err := run.OpenRoot(relOf(dir))
+	if err != nil {
+		return nil, fmt.Errorf("inbox: %w", err)
+	}
+	return box, nil
 }
 
 // Post leaves r in the inbox dir and returns its file name. The file is
 // written under a temporary name, created new (never through a link), then
 // renamed, so a reader sees it whole or not at all.
 func Post(dir string, r Request) (string, error) {
-	if err := plainDir(dir); err != nil {
+	box, err := open(dir)
+	if err != nil {
 		return "", err
 	}
+	defer box.Close()
 	if r.At.IsZero() {
 		r.At = time.Now()
 	}
@@ -121,8 +147,8 @@ func Post(dir string, r Request) (string, error) {
 	var nonce [6]byte
 	_, _ = rand.Read(nonce[:])
 	name := fmt.Sprintf("%d-%d-%s%s", r.At.UnixNano(), os.Getpid(), hex.EncodeToString(nonce[:]), suffix)
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	tmp := "." + name + ".tmp"
+	f, err := box.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("write request: %w", err)
 	}
@@ -131,10 +157,10 @@ func Post(dir string, r Request) (string, error) {
 		werr = cerr
 	}
 	if werr == nil {
-		werr = os.Rename(tmp, filepath.Join(dir, name))
+		werr = box.Rename(tmp, name)
 	}
 	if werr != nil {
-		_ = os.Remove(tmp)
+		_ = box.Remove(tmp)
 		return "", fmt.Errorf("write request: %w", werr)
 	}
 	return name, nil
@@ -143,16 +169,28 @@ func Post(dir string, r Request) (string, error) {
 // Taken reports whether the request named name has been dealt with (its
 // file is gone).
 func Taken(dir, name string) bool {
-	_, err := os.Lstat(filepath.Join(dir, name))
+	box, err := open(dir)
+	if err != nil {
+		return true // nothing there can be taken any more
+	}
+	defer box.Close()
+	_, err = box.Lstat(name)
 	return errors.Is(err, os.ErrNotExist)
 }
 
 // Withdraw removes a request nobody took.
-func Withdraw(dir, name string) { _ = os.Remove(filepath.Join(dir, name)) }
+func Withdraw(dir, name string) { remove(dir, name) }
 
 // Done removes a request the reader has dealt with: its poster, waiting
 // on Taken, goes on.
-func Done(dir, name string) { _ = os.Remove(filepath.Join(dir, name)) }
+func Done(dir, name string) { remove(dir, name) }
+
+func remove(dir, name string) {
+	if box, err := open(dir); err == nil {
+		_ = box.Remove(name)
+		box.Close()
+	}
+}
 
 // Reader reads one inbox. It is used from one goroutine.
 type Reader struct {
@@ -172,7 +210,12 @@ func NewReader(dir string, since time.Time, log *slog.Logger) *Reader {
 // until Done is called for it. An entry that is not a small plain file, a
 // request that cannot be read and a stale request are removed.
 func (rd *Reader) Scan() []Request {
-	f, err := os.Open(rd.dir)
+	box, err := open(rd.dir)
+	if err != nil {
+		return nil
+	}
+	defer box.Close()
+	f, err := box.Open(".")
 	if err != nil {
 		return nil
 	}
@@ -189,15 +232,14 @@ func (rd *Reader) Scan() []Request {
 		if rd.seen[name] {
 			continue
 		}
-		path := filepath.Join(rd.dir, name)
-		r, err := read(path)
+		r, err := read(box, name)
 		switch {
 		case err != nil:
-			_ = os.Remove(path)
+			_ = box.Remove(name)
 			rd.log.Warn("inbox: request dropped", "name", name, "err", err)
 			continue
 		case r.At.Before(rd.since):
-			_ = os.Remove(path)
+			_ = box.Remove(name)
 			rd.log.Info("inbox: stale request dropped", "name", name, "at", r.At)
 			continue
 		}
@@ -213,8 +255,8 @@ func (rd *Reader) Scan() []Request {
 	return out
 }
 
-func read(path string) (Request, error) {
-	fi, err := os.Lstat(path)
+func read(box *os.Root, name string) (Request, error) {
+	fi, err := box.Lstat(name)
 	if err != nil {
 		return Request{}, err
 	}
@@ -224,7 +266,7 @@ func read(path string) (Request, error) {
 	if fi.Size() > MaxRequest {
 		return Request{}, fmt.Errorf("larger than %d bytes", MaxRequest)
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := box.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return Request{}, err
 	}

@@ -115,3 +115,29 @@ func TestPrepareEmptiesAndRefusesLinks(t *testing.T) {
 		t.Errorf("written through the link: %v", ents)
 	}
 }
+
+// A link planted in place of the inbox's parent (inside the workspace, so
+// anyone there can) leads nowhere: nothing is written through it.
+func TestParentLinkRefused(t *testing.T) {
+	root := t.TempDir()
+	run := filepath.Join(root, "run")
+	other := filepath.Join(root, "other")
+	for _, d := range []string{run, filepath.Join(other, "s")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(other, filepath.Join(run, "inbox")); err != nil {
+		t.Fatal(err)
+	}
+	dir := Dir(run, "s")
+	if err := Prepare(dir); err == nil {
+		t.Error("Prepare accepted a linked parent")
+	}
+	if _, err := Post(dir, Request{Kind: KindHandoff}); err == nil {
+		t.Error("Post wrote through a linked parent")
+	}
+	if ents, _ := os.ReadDir(filepath.Join(other, "s")); len(ents) != 0 {
+		t.Errorf("written through the link: %v", ents)
+	}
+}
