@@ -7,6 +7,7 @@ package integration_test
 // screen.
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,5 +151,35 @@ func TestHandoffKeyBetweenTurns(t *testing.T) {
 	_, first := g.sessions()
 	if q := first[st.Generations[1].SessionID]; !strings.Contains(q.AllText, "NEXT-MARK-1") {
 		t.Errorf("the successor's first request lacks the handoff")
+	}
+}
+
+// TestHarnessNeverBindsTheHandoffKey: the fact «Handoff on request» rests
+// on, read from the harness itself: Ctrl-\ is on the harness's list of keys
+// it refuses to bind, and none of its default bindings uses it (the
+// harness's code is JavaScript embedded in its executable).
+func TestHarnessNeverBindsTheHandoffKey(t *testing.T) {
+	f, err := os.Open(harnessPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	reserved := []byte(`key:"ctrl+\\",reason:"Terminal quit signal (SIGQUIT)",severity:"error"`)
+	bound := []byte(`"ctrl+\\":`)
+	var sawReserved, sawBound bool
+	buf := make([]byte, 8<<20)
+	keep := 0
+	for {
+		n, err := f.Read(buf[keep:])
+		chunk := buf[:keep+n]
+		sawReserved = sawReserved || bytes.Contains(chunk, reserved)
+		sawBound = sawBound || bytes.Contains(chunk, bound)
+		if err != nil {
+			break
+		}
+		keep = copy(buf, chunk[len(chunk)-len(reserved):])
+	}
+	if !sawReserved || sawBound {
+		t.Errorf("the harness reserves Ctrl-\\: %v; binds it: %v; want reserved and never bound", sawReserved, sawBound)
 	}
 }
