@@ -16,6 +16,7 @@ import (
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/transcript"
@@ -227,13 +228,23 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 				return out
 			}
 		case r := <-a.requests:
+			before := a.phase
+			// What the harness said before it asked is folded in first:
+			// the request is judged against it (its context, its round).
+			if out, end := a.fold(ack); end {
+				inbox.Done(a.inboxDir, r.Name)
+				return out
+			}
 			if out, end := a.request(r); end {
 				return out
 			}
-			if a.phase == phaseWriting {
-				arm(rt.opts.WritingTimeout)
-			} else if a.phase == phaseCutting {
-				arm(rt.opts.CutTimeout)
+			if a.phase != before {
+				switch a.phase {
+				case phaseCutting:
+					arm(rt.opts.CutTimeout)
+				case phaseWriting:
+					arm(rt.opts.WritingTimeout)
+				}
 			}
 		case <-a.successorDue:
 			a.successorDue = nil
@@ -251,6 +262,26 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 		case <-ctx.Done():
 			// Let the current turn end at a message boundary, then go.
 			return a.interrupted(ctx) // stop.go
+		}
+	}
+}
+
+// fold handles the records the front has delivered already.
+func (a *attemptRun) fold(ack front.Acknowledger) (outcome, bool) {
+	for {
+		select {
+		case ev, ok := <-a.p.Records():
+			if !ok {
+				return a.exited(), true
+			}
+			if out, end := a.handle(&ev); end {
+				return out, true
+			}
+			if ack != nil {
+				ack.Handled()
+			}
+		default:
+			return outcome{}, false
 		}
 	}
 }
