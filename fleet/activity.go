@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flowerhq/flower/event"
+	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/supervisor"
 	"github.com/flowerhq/flower/workbench"
 )
@@ -59,7 +61,14 @@ type Generations struct {
 	// ps lists, DESIGN.md «Live registry»): its events go to onEvent, and
 	// done is called when the generation ends.
 	Live func(workspace, step, runDir string) (onEvent func(supervisor.Event), done func())
+	// client asks the workflow's status query for handoffs asked for
+	// (set by NewWorker; nil: none are heard).
+	client client.Client
 }
+
+// askPoll is how often a running generation reads its workflow's count of
+// handoffs asked for.
+const askPoll = time.Second
 
 // RunDir is where a step run as workflow workflowID keeps its manifest:
 // <workspace>/.flower/runs/<workflow id, made safe>.
@@ -130,7 +139,9 @@ func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*Outcom
 	}
 	hb.send()
 	stop := hb.every(heartbeatEvery(t.HeartbeatTimeout))
+	stopAsks := g.relayAsks(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, t, inbox.Dir(opts.RunDir, t.Step))
 	res, err := rt.RunGeneration(ctx, in)
+	stopAsks()
 	stop()
 	var busy *supervisor.BusyError
 	switch {
@@ -247,4 +258,42 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// relayAsks reads the workflow's count of handoffs asked for (flower
+// handoff now --temporal signals it) and posts a request to the step's
+// inbox for each new one: the engine hands off as for a local request
+// (DESIGN.md «Handoff on request»).
+func (g *Generations) relayAsks(ctx context.Context, workflowID, runID string, t GenerationTask, box string) (stop func()) {
+	if g.client == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		seen := t.AskedBefore
+		tick := time.NewTicker(askPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			v, err := g.client.QueryWorkflow(ctx, workflowID, runID, QueryStatus)
+			if err != nil {
+				continue
+			}
+			var st Status
+			if v.Get(&st) != nil || st.HandoffsAsked <= seen {
+				continue
+			}
+			seen = st.HandoffsAsked
+			if _, err := inbox.Post(box, inbox.Request{Kind: inbox.KindHandoff, From: "flower handoff now --temporal"}); err != nil {
+				activity.GetLogger(ctx).Warn("handoff asked for, but the step's inbox is not there", "err", err)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }

@@ -70,6 +70,7 @@ func Dial(ctx context.Context, c Conn) (client.Client, error) {
 func NewWorker(c client.Client, taskQueue string, g *Generations, slots int) worker.Worker {
 	w := worker.New(c, taskQueue, worker.Options{MaxConcurrentActivityExecutionSize: slots, Identity: g.Identity})
 	Register(w)
+	g.client = c
 	w.RegisterActivityWithOptions(g.Generation, activity.RegisterOptions{Name: ActivityType})
 	return w
 }
@@ -161,6 +162,15 @@ func Live(ctx context.Context, c client.Client, workflowID string) (*Progress, e
 func SetHandoff(ctx context.Context, c client.Client, workflowID string, e HandoffEdit) error {
 	if err := c.SignalWorkflow(ctx, workflowID, "", SignalSetHandoff, e); err != nil {
 		return fmt.Errorf("set handoff of %s: %w", workflowID, err)
+	}
+	return nil
+}
+
+// HandoffNow asks the running generation of workflowID for a handoff at
+// its next message boundary.
+func HandoffNow(ctx context.Context, c client.Client, workflowID, from string) error {
+	if err := c.SignalWorkflow(ctx, workflowID, "", SignalHandoffNow, from); err != nil {
+		return fmt.Errorf("ask %s for a handoff: %w", workflowID, err)
 	}
 	return nil
 }

@@ -34,6 +34,9 @@ type Status struct {
 	// started from; PendingFrom names its file.
 	Pending     string `json:",omitempty"`
 	PendingFrom string `json:",omitempty"`
+	// HandoffsAsked counts the SignalHandoffNow signals so far; the running
+	// generation's worker reads it (DESIGN.md «Handoff on request»).
+	HandoffsAsked int `json:",omitempty"`
 }
 
 // Generations is how many generations the step has run (or is running).

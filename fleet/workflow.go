@@ -29,6 +29,10 @@ const (
 	QueryStatus = "status"
 	// SignalSetHandoff carries a HandoffEdit.
 	SignalSetHandoff = "set-handoff"
+	// SignalHandoffNow asks the running generation for a handoff at its
+	// next message boundary (DESIGN.md «Handoff on request»); it carries
+	// who asked.
+	SignalHandoffNow = "handoff-now"
 )
 
 // Error types of the activity and the workflow, as Temporal's
@@ -83,6 +87,10 @@ type GenerationTask struct {
 	Replaced bool   `json:",omitempty"`
 	// HeartbeatTimeout is the activity's, for the heartbeat interval.
 	HeartbeatTimeout time.Duration
+	// AskedBefore is Status.HandoffsAsked when the generation started: a
+	// count above it, read from the status query, asks this generation
+	// for a handoff.
+	AskedBefore int `json:",omitempty"`
 }
 
 // HandoffEdit replaces the handoff the next generation starts from.
@@ -112,6 +120,15 @@ func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
 			edit = &e
 			st.Pending = e.Document
 			st.PendingFrom = e.From
+		}
+	})
+
+	asks := workflow.GetSignalChannel(ctx, SignalHandoffNow)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var from string
+			asks.Receive(ctx, &from)
+			st.HandoffsAsked++
 		}
 	})
 
@@ -149,7 +166,7 @@ func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
 		st.Running = n
 		var res Outcome
 		err := workflow.ExecuteActivity(actx, ActivityType, GenerationTask{Step: in.Step, Task: in.Task,
-			Workspace: in.Workspace, Handoff: doc, Replaced: replaced, HeartbeatTimeout: hb}).Get(ctx, &res)
+			Workspace: in.Workspace, Handoff: doc, Replaced: replaced, HeartbeatTimeout: hb, AskedBefore: st.HandoffsAsked}).Get(ctx, &res)
 		st.Running = 0
 		if err != nil {
 			// A generation that could not run: the activity's own words

@@ -136,3 +136,24 @@ func TestWorkflowSetupErrorFails(t *testing.T) {
 		t.Errorf("workflow error %v, status %+v", err, st.Record)
 	}
 }
+
+// A handoff asked for (flower handoff now --temporal) is counted in the
+// status the running generation's worker reads; the next generation starts
+// knowing the count, so it does not hand off again for the same ask.
+func TestWorkflowCountsHandoffsAsked(t *testing.T) {
+	env, inputs := run(t, func(n int, in fleet.GenerationTask) (*fleet.Outcome, error) {
+		if n < 2 {
+			return outcome(n, supervisor.EndHandoff, "H1", ""), nil
+		}
+		return outcome(n, supervisor.EndSucceeded, "", ""), nil
+	}, func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(fleet.SignalHandoffNow, "test") }, 0)
+	})
+	var st fleet.Status
+	if err := env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.HandoffsAsked != 1 || len(inputs) != 2 || inputs[0].AskedBefore != 0 || inputs[1].AskedBefore != 1 {
+		t.Errorf("asked %d; inputs %+v: want 1, generation 2 starting at 1", st.HandoffsAsked, inputs)
+	}
+}

@@ -38,6 +38,9 @@ type Spec struct {
 	Prompt string
 	Dir    string
 	Env    []string
+	// Inbox is the step's inbox directory (package inbox), where a front
+	// that takes a person's keys posts a handoff asked for; "" for none.
+	Inbox string
 	// Grace bounds each stage of stopping the harness.
 	Grace  time.Duration
 	Logger *slog.Logger

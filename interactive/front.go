@@ -15,6 +15,7 @@ import (
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -63,6 +64,9 @@ type Front struct {
 
 	keys    *keyReader
 	stopSig func()
+	// inbox is the running step's (front.Spec.Inbox), where the handoff
+	// key posts its request.
+	inbox string
 }
 
 var _ front.Launcher = (*Front)(nil)
@@ -91,7 +95,7 @@ func Open(ctx context.Context, opts Options) (*Front, context.Context, context.C
 	f := &Front{opts: opts, term: t, screen: NewScreen(opts.Out), gate: &Gate{}, log: opts.Logger, evLog: opts.Logger, used: map[string]bool{}}
 	ctx, cancel := context.WithCancelCause(ctx)
 	f.stopSig = f.handleSignals(cancel)
-	if f.keys, err = readKeys(opts.In, f.gate); err != nil {
+	if f.keys, err = readKeys(opts.In, f.gate, f.handoffKey); err != nil {
 		f.log.Warn("keys: the terminal cannot be read with a deadline; reading it directly", "err", err)
 	}
 	return f, ctx, cancel, nil
@@ -277,6 +281,7 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 	}
 	f.mu.Lock()
 	f.cur = p
+	f.inbox = s.Inbox
 	f.mu.Unlock()
 	// Keys held over from the last harness wait until this one is up: a
 	// pty echoes what it is given before the harness makes it raw.
@@ -290,6 +295,21 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 	})
 	log.Info("harness started", "pid", p.PID(), "interactive", true)
 	return g, nil
+}
+
+// handoffKey posts the person's request for a handoff to the step's
+// inbox, as flower handoff now does (DESIGN.md «Inbox»).
+func (f *Front) handoffKey() {
+	f.mu.Lock()
+	box := f.inbox
+	f.mu.Unlock()
+	if box == "" {
+		f.log.Info("handoff key pressed, but the step has no inbox")
+		return
+	}
+	if _, err := inbox.Post(box, inbox.Request{Kind: inbox.KindHandoff, From: HandoffKeyName + " on the screen"}); err != nil {
+		f.log.Warn("handoff key: the request could not be posted", "err", err)
+	}
 }
 
 // detach forgets the stopped harness p and gives the terminal back.
@@ -311,7 +331,7 @@ type keyReader struct {
 	done chan struct{}
 }
 
-func readKeys(in *os.File, g *Gate) (*keyReader, error) {
+func readKeys(in *os.File, g *Gate, onHandoff func()) (*keyReader, error) {
 	// Opening /proc/self/fd/N opens the terminal anew: O_NONBLOCK on this
 	// descriptor leaves the person's shell's own descriptor blocking.
 	f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", in.Fd()), os.O_RDONLY|syscall.O_NONBLOCK, 0)
@@ -323,24 +343,31 @@ func readKeys(in *os.File, g *Gate) (*keyReader, error) {
 	if err != nil {
 		// No second descriptor: read the terminal itself. Nothing can end
 		// that read, so this goroutine lives as long as the program.
-		go copyKeys(in, g)
+		go copyKeys(in, g, onHandoff)
 		return nil, err
 	}
 	k := &keyReader{f: f, done: make(chan struct{})}
 	go func() {
 		defer close(k.done)
-		copyKeys(f, g)
+		copyKeys(f, g, onHandoff)
 	}()
 	return k, nil
 }
 
-// copyKeys passes what the terminal gives to the gate until a read fails.
-func copyKeys(r io.Reader, g *Gate) {
+// copyKeys passes what the terminal gives to the gate until a read fails;
+// the handoff key goes to onHandoff instead.
+func copyKeys(r io.Reader, g *Gate, onHandoff func()) {
 	buf := make([]byte, 4096)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			_, _ = g.Write(buf[:n])
+			keys, asked := takeHandoffKeys(buf[:n])
+			if len(keys) > 0 {
+				_, _ = g.Write(keys)
+			}
+			if asked > 0 && onHandoff != nil {
+				onHandoff()
+			}
 		}
 		if err != nil {
 			return

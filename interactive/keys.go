@@ -1,6 +1,7 @@
 package interactive
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"time"
@@ -15,6 +16,36 @@ const (
 	pasteStart = "\x1b[200~" // bracketed paste
 	pasteEnd   = "\x1b[201~"
 )
+
+// The handoff key, Ctrl-\, asks flower for a handoff now (DESIGN.md
+// «Handoff on request»). flower takes it out of the person's keys, so the
+// harness never sees it, and it cannot collide with anything of the
+// harness's own: the harness lists Ctrl-\ among the keys it will not bind
+// ("Terminal quit signal (SIGQUIT)", an error in keybindings.json), so
+// neither its defaults nor a person's keybindings give it a meaning, and no
+// slash command is a key. In the raw mode of flower's terminal it sends no
+// signal. Terminals in the harness's extended keyboard modes send it as CSI
+// u or modifyOtherKeys sequences, taken out as well.
+var handoffKeys = [][]byte{[]byte("\x1b[92;5u"), []byte("\x1b[27;5;92~"), {0x1c}}
+
+// HandoffKeyName is how the handoff key is named to a person.
+const HandoffKeyName = "Ctrl-\\"
+
+// takeHandoffKeys returns p without its handoff keys, and how many it had.
+func takeHandoffKeys(p []byte) ([]byte, int) {
+	n := 0
+	for _, k := range handoffKeys {
+		for {
+			i := bytes.Index(p, k)
+			if i < 0 {
+				break
+			}
+			p = append(p[:i:i], p[i+len(k):]...)
+			n++
+		}
+	}
+	return p, n
+}
 
 // Pasted text longer than this, or with more newlines, is collapsed by the
 // harness into a "[Pasted text]" reference (observed limits: 800 characters

@@ -225,3 +225,21 @@ func TestArgv(t *testing.T) {
 		t.Errorf("argv without prompt %q", got)
 	}
 }
+
+func TestTakeHandoffKeys(t *testing.T) {
+	for _, c := range []struct {
+		in, out string
+		n       int
+	}{
+		{"abc", "abc", 0},
+		{"a\x1cb", "ab", 1},
+		{"\x1c\x1c", "", 2},
+		{"x\x1b[92;5uy\x1b[27;5;92~z", "xyz", 2},
+		{"\x1b[A\x03", "\x1b[A\x03", 0}, // the harness's own keys pass
+	} {
+		got, n := takeHandoffKeys([]byte(c.in))
+		if string(got) != c.out || n != c.n {
+			t.Errorf("takeHandoffKeys(%q) = %q, %d; want %q, %d", c.in, got, n, c.out, c.n)
+		}
+	}
+}

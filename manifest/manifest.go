@@ -52,6 +52,13 @@ const (
 	// ReasonLost: the machine running the generation was lost (a remote
 	// worker stopped heartbeating); nothing could be asked of its session.
 	ReasonLost = "lost"
+	// ReasonCompactBlocked: compaction was asked for (a /compact, or the
+	// harness's second automatic attempt in a session) and flower's hook
+	// blocked it; a handoff takes its place (DESIGN.md «Compaction asked for»).
+	ReasonCompactBlocked = "compact_blocked"
+	// ReasonRequested: a handoff was asked for (flower handoff now, or the
+	// interactive key; DESIGN.md «Handoff on request»).
+	ReasonRequested = "requested"
 )
 
 // ErrUnsupportedVersion is wrapped by Load when the file was written by a
@@ -145,8 +152,64 @@ type Generation struct {
 	HarnessWindow      int   `json:"harness_window,omitempty"`
 	StartFloor         int   `json:"start_floor,omitempty"`
 	AutoCompactEnabled *bool `json:"auto_compact_enabled,omitempty"`
+	// BlockedCompactions are the compactions flower's PreCompact hook
+	// blocked in this generation (DESIGN.md «Compaction levers»), the first
+	// MaxBlockedCompactions of them; BlockedCompactionsMore counts the rest.
+	BlockedCompactions     []BlockedCompaction `json:"blocked_compactions,omitempty"`
+	BlockedCompactionsMore int                 `json:"blocked_compactions_more,omitempty"`
+	// Compactions are the compactions the harness did run in this
+	// generation: with compact mode auto, or past every lever (DESIGN.md
+	// «Compaction backstop»); the first MaxBlockedCompactions of them.
+	Compactions []Compaction `json:"compactions,omitempty"`
 	// Handoff says how this generation was cut; nil for the live or last one.
 	Handoff *HandoffRecord `json:"handoff,omitempty"`
+}
+
+// MaxBlockedCompactions bounds the blocked compactions a generation lists.
+const MaxBlockedCompactions = 32
+
+// BlockedCompaction is one compaction the harness tried and flower's hook
+// blocked.
+type BlockedCompaction struct {
+	At time.Time `json:"at"`
+	// Trigger is the harness's: "manual" (a /compact) or "auto".
+	Trigger string `json:"trigger"`
+	// Context is the main thread's context when flower heard of it
+	// (DESIGN.md «Context meter»).
+	Context   int    `json:"context"`
+	SessionID string `json:"session_id,omitempty"`
+}
+
+// Compaction is one compaction the harness ran (its compact_boundary line).
+type Compaction struct {
+	At      time.Time `json:"at"`
+	Trigger string    `json:"trigger,omitempty"`
+	// PreTokens and PostTokens are the harness's own figures of the
+	// context before and after.
+	PreTokens  int `json:"pre_tokens,omitempty"`
+	PostTokens int `json:"post_tokens,omitempty"`
+}
+
+// AddCompaction records a compaction the harness ran in the current
+// generation.
+func (s *StepResult) AddCompaction(c Compaction) {
+	if g := s.Current(); g != nil && len(g.Compactions) < MaxBlockedCompactions {
+		g.Compactions = append(g.Compactions, c)
+	}
+}
+
+// AddBlockedCompaction records a blocked compaction in the current
+// generation (a step without one records nothing).
+func (s *StepResult) AddBlockedCompaction(b BlockedCompaction) {
+	g := s.Current()
+	if g == nil {
+		return
+	}
+	if len(g.BlockedCompactions) >= MaxBlockedCompactions {
+		g.BlockedCompactionsMore++
+		return
+	}
+	g.BlockedCompactions = append(g.BlockedCompactions, b)
 }
 
 // Outcomes of a handoff's writing turn.
@@ -166,7 +229,7 @@ const (
 
 // HandoffRecord describes one handoff from a generation to its successor.
 type HandoffRecord struct {
-	Reason         string   `json:"reason"` // ReasonThreshold, ReasonOverflow, ReasonCompaction or ReasonLost
+	Reason         string   `json:"reason"` // ReasonThreshold, ReasonOverflow, ReasonCompaction, ReasonCompactBlocked, ReasonRequested or ReasonLost
 	Context        int      `json:"context"`
 	At             int      `json:"at"`
 	Window         int      `json:"window"`

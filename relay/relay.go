@@ -308,9 +308,14 @@ const (
 )
 
 // argsFor adjusts the application's arguments for one attempt
-// (DESIGN.md «Agent SDK relay»). Called with mu held.
+// (DESIGN.md «Agent SDK relay»). The engine's Spec.Args, when it gives
+// them, are the application's with flower's compaction levers merged in
+// (DESIGN.md «Compaction levers»), and take their place. Called with mu held.
 func (r *Relay) argsFor(kind launchKind, spec front.Spec) []string {
 	args := r.cfg.Args
+	if spec.Args != nil {
+		args = spec.Args
+	}
 	if kind == kindFirst {
 		return append([]string(nil), args...)
 	}

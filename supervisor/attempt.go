@@ -16,6 +16,7 @@ import (
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/transcript"
@@ -111,8 +112,8 @@ func (s *stepRun) spec(n int, prompt, resume string) front.Spec {
 	rt := s.rt
 	return front.Spec{
 		Step: s.st.Name, Generation: n,
-		Path: rt.opts.HarnessPath, Args: rt.opts.HarnessArgs, Model: rt.opts.Model, Resume: resume,
-		Prompt: prompt, Dir: rt.opts.Workspace, Env: rt.env, Logger: s.log, Grace: rt.opts.Grace,
+		Path: rt.opts.HarnessPath, Args: s.harnessArgs(), Model: rt.opts.Model, Resume: resume,
+		Prompt: prompt, Dir: rt.opts.Workspace, Env: rt.env, Logger: s.log, Grace: rt.opts.Grace, Inbox: s.inboxDir,
 	}
 }
 
@@ -151,6 +152,13 @@ type attemptRun struct {
 	sawRound           bool // a main-thread round was seen (futile guard)
 	firstRound         int  // the context of the session's first main-thread round
 	compacted          bool // the backstop fired in this attempt
+	// autoBlocked counts the automatic compactions flower's hook blocked
+	// in this attempt; handoffWanted: a handoff was asked for before the
+	// session's first round (inbox.go).
+	autoBlocked   int
+	handoffWanted bool
+	// idle: a person-driven session's turn ended and no new one has shown.
+	idle bool
 
 	// The context-usage request, asked beside the turn (probe.go).
 	probeAsked bool
@@ -219,6 +227,25 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 			if out, end := a.probed(ans); end {
 				return out
 			}
+		case r := <-a.requests:
+			before := a.phase
+			// What the harness said before it asked is folded in first:
+			// the request is judged against it (its context, its round).
+			if out, end := a.fold(ack); end {
+				inbox.Done(a.inboxDir, r.Name)
+				return out
+			}
+			if out, end := a.request(r); end {
+				return out
+			}
+			if a.phase != before {
+				switch a.phase {
+				case phaseCutting:
+					arm(rt.opts.CutTimeout)
+				case phaseWriting:
+					arm(rt.opts.WritingTimeout)
+				}
+			}
 		case <-a.successorDue:
 			a.successorDue = nil
 			a.startSuccessor()
@@ -235,6 +262,26 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 		case <-ctx.Done():
 			// Let the current turn end at a message boundary, then go.
 			return a.interrupted(ctx) // stop.go
+		}
+	}
+}
+
+// fold handles the records the front has delivered already.
+func (a *attemptRun) fold(ack front.Acknowledger) (outcome, bool) {
+	for {
+		select {
+		case ev, ok := <-a.p.Records():
+			if !ok {
+				return a.exited(), true
+			}
+			if out, end := a.handle(&ev); end {
+				return out, true
+			}
+			if ack != nil {
+				ack.Handled()
+			}
+		default:
+			return outcome{}, false
 		}
 	}
 }
@@ -334,6 +381,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 		if !ev.MainThread() {
 			return
 		}
+		a.idle = false
 		// The first prompt's request is out and answered: the one
 		// context-usage request of the run may go now (probe.go), and
 		// the predecessor's harness (warm.go).
@@ -384,6 +432,11 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 		}
 	case transcript.KindSystem:
 		if ev.Subtype == "compact_boundary" {
+			md := gjson.GetBytes(ev.Raw, "compact_metadata")
+			a.st.AddCompaction(manifest.Compaction{At: rt.opts.Now(), Trigger: md.Get("trigger").String(),
+				PreTokens: int(md.Get("pre_tokens").Int()), PostTokens: int(md.Get("post_tokens").Int())})
+			rt.save(st)
+			a.log.Warn("the harness compacted its context", "trigger", md.Get("trigger").String(), "pre_tokens", md.Get("pre_tokens").Int(), "post_tokens", md.Get("post_tokens").Int())
 			a.compaction("a compact_boundary line")
 		}
 		if ev.Subtype == "api_retry" {
@@ -484,6 +537,9 @@ func (a *attemptRun) thresholds() (outcome, bool) {
 	}
 	if policy.HandoffDue(s) {
 		a.cut(manifest.ReasonThreshold)
+	} else if a.handoffWanted && a.meter.SessionID != "" {
+		a.handoffWanted = false
+		a.cut(manifest.ReasonRequested)
 	}
 	return outcome{}, false
 }
@@ -520,6 +576,7 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 		if a.p.PersonDriven() {
 			// The person reads the turn's end (an error included) on the
 			// harness's screen and types the next one.
+			a.idle = true
 			return outcome{}, false
 		}
 		if ev.IsError {

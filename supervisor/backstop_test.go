@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -68,6 +69,46 @@ func TestBackstopQuietWithCompactAuto(t *testing.T) {
 	}
 	if len(st.Generations) != 1 || len(st.Errors) != 0 {
 		t.Errorf("%d generations, errors %q: the backstop fired although compact mode auto was asked for", len(st.Generations), st.Errors)
+	}
+}
+
+// DESIGN.md «Compaction asked for»: every compaction the hook blocked is
+// recorded; one automatic attempt is only recorded, a second one in the
+// same session hands off (the harness's threshold is passed), before
+// flower's own threshold. The fake runs its --settings' PreCompact hooks as
+// the real harness does, and the hook is flower's (the test binary plays
+// it, through levers.RunHook).
+func TestBlockedAutoCompaction(t *testing.T) {
+	for _, tc := range []struct {
+		tries   string
+		handoff bool
+	}{{"auto", false}, {"auto,auto", true}} {
+		t.Run(tc.tries, func(t *testing.T) {
+			b := newBench(t, harnesstest.ModeStream, harnesstest.EnvContext+"=100000", harnesstest.EnvPreCompact+"="+tc.tries)
+			rt := b.runtime(Options{HookBinary: os.Args[0]})
+			st, err := rt.RunStep(context.Background(), "s", "a task")
+			if err != nil {
+				t.Fatalf("RunStep: %v (errors %q)", err, st.Errors)
+			}
+			bc := st.Generations[0].BlockedCompactions
+			if n := strings.Count(tc.tries, "auto"); len(bc) != n {
+				t.Fatalf("blocked compactions %+v: want %d", bc, n)
+			}
+			for _, c := range bc {
+				if c.Trigger != "auto" || c.SessionID == "" || c.Context != 1000 {
+					t.Errorf("blocked compaction %+v: want auto, its session, at the first round's 1000", c)
+				}
+			}
+			for _, e := range harnesstest.ReadLog(b.log) {
+				if e.Event == "precompact" && !strings.Contains(e.Text, `"decision":"block"`) {
+					t.Errorf("the hook did not block: %s", e.Text)
+				}
+			}
+			handedOff := len(st.Generations) == 2 && st.Generations[0].Handoff != nil && st.Generations[0].Handoff.Reason == manifest.ReasonCompactBlocked
+			if handedOff != tc.handoff {
+				t.Errorf("%d generations, handoff %+v: want a handoff for the blocked compactions %v", len(st.Generations), st.Generations[0].Handoff, tc.handoff)
+			}
+		})
 	}
 }
 

@@ -121,7 +121,9 @@ func (rt *Runtime) lockStep(name string) (*stepRun, error) {
 		}
 	}
 	ls := runlog.NewState()
-	return &stepRun{rt: rt, log: runlog.New(rt.log, ls, name), lock: l, logState: ls}, nil
+	s := &stepRun{rt: rt, log: runlog.New(rt.log, ls, name), lock: l, logState: ls}
+	s.openInbox(name)
+	return s, nil
 }
 
 // acquire takes the workbench's lock of the step, then the run dir's,
@@ -245,6 +247,24 @@ func (s *stepRun) unlock() {
 	if s.lock == nil {
 		return
 	}
+	s.closeInbox()
 	s.lock.release(s.log)
 	s.lock = nil
+}
+
+// StepHolder reports whether a flower runs step in runDir now (holds its
+// lock), and its pid when the lock file names one. It takes nothing: a
+// lock it could take is let go at once.
+func StepHolder(runDir, step string) (pid int, running bool) {
+	f, err := os.OpenFile(lockPath(runDir, step), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	pid = parseHolder(f).pid
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return pid, errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return pid, false
 }

@@ -28,6 +28,8 @@ import (
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/inbox"
+	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/workbench"
@@ -69,7 +71,13 @@ type Options struct {
 	// HarnessPath is the claude executable. Required.
 	HarnessPath string
 	// HarnessArgs are passed through to the harness after flower's own.
+	// With handoff on and compact mode not auto, their --settings is
+	// merged with flower's compaction levers (DESIGN.md «Compaction levers»).
 	HarnessArgs []string
+	// HookBinary is the flower executable whose hidden "hook precompact"
+	// command is flower's PreCompact hook: it records each blocked
+	// compaction in the run. Empty: the hook blocks and records nothing.
+	HookBinary string
 	// Front starts the harness of each attempt (Headless, the stream-json
 	// process, when nil).
 	Front front.Launcher
@@ -123,6 +131,10 @@ type Runtime struct {
 	// saveErr is the last manifest save's error, nil once a save succeeds
 	// (DESIGN.md «Durable or loud»).
 	saveErr error
+	// levers: flower's compaction levers go into every harness's
+	// --settings, merged with ownSettings, the person's.
+	levers      bool
+	ownSettings levers.Own
 }
 
 // New checks the options, creates the run directory and writes an initial
@@ -190,6 +202,13 @@ func New(opts Options) (*Runtime, error) {
 	}
 	rt := &Runtime{opts: opts, policy: pol, windowSource: windowSource(opts.Handoff), log: log}
 
+	if rt.levers = envinject.Effective(opts.Compact, pol.Enabled) == envinject.CompactNoSummary; rt.levers {
+		// The person's --settings is read once, here: a bad one fails
+		// before any harness starts, as the harness would fail.
+		if rt.ownSettings, err = levers.Read(opts.HarnessArgs, ws); err != nil {
+			return nil, err
+		}
+	}
 	plan := envinject.Child(opts.Env, opts.Compact, pol.Enabled, nil)
 	rt.env = plan.Env
 	if plan.Notice != "" {
@@ -351,6 +370,11 @@ type stepRun struct {
 	// lost: records of the step that could not be written (a handoff
 	// file, the task file), each with why (DESIGN.md «Durable or loud»).
 	lost []string
+	// The step's inbox (inbox.go): its directory, the requests read from
+	// it, and what stops the reading.
+	inboxDir  string
+	requests  chan inbox.Request
+	inboxStop chan struct{}
 }
 
 // begin marks the step running under this Runtime's settings.

@@ -7,9 +7,9 @@ import (
 func handoffCommand(p proc) *cli.Command {
 	return &cli.Command{
 		Name:      "handoff",
-		Usage:     "change the handoff a step's next generation starts from",
-		UsageText: "flower handoff set --temporal HOST:PORT WORKFLOW_ID FILE",
-		Subcommands: []*cli.Command{{
+		Usage:     "ask a running step for a handoff now, or change the one its next generation starts from",
+		UsageText: "flower handoff now [-C DIR] [--run-dir DIR] [--step NAME]\nflower handoff set --temporal HOST:PORT WORKFLOW_ID FILE",
+		Subcommands: []*cli.Command{handoffNowCommand(p), {
 			Name:      "set",
 			Usage:     "the next generation of a step run on many machines starts from FILE",
 			UsageText: "flower handoff set --temporal HOST:PORT [--namespace N] WORKFLOW_ID FILE",

@@ -53,6 +53,9 @@ func main() {
 		// still fits.
 		debug.SetMemoryLimit(memoryLimit)
 	}
+	if exe, err := os.Executable(); err == nil {
+		hookBinary = exe
+	}
 	ctx, stop := signalContext()
 	defer stop()
 	err := runIn(ctx, os.Args, proc{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: os.Environ(), exec: syscall.Exec})

@@ -10,10 +10,11 @@ import (
 // server run flower-temporal, the flower built with it (DESIGN.md «Two
 // binaries»).
 
-func workerAction(c *cli.Context, p proc) error     { return runTemporalBinary(p) }
-func submitAction(c *cli.Context, p proc) error     { return runTemporalBinary(p) }
-func handoffSetAction(c *cli.Context, p proc) error { return runTemporalBinary(p) }
-func showTemporal(c *cli.Context, p proc) error     { return runTemporalBinary(p) }
+func workerAction(c *cli.Context, p proc) error       { return runTemporalBinary(p) }
+func submitAction(c *cli.Context, p proc) error       { return runTemporalBinary(p) }
+func handoffSetAction(c *cli.Context, p proc) error   { return runTemporalBinary(p) }
+func showTemporal(c *cli.Context, p proc) error       { return runTemporalBinary(p) }
+func handoffNowTemporal(c *cli.Context, p proc) error { return runTemporalBinary(p) }
 
 // memoryLimit is flower's soft ceiling on Go's memory (GOMEMLIMIT
 // overrides it): a supervisor holds a few lines of the stream at a time,

@@ -88,7 +88,7 @@ func workerAction(c *cli.Context, p proc) error {
 			Slot: int(slots.Add(1))})
 		return h.Event, func() { h.Close() }
 	}, Options: supervisor.Options{
-		Handoff: set.handoff, Compact: set.compact, HarnessPath: harnessPath, HarnessArgs: p.harnessArgs,
+		Handoff: set.handoff, Compact: set.compact, HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, HookBinary: hookBinary,
 		Env: set.harnessEnv, Model: set.model, MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout,
 		TaskCarry: set.taskCarry, Logger: logger,
 		OnEvent: func(ev event.Event) {
@@ -265,6 +265,25 @@ func handoffSetAction(c *cli.Context, p proc) error {
 		return err
 	}
 	fmt.Fprintf(p.stderr, "flower: the next generation of %s starts from %s\n", id, file)
+	return nil
+}
+
+// handoffNowTemporal signals a step's workflow: the worker running its
+// generation hands off at the next message boundary.
+func handoffNowTemporal(c *cli.Context, p proc) error {
+	id, err := oneArg(c, "WORKFLOW_ID")
+	if err != nil {
+		return err
+	}
+	cl, err := dialTemporal(c, "", nil)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := fleet.HandoffNow(c.Context, cl, id, "flower handoff now"); err != nil {
+		return err
+	}
+	fmt.Fprintf(p.stdout, "flower: asked %s for a handoff; its worker hands off at the next message boundary\n", id)
 	return nil
 }
 

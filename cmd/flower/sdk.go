@@ -117,7 +117,7 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	defer live.Close()
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol,
-		HarnessPath: harnessPath, Env: p.env, Model: model, Front: rl, Logger: logger,
+		HarnessPath: harnessPath, HarnessArgs: args, HookBinary: hookBinary, Env: p.env, Model: model, Front: rl, Logger: logger,
 		OnEvent: func(ev event.Event) {
 			live.Event(ev)
 			rl.Event(ev)

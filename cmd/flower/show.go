@@ -208,9 +208,38 @@ func writeShow(w io.Writer, m *manifest.Manifest, dir string) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		for _, line := range compactionLines(s) {
+			b.WriteString(in + line + "\n")
+		}
 	}
 	_, err := io.WriteString(w, console.Escape(b.String()))
 	return err
+}
+
+// compactionLines say, per generation, which compactions flower's hook
+// blocked and which the harness ran (DESIGN.md «Compaction levers»).
+func compactionLines(s *manifest.StepResult) []string {
+	var out []string
+	for _, g := range s.Generations {
+		if n := len(g.BlockedCompactions) + g.BlockedCompactionsMore; n > 0 {
+			var each []string
+			for _, c := range g.BlockedCompactions {
+				each = append(each, fmt.Sprintf("%s at %s, %s", orDash(c.Trigger), policy.FormatUsed(c.Context), clock(c.At)))
+			}
+			if g.BlockedCompactionsMore > 0 {
+				each = append(each, fmt.Sprintf("%d more", g.BlockedCompactionsMore))
+			}
+			out = append(out, fmt.Sprintf("generation %d: %d compaction(s) blocked by flower (%s)", g.N, n, strings.Join(each, "; ")))
+		}
+		if len(g.Compactions) > 0 {
+			var each []string
+			for _, c := range g.Compactions {
+				each = append(each, fmt.Sprintf("%s, %s → %s", orDash(c.Trigger), policy.FormatUsed(c.PreTokens), policy.FormatUsed(c.PostTokens)))
+			}
+			out = append(out, fmt.Sprintf("generation %d: the harness compacted %d time(s) (%s)", g.N, len(g.Compactions), strings.Join(each, "; ")))
+		}
+	}
+	return out
 }
 
 // firstLine is the task's first non-blank line, shortened, and how many

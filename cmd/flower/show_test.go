@@ -58,6 +58,7 @@ func sampleManifest(runDir string) *manifest.Manifest {
 	s.Attempts = 1
 
 	s.BeginGeneration("0b1c2d3e-aaaa-4bbb-8ccc-000000000001", showT0)
+	s.AddBlockedCompaction(manifest.BlockedCompaction{At: showT0.Add(20 * time.Minute), Trigger: "auto", Context: 120000})
 	s.AddUsage(0.5, 30)
 	s.SetContext(155000)
 	s.Current().Handoff = &manifest.HandoffRecord{Reason: manifest.ReasonThreshold, Context: 155000,
@@ -66,6 +67,7 @@ func sampleManifest(runDir string) *manifest.Manifest {
 	s.Retire(s.SessionID)
 
 	s.BeginGeneration("9f8e7d6c-bbbb-4ccc-8ddd-000000000002", showT0.Add(40*time.Minute))
+	s.AddCompaction(manifest.Compaction{At: showT0.Add(50 * time.Minute), Trigger: "manual", PreTokens: 140000, PostTokens: 3000})
 	s.AddUsage(0.75, 41)
 	s.SetContext(201500)
 	s.AddError("attempt 1: the harness exited before the turn ended")

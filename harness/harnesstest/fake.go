@@ -12,6 +12,7 @@ package harnesstest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -24,7 +25,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/levers"
 )
 
 // The fake's environment. EnvMode selects its behaviour; EnvContext sets
@@ -75,6 +79,11 @@ const (
 	EnvVersion = "FLOWER_FAKE_VERSION"
 	// EnvReal is the real harness ModeProxy runs.
 	EnvReal = "FLOWER_FAKE_REAL"
+	// EnvPreCompact lists the compactions ("auto,auto") the fake tries in
+	// the first turn of a session that is not a successor, after its first
+	// round: for each it runs the PreCompact hooks of its --settings, as
+	// the real harness does, with the hook input on stdin.
+	EnvPreCompact = "FLOWER_FAKE_PRECOMPACT"
 )
 
 // The modes.
@@ -219,6 +228,18 @@ func ReadLog(path string) []LogEntry {
 // Main runs the fake if this process was started as one, and then exits.
 // Call it first thing in TestMain; it returns at once otherwise.
 func Main() {
+	if len(os.Args) > 3 && os.Args[1] == "hook" && os.Args[2] == "precompact" {
+		// Run by the fake as flower's PreCompact hook (the test's
+		// HookBinary is the test binary).
+		dir := ""
+		if len(os.Args) > 4 && os.Args[3] == "--inbox" {
+			dir = os.Args[4]
+		}
+		if err := levers.RunHook(os.Stdin, os.Stdout, dir); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	mode := os.Getenv(EnvMode)
 	if mode == "" {
 		return
@@ -448,6 +469,12 @@ func (f *fake) handle(line []byte) (code int, stop bool) {
 		if f.turn == 1 && os.Getenv(EnvFloor) == "1" {
 			f.assistant("reading the task", 1000, "_0")
 		}
+		if tries := os.Getenv(EnvPreCompact); tries != "" && f.turn == 1 && !f.successor && !writing {
+			f.out.Flush()
+			for _, trigger := range strings.Split(tries, ",") {
+				f.preCompact(trigger)
+			}
+		}
 		f.assistant(reply, ctx, "")
 		if f.mode == ModeHangAfter {
 			hang()
@@ -562,4 +589,34 @@ func proxy() int {
 		return 1
 	}
 	return 0
+}
+
+// preCompact runs the PreCompact hooks of the fake's --settings for one
+// compaction, as the real harness does: each command through sh, the hook
+// input on its stdin, one after the other.
+func (f *fake) preCompact(trigger string) {
+	var settings string
+	for _, a := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(a, "--settings="); ok {
+			settings = v
+		}
+	}
+	in, _ := json.Marshal(map[string]any{"hook_event_name": "PreCompact", "trigger": trigger, "session_id": f.session})
+	gjson.Get(settings, "hooks.PreCompact.#.hooks.#.command").ForEach(func(_, cmds gjson.Result) bool {
+		cmds.ForEach(func(_, c gjson.Result) bool {
+			cmd := exec.Command("sh", "-c", c.String())
+			cmd.Stdin = bytes.NewReader(in)
+			out, err := cmd.Output()
+			logf(LogEntry{Event: "precompact", Session: f.session, Text: trigger + ": " + strings.TrimSpace(string(out)) + errText(err)})
+			return true
+		})
+		return true
+	})
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return " (" + err.Error() + ")"
 }

@@ -100,10 +100,32 @@ function streamed(wantSecond) {
   } };
 }
 
+// The compact case: the first message, then, once its result is in, a
+// /compact; the input ends with the second result.
+function compacting() {
+  let results = 0;
+  let wake = null;
+  const until = async (n) => { while (results < n) await new Promise((r) => (wake = r)); };
+  const user = (text) => ({ type: "user", message: { role: "user", content: text }, parent_tool_use_id: null, session_id: "" });
+  async function* gen() {
+    yield user("FIRST-MSG: do the task");
+    await until(1);
+    yield user("/compact");
+    await until(2);
+  }
+  return { gen: gen(), seen: (m) => {
+    if (m.type === "result") { results++; if (wake) { const w = wake; wake = null; w(); } }
+  } };
+}
+
 let prompt = process.env.SDK_PROMPT || "FIRST-MSG: do the task";
 let stream = null;
 if (which === "stream" || which === "interrupt" || which === "interruptHandoff") {
   stream = streamed(which === "stream");
+  prompt = stream.gen;
+}
+if (which === "compact") {
+  stream = compacting();
   prompt = stream.gen;
 }
 

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -858,5 +859,88 @@ func TestSDKResumeLongConversationHandsOff(t *testing.T) {
 	res := again.mustOneResult()
 	if res.Get("is_error").Bool() || res.Get("session_id").String() != b || res.Get("result").String() != "B-DONE" {
 		t.Errorf("result %s: want B-DONE from the successor", clip(res.Raw, 300))
+	}
+}
+
+// TestSDKCompactBecomesHandoff: an application's /compact is blocked by
+// flower's hook (no summary request reaches the API) and answered with a
+// handoff at the message boundary (DESIGN.md «Compaction asked for»).
+func TestSDKCompactBecomesHandoff(t *testing.T) {
+	g := &generations{}
+	early := scriptedapi.Reply{Text: "A-PROGRESS", Usage: usage(60_000)}
+	srv := startServer(t, handoffScript(g, bash(25_000, "touch b1.txt"), &early))
+	app := runApp(t, "compact", srv, "", []string{"CLAUDE_CODE_AUTO_COMPACT_WINDOW=100000"}, nil)
+	a, b := app.handedOff()
+	for _, r := range srv.Requests() {
+		if strings.Contains(r.LastUserText, "CRITICAL: Respond with TEXT ONLY") {
+			t.Errorf("request %d is a summary request: the /compact compacted", r.Seq)
+		}
+	}
+	for _, l := range app.lines {
+		if strings.Contains(l.Raw, "compact_boundary") {
+			t.Errorf("the app saw a compaction: %s", clip(l.Raw, 300))
+		}
+	}
+	if rs := app.messages("result", ""); len(rs) != 2 || rs[0].Get("session_id").String() != a || rs[1].Get("session_id").String() != b {
+		t.Errorf("results %v: want A's first turn, then B's", stringsOf(rs))
+	}
+	st := manifestOf(t, app.cwd).Steps[0]
+	if len(st.Generations) != 2 || st.Generations[0].Handoff == nil || st.Generations[0].Handoff.Reason != manifest.ReasonCompactBlocked {
+		t.Fatalf("generations %+v: want a handoff for the /compact", st.Generations)
+	}
+	if bc := st.Generations[0].BlockedCompactions; len(bc) != 1 || bc[0].Trigger != "manual" || bc[0].Context != 60_000 {
+		t.Errorf("blocked compactions %+v: want the /compact at 60K", bc)
+	}
+	_, by := mainRequests(srv)
+	if len(by[b]) == 0 || !strings.Contains(by[b][0].AllText, docMark) {
+		t.Errorf("B's first request does not carry the handoff file")
+	}
+}
+
+// TestSDKHandoffNow: flower handoff now reaches a flower an application
+// started (its run is the workspace's latest): during a long tool call,
+// the session hands off at the boundary, reason requested, and the query
+// goes on in the successor.
+func TestSDKHandoffNow(t *testing.T) {
+	mark := fmt.Sprintf("SDK_NOW_MARK=%d", time.Now().UnixNano())
+	g := &generations{}
+	// Generation 1's first reply runs a tool that waits.
+	first := true
+	var mu sync.Mutex
+	script := handoffScript(g, bash(25_000, "touch b1.txt"), nil)
+	srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Kind == scriptedapi.KindMain && first && !isWriting(r) {
+			first = false
+			g.of(r)
+			return bash(20_000, "timeout 120 tail -f /dev/null; touch late.txt")
+		}
+		return script(r)
+	})
+	cwd := t.TempDir()
+	var out []byte
+	var err error
+	app := runApp(t, "handoff", srv, cwd, []string{mark}, func(*exec.Cmd) {
+		deadline := time.Now().Add(sdkLimit)
+		for !slices.ContainsFunc(slices.Collect(maps.Values(marked(mark))), func(exe string) bool { return filepath.Base(exe) == "tail" }) {
+			if time.Now().After(deadline) {
+				t.Error("hang guard: the tool never ran")
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		out, err = exec.Command(flowerBinary(t), "handoff", "now", "-C", cwd).CombinedOutput()
+	})
+	if err != nil || !strings.Contains(string(out), "next message boundary") {
+		t.Fatalf("flower handoff now: %v\n%s", err, out)
+	}
+	app.handedOff()
+	st := manifestOf(t, app.cwd).Steps[0]
+	if len(st.Generations) != 2 || st.Generations[0].Handoff == nil || st.Generations[0].Handoff.Reason != manifest.ReasonRequested {
+		t.Fatalf("generations %+v: want a handoff, reason requested", st.Generations)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "late.txt")); err == nil {
+		t.Errorf("the tool ran to its end: the cut was not at the boundary")
 	}
 }
