@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/flowerhq/flower/safefile"
 )
 
 // DefaultPoll is how often Follow looks at the file when no notification
@@ -128,7 +130,8 @@ func (f *follower) check() error {
 	if named == nil {
 		return nil
 	}
-	file, err := os.Open(f.path)
+	// Never a link, a FIFO or a device in the log's place.
+	file, err := safefile.Open(f.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // gone again between the stat and the open
 	}

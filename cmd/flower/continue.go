@@ -79,6 +79,8 @@ func pastRunFlags() []cli.Flag {
 			flags = append(flags, &cli.StringFlag{Name: "run-dir", Usage: "the run's `DIR`", DefaultText: "WORKSPACE/.flower/runs/latest"})
 		case "step":
 			flags = append(flags, &cli.StringFlag{Name: "step", Value: "main", Usage: "the step's `NAME`", DefaultText: "the run's only step, else main"})
+			flags = append(flags, &cli.BoolFlag{Name: "trust-notes",
+				Usage: "feed the successor the step's handoff or task file even though no manifest of this workbench records it (one a repository may have shipped): you read it and vouch for it"})
 		default:
 			flags = append(flags, f)
 		}
@@ -148,7 +150,12 @@ func pastRunJob(c *cli.Context, p proc, needManifest bool) (*job, string, error)
 	if err != nil {
 		return nil, "", err
 	}
-	m, err := manifest.Load(manifest.Path(runDir))
+	if err := checkPastRun(runDir); err != nil {
+		return nil, "", err
+	}
+	// Bound to where it was found (DESIGN.md «Territory»): a manifest
+	// naming another run dir or workspace sends nothing there.
+	m, err := manifest.LoadBound(runDir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !needManifest:
 		m = nil
@@ -162,6 +169,7 @@ func pastRunJob(c *cli.Context, p proc, needManifest bool) (*job, string, error)
 		return nil, "", err
 	}
 	set.runDir = runDir
+	set.trustNotes = c.Bool("trust-notes")
 	if m != nil {
 		if !c.IsSet("step") && len(m.Steps) == 1 {
 			set.step = m.Steps[0].Name
@@ -194,12 +202,7 @@ func pastRunDir(c *cli.Context) (string, error) {
 		}
 		return filepath.Abs(dir)
 	}
-	runs := filepath.Join(c.String("workspace"), ".flower", "runs")
-	dir, err := filepath.EvalSymlinks(filepath.Join(runs, "latest"))
-	if err != nil {
-		return "", usagef("no run to pick up in %s: give --run-dir, or the workspace with -C", runs)
-	}
-	return filepath.Abs(dir)
+	return latestRunDir(c.String("workspace"), "no run to pick up in %s: give --run-dir, or the workspace with -C")
 }
 
 // envPauseAfterFreeze is a test hook, not a feature: set to a duration, it
