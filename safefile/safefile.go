@@ -120,7 +120,8 @@ func Check(anchor, path string, want Kind) error {
 			k = want
 		}
 		fi, err := os.Lstat(cur)
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			// Missing, or below a file of the person's: making it says why not.
 			return nil
 		}
 		if err != nil {
@@ -159,7 +160,7 @@ func is(fi fs.FileInfo, k Kind) bool {
 // files and folders. A missing dir is fine.
 func CheckEntries(dir string) error {
 	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil
 	}
 	if err != nil {

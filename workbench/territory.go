@@ -52,10 +52,11 @@ func (t Territory) dir() string {
 }
 
 // anchor is the trusted folder above path: the workspace when path lies in
-// it, else path's own parent (a run dir the person named elsewhere).
+// the workbench, else path's own parent (a run dir the person named
+// elsewhere: the folders above it are theirs).
 func (t Territory) anchor(path string) string {
-	if t.Workspace != "" && within(t.Workspace, path) {
-		return t.Workspace
+	if t.Workspace != "" && within(t.dir(), path) {
+		return filepath.Dir(t.dir())
 	}
 	return filepath.Dir(path)
 }

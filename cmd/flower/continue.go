@@ -55,6 +55,9 @@ line, run it again: rerun starts a fresh session (a new generation) whose
 first prompt is that file as it is on disk now. A live session of the step
 is set aside. A file that is missing, empty, not UTF-8, or lacks a required
 section (doing, next) is refused with a message naming it, and nothing runs.
+So is one that no manifest of this workbench recorded (its path or its
+sha256): flower did not write it, a repository may have. Read it, and if you
+vouch for it, run again with --trust-notes.
 
 The run, step and workspace are found as for flower continue.
 
