@@ -334,6 +334,9 @@ func (rt *Runtime) Rerun(ctx context.Context, name string) (*manifest.StepResult
 	}
 	s.st = rt.m.EnsureStep(name, string(b), rt.opts.Now())
 	st := s.st
+	for _, msg := range s.vouched {
+		st.AddError(msg)
+	}
 	s.begin()
 	cur := st.Current()
 	// A generation that never got a session is reused, not skipped.

@@ -323,6 +323,9 @@ type stepRun struct {
 	logState *runlog.State
 	// retiring: burned generations' harnesses being stopped (warm.go).
 	retiring []retiring
+	// vouched: notes files used on the person's word before the step
+	// was known, for its errors (territory.go).
+	vouched []string
 }
 
 // begin marks the step running under this Runtime's settings.
