@@ -233,6 +233,28 @@ func hostileRows() []hostileRow {
 			})
 			return wb(ws, "runs", "r1", manifest.FileName)
 		}, want: mapOf(runFiles, "relay start", ignored, "logs", ranSafe)},
+		{name: "notes/交接-main.md over its cap", recordNotes: true, plant: func(t *testing.T, ws, victim string) string {
+			// flower's file, edited into 300 KiB: over the cap for a handoff.
+			p := wb(ws, "notes", "交接-main.md")
+			writeFile(t, p, strings.ReplaceAll(plantedHandoff, "MARK", plantedMark)+strings.Repeat("filler line\n", 300<<10/12))
+			return p
+		}, want: map[string]cellKind{"run": ranSafe, "show": notApp, "logs": notApp, "relay start": notApp,
+			"worker activity": notApp}},
+		{name: "runs/v1 → a run elsewhere", recordNotes: true, plant: func(t *testing.T, ws, victim string) string {
+			// A run dir that is a link to another project's run, whose
+			// manifest would send the relay to planted-session.
+			vrun := filepath.Join(victim, "other-project", ".flower", "runs", "v1")
+			m, err := manifest.Load(manifest.Path(vrun))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plantChain(m)
+			writeJSONManifest(t, manifest.Path(vrun), m)
+			p := wb(ws, "runs", "v1")
+			symlink(t, vrun, p)
+			return p
+		}, want: map[string]cellKind{"run": ranSafe, "continue": ranSafe, "rerun": ranSafe, "show": notApp, "logs": notApp,
+			"relay start": ignored, "worker activity": notApp}},
 		{name: "an unrecorded handoff", recordNotes: false, plant: func(t *testing.T, ws, victim string) string {
 			p := wb(ws, "notes", "交接-main.md")
 			writeFile(t, p, strings.ReplaceAll(plantedHandoff, "MARK", plantedMark))
@@ -411,11 +433,14 @@ func hostileCell(t *testing.T, row hostileRow, cmd string, want cellKind) string
 		if len(reqs) > 0 {
 			t.Errorf("%d requests reached the model: a harness started", len(reqs))
 		}
+		// One line names the path and says what to do.
+		told := false
 		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-			if strings.Contains(l, named) && !strings.Contains(l, "remove") && !strings.Contains(l, "--trust-notes") &&
-				!strings.Contains(l, "start a new run") {
-				t.Errorf("the refusal does not say what to do: %s", l)
-			}
+			told = told || strings.Contains(l, named) && (strings.Contains(l, "remove") || strings.Contains(l, "--trust-notes") ||
+				strings.Contains(l, "start a new run") || strings.Contains(l, "make it smaller"))
+		}
+		if !told {
+			t.Errorf("no line names %s and says what to do:\n%s", named, out)
 		}
 	case ranSafe, ignored, setAway:
 		if code != 0 {
@@ -459,8 +484,7 @@ func hostileCell(t *testing.T, row hostileRow, cmd string, want cellKind) string
 	first := strings.SplitN(strings.TrimSpace(out), "\n", 2)[0]
 	for _, l := range strings.Split(out, "\n") {
 		if strings.Contains(l, named) {
-			first = l
-			break
+			first = l // the last such line: the refusal comes after any summary
 		}
 	}
 	return fmt.Sprintf("%-8s exit %d  rss %s  %s", want, code, rssText(rssKB), clip(strings.ReplaceAll(first, ws, "WS"), 110))

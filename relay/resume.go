@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/safefile"
+	"github.com/flowerhq/flower/workbench"
 )
 
 // LiveSuccessor finds the session that carries on a retired one: apps keep
@@ -18,17 +19,12 @@ import (
 // its cap is refused (an error naming it, DESIGN.md «Territory»); one that
 // is corrupt or names another place than where it lies is passed over: it
 // steers nothing.
-func LiveSuccessor(workbench string, extra []string, id string) (string, bool, error) {
-	dirs, _ := filepath.Glob(filepath.Join(workbench, "runs", "*"))
-	dirs = append(dirs, extra...)
+func LiveSuccessor(wb string, extra []string, id string) (string, bool, error) {
+	// Real directories only: a link in runs (latest, or a planted one) is
+	// not followed.
+	dirs := append(workbench.RunDirs(wb), extra...)
 	var steps []*manifest.StepResult
 	for _, d := range dirs {
-		if filepath.Base(d) == "latest" {
-			continue // flower's link to one of the others
-		}
-		if err := safefile.Check(filepath.Dir(d), d, safefile.Dir); err != nil {
-			return "", false, err
-		}
 		d, _ = filepath.Abs(d)
 		m, err := manifest.LoadBound(d)
 		if errors.Is(err, safefile.ErrUnsafe) || errors.Is(err, safefile.ErrTooLarge) {

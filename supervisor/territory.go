@@ -75,9 +75,8 @@ func (rt *Runtime) recordedNotes() notesRecords {
 		}
 	}
 	add(rt.m)
-	dirs, _ := filepath.Glob(filepath.Join(rt.opts.WorkbenchDir, "runs", "*"))
-	for _, d := range dirs {
-		if d == rt.opts.RunDir || filepath.Base(d) == workbench.LatestName {
+	for _, d := range workbench.RunDirs(rt.opts.WorkbenchDir) {
+		if d == rt.opts.RunDir {
 			continue
 		}
 		if m, err := manifest.LoadBound(d); err == nil {
@@ -201,7 +200,8 @@ func (s *stepRun) setAsideUnknown(name string) error {
 		case errors.Is(err, fs.ErrNotExist):
 			continue
 		case errors.Is(err, safefile.ErrTooLarge):
-			// Not read, so not known: set aside like any stranger's file.
+			// Not read by this run; a rerun or continue refuses it by its size.
+			continue
 		case err != nil:
 			return err
 		default:

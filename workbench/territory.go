@@ -247,3 +247,21 @@ func (w *Workbench) setAside(dir, cur, step string, now time.Time) (string, erro
 	}
 	return dst, nil
 }
+
+// RunDirs lists the run dirs in the workbench's runs folder: its real
+// directories, by name. Links (latest among them, and any planted one)
+// and files are passed over, never followed.
+func RunDirs(workbenchDir string) []string {
+	runs := filepath.Join(workbenchDir, "runs")
+	entries, err := os.ReadDir(runs)
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.Type().IsDir() {
+			dirs = append(dirs, filepath.Join(runs, e.Name()))
+		}
+	}
+	return dirs
+}
