@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 )
 
@@ -48,6 +49,12 @@ func LoadBound(runDir string) (*Manifest, error) {
 	if err := m.bound(path, runDir); err != nil {
 		return nil, err
 	}
+	// From here on flower writes where it loaded the file from, by the
+	// path it found it at.
+	m.RunDir = runDir
+	if ws := HoldingWorkspace(runDir); ws != "" {
+		m.Workspace = ws
+	}
 	return m, nil
 }
 
@@ -69,21 +76,21 @@ func (m *Manifest) bound(path, runDir string) error {
 	switch {
 	case m.RunDir == "":
 		return foreign("run_dir", "", runDir)
-	case filepath.Clean(m.RunDir) != runDir:
+	case !samePath(m.RunDir, runDir):
 		return foreign("run_dir", m.RunDir, runDir)
 	}
 	ws := HoldingWorkspace(runDir)
 	switch {
 	case m.Workspace == "":
 		return foreign("workspace", "", firstNonEmpty(ws, "an absolute path"))
-	case ws != "" && filepath.Clean(m.Workspace) != ws:
+	case ws != "" && !samePath(m.Workspace, ws):
 		return foreign("workspace", m.Workspace, ws)
 	case !filepath.IsAbs(m.Workspace):
 		return foreign("workspace", m.Workspace, "an absolute path")
 	}
 	notes := filepath.Join(filepath.Clean(m.Workspace), ".flower", "notes")
 	in := func(field, p string) error {
-		if p == "" || filepath.Dir(filepath.Clean(p)) == notes && filepath.IsAbs(p) {
+		if p == "" || filepath.IsAbs(p) && samePath(filepath.Dir(p), notes) {
 			return nil
 		}
 		return foreign(field, p, "a file in "+notes)
@@ -107,6 +114,22 @@ func (m *Manifest) bound(path, runDir string) error {
 		}
 	}
 	return nil
+}
+
+// samePath reports whether a and b name the same folder: the same clean
+// path, or two paths to one directory (a workspace reached through a link
+// of the person's, say, -C /home/me/proj and -C /data/proj).
+func samePath(a, b string) bool {
+	a, b = filepath.Clean(a), filepath.Clean(b)
+	if a == b {
+		return true
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 func firstNonEmpty(a ...string) string {
