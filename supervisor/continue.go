@@ -217,7 +217,7 @@ func (s *stepRun) writtenBy(gen *manifest.Generation, path string) bool {
 	if path == "" {
 		return false
 	}
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	if err != nil || fi.ModTime().Before(gen.StartedAt) {
 		return false
 	}

@@ -296,9 +296,6 @@ func (rt *Runtime) RunStepResuming(ctx context.Context, name, task, session stri
 		return nil, err
 	}
 	defer s.unlock()
-	if err := s.setAsideUnknown(name); err != nil {
-		return nil, err
-	}
 	s.st = rt.m.EnsureStep(name, task, rt.opts.Now())
 	s.st.Task = task
 	l := launch{prompt: task, resume: session, newGeneration: true, fallback: s.taskFallback}
@@ -309,6 +306,12 @@ func (rt *Runtime) RunStepResuming(ctx context.Context, name, task, session stri
 		l.begun = l.early != nil
 	}
 	s.begin()
+	// After the first harness started: it reads the task, never these
+	// files (DESIGN.md «Warm successor», «Known documents»).
+	if err := s.setAsideUnknown(name); err != nil {
+		s.st.AddError(err.Error())
+		s.log.Error("set aside", "err", err)
+	}
 	s.books().FreezeTask()
 	return s.run(ctx, l)
 }
