@@ -389,9 +389,23 @@ func (e *HandoffFileError) Unwrap() error { return e.Err }
 // ReadHandoffFile reads and checks a handoff file before a generation starts
 // from it: it must exist, be UTF-8 text, not be empty, and fill the
 // required sections (DESIGN.md «Handoff document»). It returns the parsed handoff and the file's
-// bytes.
+// bytes. The file is one of flower's (DESIGN.md «Territory»): a link, or
+// anything but a regular file, is refused, and so is one over
+// workbench.MaxHandoff.
 func ReadHandoffFile(path string) (handoffwriter.Handoff, []byte, error) {
 	b, err := workbench.ReadNote(path, workbench.MaxHandoff, "a handoff")
+	return checkHandoffFile(path, b, err)
+}
+
+// ReadGivenHandoffFile is ReadHandoffFile for a file the person named
+// (flower handoff set FILE): a link of theirs is followed, but it must be a
+// regular file under the same cap.
+func ReadGivenHandoffFile(path string) (handoffwriter.Handoff, []byte, error) {
+	b, err := safefile.ReadGiven(path, workbench.MaxHandoff, "a handoff")
+	return checkHandoffFile(path, b, err)
+}
+
+func checkHandoffFile(path string, b []byte, err error) (handoffwriter.Handoff, []byte, error) {
 	var se *safefile.Error
 	switch {
 	case errors.As(err, &se):

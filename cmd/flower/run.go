@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -270,12 +269,16 @@ func readTask(c *cli.Context, stdin io.Reader) (string, error) {
 		return "", err
 	}
 	if len(task) > workbench.MaxTask {
-		return "", usagef("the task is over %s, the cap for a task (it lives in manifest.json and in every successor's prompt): put the bulk in a file in the workspace and tell the task to read it", safefile.Size(workbench.MaxTask))
+		return "", taskTooLarge()
 	}
 	if workbench.NearCap(len(task), workbench.MaxTask) {
 		fmt.Fprintf(c.App.ErrWriter, "flower: the task holds %s, near the cap of %s for a task\n", safefile.Size(int64(len(task))), safefile.Size(workbench.MaxTask))
 	}
 	return task, nil
+}
+
+func taskTooLarge() error {
+	return usagef("the task is over %s, the cap for a task (it lives in manifest.json and in every successor's prompt): put the bulk in a file in the workspace and tell the task to read it", safefile.Size(workbench.MaxTask))
 }
 
 // capped reads r up to one byte past the task's cap: enough to tell it is
@@ -303,8 +306,10 @@ func readTaskUncapped(c *cli.Context, stdin io.Reader) (string, error) {
 		task = string(b)
 	case file != "":
 		b, err := readTaskFile(file)
-		if err != nil {
-			return "", usagef("read task file: %v", err)
+		if errors.Is(err, safefile.ErrTooLarge) {
+			return "", taskTooLarge()
+		} else if err != nil {
+			return "", usagef("read task file: %v (a FIFO or a device goes on stdin, with -f -)", err)
 		}
 		task = string(b)
 	default:
@@ -336,18 +341,9 @@ func linkLatest(runDir, workbenchDir string) error {
 
 var errNoHarness = errors.New("no harness found: pass --harness, set FLOWER_HARNESS, put claude on PATH, or run `make harness`")
 
-// readTaskFile reads --task-file: the person's file, read as they named it,
-// but never blocking on a FIFO nor reading more than the cap allows.
+// readTaskFile reads --task-file: the person's file, read as they named it
+// (links followed), but only a regular file, never blocking on a FIFO nor
+// reading more than the cap allows.
 func readTaskFile(name string) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (give a FIFO or a device as stdin, with -f -)", name)
-	}
-	return capped(f)
+	return safefile.ReadGiven(name, workbench.MaxTask, "a task")
 }

@@ -281,6 +281,14 @@ func TestTaskCap(t *testing.T) {
 	if !strings.Contains(stderr, "near the cap of 1 MiB for a task") {
 		t.Errorf("no warning near the cap:\n%s", stderr)
 	}
+	big := filepath.Join(t.TempDir(), "task.md")
+	if err := os.WriteFile(big, make([]byte, 3<<19), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runInProcess(ctx, "run", "-C", ws, "--harness", missing, "-f", big)
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "over 1 MiB, the cap for a task") {
+		t.Errorf("-f with a 1.5 MiB file: exit %d, %v", exitCode(err), err)
+	}
 	_, _, err = runInProcess(ctx, "run", "-C", ws, "--harness", missing, "-f", "/dev/zero")
 	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "/dev/zero is not a regular file") {
 		t.Errorf("-f /dev/zero: exit %d, %v", exitCode(err), err)
