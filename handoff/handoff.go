@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -172,7 +171,10 @@ func (b Books) Launch(f Frozen) string {
 	st := b.Step
 	launch := f.Handoff
 	if f.Path != "" {
-		data, err := os.ReadFile(f.Path)
+		data, err := workbench.ReadNote(f.Path, workbench.MaxHandoff, "a handoff")
+		if err == nil && workbench.NearCap(len(data), workbench.MaxHandoff) {
+			b.Log.Warn("the handoff is near its cap", "path", f.Path, "bytes", len(data), "cap", workbench.MaxHandoff)
+		}
 		switch {
 		case err != nil:
 			st.AddError(fmt.Sprintf("read handoff %s: %v; the successor gets the document as written", f.Path, err))
@@ -273,13 +275,13 @@ func (b Books) Task() (task, path string) {
 		// Never frozen in this run (a rerun of a step new to it): the file
 		// an earlier run froze is the task, if there is one.
 		if p := b.Workbench.TaskPath(st.Name); p != "" {
-			if data, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(data)) != "" {
+			if data, err := workbench.ReadNote(p, workbench.MaxTask, "a task"); err == nil && strings.TrimSpace(string(data)) != "" {
 				return string(data), p
 			}
 		}
 		return st.Task, ""
 	}
-	data, err := os.ReadFile(path)
+	data, err := workbench.ReadNote(path, workbench.MaxTask, "a task")
 	problem := ""
 	switch {
 	case err != nil:

@@ -18,6 +18,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -527,6 +528,10 @@ func (p *Process) read(maxLine int, q *queue, done chan<- struct{}) {
 		}
 		if len(line) == 0 {
 			continue
+		}
+		if limit := cmp.Or(maxLine, transcript.DefaultMaxLine); len(line) >= limit/4*3 {
+			// DESIGN.md «Input caps»: said before a longer one is skipped.
+			p.log.Warn("a harness stdout line near its cap", "line", lr.Lines(), "bytes", len(line), "cap", limit)
 		}
 		ev, err := transcript.Decode(line)
 		if err != nil {

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/flowerhq/flower/safefile"
 )
 
 // DefaultPoll is how often Follow looks at the file when no notification
@@ -30,7 +32,16 @@ type Options struct {
 	// Poll is the fallback interval between looks at the file
 	// (DefaultPoll when zero).
 	Poll time.Duration
+	// MaxLine bounds one line (DefaultMaxLine when zero): the rest of a
+	// longer one is dropped, never held, and Skipped stands in for it.
+	MaxLine int
+	// Skipped makes the line passed in place of one over MaxLine of n
+	// bytes so far (a line saying so when nil).
+	Skipped func(n int) []byte
 }
+
+// DefaultMaxLine is Options.MaxLine's default (DESIGN.md «Input caps»).
+const DefaultMaxLine = 4 << 20
 
 // Follow calls line with each complete line of the file at path, without
 // its newline (a trailing "\r" is kept): first the lines already there,
@@ -48,7 +59,7 @@ func Follow(ctx context.Context, path string, opts Options, line func([]byte) er
 		opts.Poll = DefaultPoll
 	}
 	path = filepath.Clean(path)
-	f := &follower{path: path, line: line, buf: make([]byte, 64<<10)}
+	f := &follower{path: path, line: line, buf: make([]byte, 64<<10), max: opts.MaxLine, skipped: opts.Skipped}
 	defer f.close()
 
 	// Without a watcher the timer alone keeps following: slower, not wrong.
@@ -102,6 +113,9 @@ type follower struct {
 	off     int64       // bytes of file read so far
 	partial []byte      // a last line still waiting for its newline
 	buf     []byte
+	max     int              // bound of one line
+	skipped func(int) []byte // what stands in for a longer one
+	over    int              // bytes of a line over max so far, 0 if none
 }
 
 // check reads whatever is new: the rest of the open file, then, if another
@@ -128,7 +142,8 @@ func (f *follower) check() error {
 	if named == nil {
 		return nil
 	}
-	file, err := os.Open(f.path)
+	// Never a link, a FIFO or a device in the log's place.
+	file, err := safefile.Open(f.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // gone again between the stat and the open
 	}
@@ -175,7 +190,33 @@ func (f *follower) drain() error {
 // split passes on each complete line in b and keeps the rest.
 func (f *follower) split(b []byte) error {
 	for {
+		if f.max <= 0 {
+			f.max = DefaultMaxLine
+		}
+		if f.skipped == nil {
+			f.skipped = func(n int) []byte {
+				return fmt.Appendf(nil, "(a line of %d bytes, over the cap of %d, skipped)", n, f.max)
+			}
+		}
 		i := bytes.IndexByte(b, '\n')
+		if f.over > 0 || (i < 0 && len(f.partial)+len(b) > f.max) || (i >= 0 && len(f.partial)+i > f.max) {
+			// Over the bound: counted, not held, until its newline.
+			if f.over == 0 {
+				f.over = len(f.partial)
+				f.partial = f.partial[:0]
+			}
+			if i < 0 {
+				f.over += len(b)
+				return nil
+			}
+			n := f.over + i
+			f.over = 0
+			if err := f.line(f.skipped(n)); err != nil {
+				return err
+			}
+			b = b[i+1:]
+			continue
+		}
 		if i < 0 {
 			f.partial = append(f.partial, b...)
 			return nil

@@ -269,3 +269,23 @@ func TestFollowerCheck(t *testing.T) {
 		})
 	}
 }
+
+// A line over the bound is never held: it is counted to its newline and
+// stands as one note; the lines around it come through whole.
+func TestFollowerLineCap(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flower.log")
+	writeFile(t, path, "short\n"+strings.Repeat("x", 30)+"\nafter\n")
+	c := &collector{}
+	f := &follower{path: path, line: c.add, buf: make([]byte, 4), max: 10}
+	defer f.close()
+	if err := f.check(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"short", "(a line of 30 bytes, over the cap of 10, skipped)", "after"}
+	if got := c.snapshot(); !reflect.DeepEqual(got, want) {
+		t.Errorf("lines = %q, want %q", got, want)
+	}
+	if cap(f.partial) > 16 {
+		t.Errorf("held %d bytes of the long line", cap(f.partial))
+	}
+}

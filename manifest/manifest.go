@@ -17,10 +17,15 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/atomicfile"
+	"github.com/flowerhq/flower/safefile"
 )
 
 // FileName is the manifest's name inside the run directory.
 const FileName = "manifest.json"
+
+// MaxSize caps a manifest.json that Load reads (DESIGN.md «Input caps»): a
+// run of a thousand generations with a task at its cap stays far below it.
+const MaxSize = 16 << 20
 
 // Version is the manifest format this package writes and reads.
 const Version = 1
@@ -296,9 +301,11 @@ func New(runDir, workspace string, now time.Time) *Manifest {
 // Load reads the manifest at path. A missing file gives an error wrapping
 // fs.ErrNotExist; a file that is not a manifest gives a *CorruptError; a
 // file from a newer flower gives an error wrapping ErrUnsupportedVersion.
-// Load keeps the RunDir recorded in the file.
+// Load keeps the RunDir recorded in the file. The file must be a regular
+// file, not a link, of at most MaxSize bytes (a *safefile.Error otherwise);
+// LoadBound also checks that it belongs where it was found.
 func Load(path string) (*Manifest, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(filepath.Dir(path), path, MaxSize, "a manifest")
 	if err != nil {
 		return nil, fmt.Errorf("load manifest: %w", err)
 	}

@@ -28,18 +28,18 @@ func TestLiveSuccessor(t *testing.T) {
 	saveRun(t, filepath.Join(wb, "runs", "1"), "B", "A")
 	// A later run resumed B and handed off to C.
 	saveRun(t, filepath.Join(wb, "runs", "2"), "C", "B")
-	if got, ok := LiveSuccessor(wb, nil, "A"); !ok || got != "C" {
+	if got, ok, _ := LiveSuccessor(wb, nil, "A"); !ok || got != "C" {
 		t.Errorf("LiveSuccessor(A) = %s %v, want C through B", got, ok)
 	}
-	if got, ok := LiveSuccessor(wb, nil, "C"); ok || got != "C" {
+	if got, ok, _ := LiveSuccessor(wb, nil, "C"); ok || got != "C" {
 		t.Errorf("LiveSuccessor of a live session = %s %v, want itself, false", got, ok)
 	}
 	other := t.TempDir()
 	saveRun(t, other, "E", "D")
-	if _, ok := LiveSuccessor(wb, nil, "D"); ok {
+	if _, ok, _ := LiveSuccessor(wb, nil, "D"); ok {
 		t.Error("found a session of a run dir it was not given")
 	}
-	if got, ok := LiveSuccessor(wb, []string{other}, "D"); !ok || got != "E" {
+	if got, ok, _ := LiveSuccessor(wb, []string{other}, "D"); !ok || got != "E" {
 		t.Errorf("LiveSuccessor(D) with the extra run dir = %s %v, want E", got, ok)
 	}
 }

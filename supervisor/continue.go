@@ -13,6 +13,7 @@ import (
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/safefile"
 	"github.com/flowerhq/flower/workbench"
 )
 
@@ -53,12 +54,18 @@ func (rt *Runtime) Continue(ctx context.Context, name, message string) (*manifes
 	if rt.m.Step(name) == nil {
 		return nil, rt.noStep(name)
 	}
+	if err := rt.checkStep(name); err != nil {
+		return nil, err
+	}
 	s, err := rt.lockStep(name)
 	if err != nil {
 		return nil, err
 	}
 	defer s.unlock()
 	s.st = rt.m.Step(name)
+	if err := s.vouchTask(name); err != nil {
+		return s.st, err
+	}
 	l, err := s.continuation(message)
 	if err != nil {
 		return s.st, err
@@ -211,12 +218,12 @@ func (s *stepRun) writtenBy(gen *manifest.Generation, path string) bool {
 	if path == "" {
 		return false
 	}
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	if err != nil || fi.ModTime().Before(gen.StartedAt) {
 		return false
 	}
 	if prev := s.lastHandoff(); prev != nil {
-		b, err := os.ReadFile(path)
+		b, err := readFile(path)
 		if err != nil {
 			return false
 		}
@@ -258,8 +265,11 @@ func (s *stepRun) handoffFallback() (prompt, from string, err error) {
 		h := handoffwriter.Degraded(s.st.Name, s.st.Task, "the last handoff was not kept on disk (no workbench)")
 		return s.books().SuccessorPrompt(h, rec), "a degraded handoff from the task", nil
 	}
-	h, _, err := ReadHandoffFile(rec.Path)
+	h, b, err := ReadHandoffFile(rec.Path)
 	if err != nil {
+		return "", "", err
+	}
+	if err := s.vouch("handoff file", rec.Path, b); err != nil {
 		return "", "", err
 	}
 	h.Step = s.st.Name
@@ -303,6 +313,9 @@ func (rt *Runtime) Rerun(ctx context.Context, name string) (*manifest.StepResult
 	if rt.wb == nil {
 		return rt.m.Step(name), fmt.Errorf("rerun step %s: %w: the handoff file lives in the workbench", name, ErrNoWorkbench)
 	}
+	if err := rt.checkStep(name); err != nil {
+		return nil, err
+	}
 	s, err := rt.lockStep(name)
 	if err != nil {
 		return nil, err
@@ -313,8 +326,18 @@ func (rt *Runtime) Rerun(ctx context.Context, name string) (*manifest.StepResult
 	if err != nil {
 		return rt.m.Step(name), err
 	}
+	// Only known documents reach the model (DESIGN.md «Known documents»).
+	if err := s.vouch("handoff file", path, b); err != nil {
+		return rt.m.Step(name), err
+	}
+	if err := s.vouchTask(name); err != nil {
+		return rt.m.Step(name), err
+	}
 	s.st = rt.m.EnsureStep(name, string(b), rt.opts.Now())
 	st := s.st
+	for _, msg := range s.vouched {
+		st.AddError(msg)
+	}
 	s.begin()
 	cur := st.Current()
 	// A generation that never got a session is reused, not skipped.
@@ -332,6 +355,9 @@ func (rt *Runtime) Rerun(ctx context.Context, name string) (*manifest.StepResult
 		} else {
 			n++
 		}
+	}
+	if workbench.NearCap(len(b), workbench.MaxHandoff) {
+		s.note(fmt.Sprintf("handoff file %s holds %s, near the cap of %s for a handoff", path, safefile.Size(int64(len(b))), safefile.Size(workbench.MaxHandoff)))
 	}
 	msg := fmt.Sprintf("rerun: generation %d starts from %s as it is on disk now (sha256 %s)", n, path, digest(b)[:16])
 	s.log.Info(msg)
@@ -365,10 +391,28 @@ func (e *HandoffFileError) Unwrap() error { return e.Err }
 // ReadHandoffFile reads and checks a handoff file before a generation starts
 // from it: it must exist, be UTF-8 text, not be empty, and fill the
 // required sections (DESIGN.md «Handoff document»). It returns the parsed handoff and the file's
-// bytes.
+// bytes. The file is one of flower's (DESIGN.md «Territory»): a link, or
+// anything but a regular file, is refused, and so is one over
+// workbench.MaxHandoff.
 func ReadHandoffFile(path string) (handoffwriter.Handoff, []byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := workbench.ReadNote(path, workbench.MaxHandoff, "a handoff")
+	return checkHandoffFile(path, b, err)
+}
+
+// ReadGivenHandoffFile is ReadHandoffFile for a file the person named
+// (flower handoff set FILE): a link of theirs is followed, but it must be a
+// regular file under the same cap.
+func ReadGivenHandoffFile(path string) (handoffwriter.Handoff, []byte, error) {
+	b, err := safefile.ReadGiven(path, workbench.MaxHandoff, "a handoff")
+	return checkHandoffFile(path, b, err)
+}
+
+func checkHandoffFile(path string, b []byte, err error) (handoffwriter.Handoff, []byte, error) {
+	var se *safefile.Error
 	switch {
+	case errors.As(err, &se):
+		// Already names the file and says what to do.
+		return handoffwriter.Handoff{}, nil, &HandoffFileError{Path: path, Problem: se.Problem + ": " + se.Fix, Err: err}
 	case errors.Is(err, fs.ErrNotExist):
 		return handoffwriter.Handoff{}, nil, &HandoffFileError{Path: path, Problem: "does not exist", Err: err}
 	case err != nil:

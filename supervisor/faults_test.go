@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,19 +230,14 @@ func TestDeadHoldersLockTakenOver(t *testing.T) {
 	}
 }
 
-// The workbench cannot be written (its notes path is a file): the handoff
-// still reaches the successor through its prompt (DESIGN.md «No workbench»), and the manifest
-// records why there is no file.
+// The workbench cannot be made (it would be a folder in /proc, where
+// nothing can be made, even by root): the handoff still reaches the
+// successor through its prompt (DESIGN.md «No workbench»), and the manifest
+// records why there is no file. (A file in the notes folder's place is not
+// this case: it is refused, DESIGN.md «Territory».)
 func TestUnwritableWorkbenchStillHandsOff(t *testing.T) {
 	b := newBench(t, harnesstest.ModeStream, harnesstest.EnvContext+"=155000")
-	wbDir := filepath.Join(b.workspace, ".flower")
-	if err := os.MkdirAll(wbDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(wbDir, "notes"), []byte("in the way"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	st, err := b.runtime(Options{}).RunStep(context.Background(), "s", "task")
+	st, err := b.runtime(Options{WorkbenchDir: "/proc/flower-test-no-workbench"}).RunStep(context.Background(), "s", "task")
 	if err != nil || len(st.Generations) != 2 {
 		t.Fatalf("RunStep: %v, %d generations", err, len(st.Generations))
 	}
@@ -257,15 +253,23 @@ func TestUnwritableWorkbenchStillHandsOff(t *testing.T) {
 }
 
 // Writing the handoff file fails at the handoff (a stand-in for a full
-// disk: its path is taken by a directory): the successor still gets the
-// handoff through its prompt, and the failure is recorded, said as an
-// error notice, and ends the step with a *NotSavedError although the work
-// succeeded (DESIGN.md «Durable or loud»).
+// disk: its path is taken by a directory once the step runs, after the
+// start's checks): the successor still gets the handoff through its
+// prompt, and the failure is recorded, said as an error notice, and ends
+// the step with a *NotSavedError although the work succeeded (DESIGN.md
+// «Durable or loud»).
 func TestHandoffWriteFailureStillHandsOff(t *testing.T) {
 	b := newBench(t, harnesstest.ModeStream, harnesstest.EnvContext+"=155000")
 	rt := b.runtime(Options{})
-	if err := os.MkdirAll(b.handoffPath("s"), 0o755); err != nil {
-		t.Fatal(err)
+	var once sync.Once
+	record := rt.opts.OnEvent
+	rt.opts.OnEvent = func(ev Event) {
+		once.Do(func() {
+			if err := os.MkdirAll(b.handoffPath("s"), 0o755); err != nil {
+				t.Error(err)
+			}
+		})
+		record(ev)
 	}
 	st, err := rt.RunStep(context.Background(), "s", "task")
 	var ns *NotSavedError

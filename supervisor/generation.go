@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/handoff"
@@ -11,6 +10,7 @@ import (
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/workbench"
 )
 
 // genEnd is how one generation ended: with the step (done, failed,
@@ -234,6 +234,9 @@ type GenerationResult struct {
 // ErrStepFailed, an interruption); the result is valid with it, except for
 // errors before anything ran (a busy step).
 func (rt *Runtime) RunGeneration(ctx context.Context, in GenerationInput) (*GenerationResult, error) {
+	if err := rt.checkStep(in.Step); err != nil {
+		return nil, err
+	}
 	s, err := rt.lockStep(in.Step)
 	if err != nil {
 		return nil, err
@@ -438,4 +441,8 @@ func parseHandoff(doc, step string) handoffwriter.Handoff {
 	return h
 }
 
-func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
+// readFile reads a handoff file flower froze, under its cap and without
+// following a link (DESIGN.md «Territory»).
+func readFile(path string) ([]byte, error) {
+	return workbench.ReadNote(path, workbench.MaxHandoff, "a handoff")
+}

@@ -104,6 +104,10 @@ type Options struct {
 	// written and before the successor reads it back (a person may edit the
 	// file at that point; tests use this hook to do so).
 	AfterFreeze func(path string)
+	// TrustNotes: the person vouches for the step's handoff and task files
+	// even when no manifest of the workbench records them (DESIGN.md «Known
+	// documents»); without it Continue and Rerun refuse such a file.
+	TrustNotes bool
 	// TaskCarry bounds how many characters of the task every successor's
 	// first prompt carries verbatim next to the handoff: 0 means
 	// handoff.DefaultTaskCarry, a negative value carries nothing.
@@ -215,6 +219,12 @@ func New(opts Options) (*Runtime, error) {
 		log.Warn("compact policy", "notice", plan.Notice)
 		rt.emit(Event{Kind: KindNotice, Text: plan.Notice})
 	}
+	// Nothing of flower's territory is read or written before it is checked
+	// (DESIGN.md «Territory»): a link or a thing of the wrong kind there is
+	// refused, not worked around.
+	if err := (workbench.Territory{Workspace: ws, Dir: opts.WorkbenchDir, RunDir: opts.RunDir}).Check(); err != nil {
+		return nil, err
+	}
 	if opts.Workbench {
 		if rt.wb, err = workbench.Open(opts.WorkbenchDir); err != nil {
 			// DESIGN.md «No workbench»: no workbench means no file, not no handoff. Say so.
@@ -230,7 +240,7 @@ func New(opts Options) (*Runtime, error) {
 		}
 		rt.opts.RunDir = opts.RunDir
 	}
-	if m, err := manifest.Load(manifest.Path(opts.RunDir)); err == nil {
+	if m, err := manifest.LoadBound(opts.RunDir); err == nil {
 		rt.m = m
 	} else if errors.Is(err, os.ErrNotExist) {
 		rt.m = manifest.New(opts.RunDir, ws, opts.Now())
@@ -337,6 +347,9 @@ func (rt *Runtime) RunStep(ctx context.Context, name, task string) (*manifest.St
 // session is not fresh: it has no start-up floor, and the futile guard
 // does not apply to it; it hands off like any other.
 func (rt *Runtime) RunStepResuming(ctx context.Context, name, task, session string) (*manifest.StepResult, error) {
+	if err := rt.checkStep(name); err != nil {
+		return nil, err
+	}
 	s, err := rt.lockStep(name)
 	if err != nil {
 		return nil, err
@@ -352,6 +365,12 @@ func (rt *Runtime) RunStepResuming(ctx context.Context, name, task, session stri
 		l.begun = l.early != nil
 	}
 	s.begin()
+	// After the first harness started: it reads the task, never these
+	// files (DESIGN.md «Warm successor», «Known documents»).
+	if err := s.setAsideUnknown(name); err != nil {
+		s.st.AddError(err.Error())
+		s.log.Error("set aside", "err", err)
+	}
 	s.books().FreezeTask()
 	st, err := s.run(ctx, l)
 	return st, s.durable(err)
@@ -375,6 +394,9 @@ type stepRun struct {
 	inboxDir  string
 	requests  chan inbox.Request
 	inboxStop chan struct{}
+	// vouched: notes files used on the person's word before the step
+	// was known, for its errors (territory.go).
+	vouched []string
 }
 
 // begin marks the step running under this Runtime's settings.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flowerhq/flower/safefile"
 )
 
 // GitignoreName is the file that keeps a folder of flower's out of git.
@@ -56,19 +58,25 @@ func MkdirRun(runDir, workbenchDir string) error {
 	if err != nil {
 		return fmt.Errorf("run dir: %w", err)
 	}
-	_, err = os.Stat(runDir)
+	_, err = os.Lstat(runDir)
 	created := errors.Is(err, fs.ErrNotExist)
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return fmt.Errorf("run dir: %w", err)
-	}
+	wb := ""
 	if workbenchDir != "" {
-		wb, err := filepath.Abs(workbenchDir)
-		if err != nil {
+		if wb, err = filepath.Abs(workbenchDir); err != nil {
 			return fmt.Errorf("run dir: %w", err)
 		}
-		if within(wb, runDir) {
-			return Ignore(wb)
-		}
+	}
+	// Below the workspace nothing is followed (DESIGN.md «Territory»); a run
+	// dir elsewhere is the person's choice of folder.
+	anchor := filepath.Dir(runDir)
+	if wb != "" && within(wb, runDir) {
+		anchor = filepath.Dir(wb)
+	}
+	if err := safefile.MkdirAll(anchor, runDir, 0o755); err != nil {
+		return fmt.Errorf("run dir: %w", err)
+	}
+	if wb != "" && within(wb, runDir) {
+		return Ignore(wb)
 	}
 	if !created {
 		return nil

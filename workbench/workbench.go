@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/atomicfile"
+	"github.com/flowerhq/flower/safefile"
 )
 
 // ErrNoWorkbench is returned by reads on a nil *Workbench: without a
@@ -54,7 +55,8 @@ func Open(dir string) (*Workbench, error) {
 		return nil, errors.New("open workbench: empty dir")
 	}
 	notes := filepath.Join(dir, notesDir)
-	if err := os.MkdirAll(notes, 0o755); err != nil {
+	// Not through a link, and not into a file of the wrong kind (DESIGN.md «Territory»).
+	if err := safefile.MkdirAll(filepath.Dir(dir), notes, 0o755); err != nil {
 		return nil, fmt.Errorf("open workbench: %w", err)
 	}
 	// Fail now rather than at the first handoff, tens of minutes in.
@@ -100,6 +102,13 @@ func (w *Workbench) LockPath(step string) string {
 
 func (w *Workbench) archiveDir() string { return w.archiveDirOf(handoffLabel) }
 
+// anchor is the folder above the workbench: the person's workspace, which
+// is not checked; everything below it is (DESIGN.md «Territory»).
+func (w *Workbench) anchor() string { return filepath.Dir(w.Dir) }
+
+// mkdir makes dir, a folder in the workbench, without following links.
+func (w *Workbench) mkdir(dir string) error { return safefile.MkdirAll(w.anchor(), dir, 0o755) }
+
 func (w *Workbench) archiveDirOf(label string) string {
 	return filepath.Join(w.Dir, notesDir, "archive", label)
 }
@@ -115,16 +124,17 @@ func (w *Workbench) Freeze(step string, doc []byte, now time.Time) (string, erro
 		return "", nil
 	}
 	cur := w.HandoffPath(step)
-	fi, err := os.Lstat(cur)
+	if err := safefile.Check(w.anchor(), cur, safefile.File); err != nil {
+		return "", fmt.Errorf("freeze handoff: %w", err)
+	}
+	_, err := os.Lstat(cur)
 	switch {
-	case err == nil && fi.IsDir():
-		return "", fmt.Errorf("freeze handoff: %s is a directory", cur)
 	case err == nil:
 		if _, err := w.preserve(w.archiveDir(), cur, SafeStepName(step), now); err != nil {
 			return "", fmt.Errorf("freeze handoff: %w", err)
 		}
 	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(filepath.Dir(cur), 0o755); err != nil {
+		if err := w.mkdir(filepath.Dir(cur)); err != nil {
 			return "", fmt.Errorf("freeze handoff: %w", err)
 		}
 	default:
@@ -140,7 +150,12 @@ func (w *Workbench) Freeze(step string, doc []byte, now time.Time) (string, erro
 // before and returns that name. The current file stays in place; the caller
 // then replaces it atomically.
 func (w *Workbench) preserve(dir, cur, safe string, now time.Time) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// cur was checked to be a regular file: a link is refused, never
+	// archived as the link (DESIGN.md «Territory»).
+	if err := safefile.Check(w.anchor(), cur, safefile.File); err != nil {
+		return "", fmt.Errorf("archive: %w", err)
+	}
+	if err := w.mkdir(dir); err != nil {
 		return "", fmt.Errorf("archive: %w", err)
 	}
 	stamp := now.UTC().Format(timeLayout)
@@ -178,7 +193,7 @@ func claim(cur, dst string) error {
 }
 
 func copyExcl(src, dst string) (err error) {
-	in, err := os.Open(src)
+	in, err := safefile.Open(src)
 	if err != nil {
 		return err
 	}
@@ -234,16 +249,17 @@ func (w *Workbench) FreezeTask(step string, task []byte, now time.Time) (string,
 		return "", nil
 	}
 	cur := w.TaskPath(step)
-	old, err := os.ReadFile(cur)
+	old, err := safefile.ReadFile(w.anchor(), cur, MaxTask, "a task")
 	switch {
 	case err == nil && bytes.Equal(old, task):
 		return cur, nil
-	case err == nil:
+	case err == nil || errors.Is(err, safefile.ErrTooLarge):
+		// Over the cap it cannot be this task: it is kept, not read.
 		if _, err := w.preserve(w.archiveDirOf(taskLabel), cur, SafeStepName(step), now); err != nil {
 			return "", fmt.Errorf("freeze task: %w", err)
 		}
 	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(filepath.Dir(cur), 0o755); err != nil {
+		if err := w.mkdir(filepath.Dir(cur)); err != nil {
 			return "", fmt.Errorf("freeze task: %w", err)
 		}
 	default:
@@ -264,7 +280,7 @@ func (w *Workbench) ReadTask(step string) ([]byte, error) {
 	if w == nil {
 		return nil, ErrNoWorkbench
 	}
-	data, err := os.ReadFile(w.TaskPath(step))
+	data, err := safefile.ReadFile(w.anchor(), w.TaskPath(step), MaxTask, "a task")
 	if err != nil {
 		return nil, fmt.Errorf("read task: %w", err)
 	}
@@ -279,7 +295,7 @@ func (w *Workbench) ReadHandoff(step string) ([]byte, error) {
 	if w == nil {
 		return nil, ErrNoWorkbench
 	}
-	data, err := os.ReadFile(w.HandoffPath(step))
+	data, err := safefile.ReadFile(w.anchor(), w.HandoffPath(step), MaxHandoff, "a handoff")
 	if err != nil {
 		// *fs.PathError already names the path.
 		return nil, fmt.Errorf("read handoff: %w", err)

@@ -56,6 +56,9 @@ line, run it again: rerun starts a fresh session (a new generation) whose
 first prompt is that file as it is on disk now. A live session of the step
 is set aside. A file that is missing, empty, not UTF-8, or lacks a required
 section (doing, next) is refused with a message naming it, and nothing runs.
+So is one that no manifest of this workbench recorded (its path or its
+sha256): flower did not write it, a repository may have. Read it, and if you
+vouch for it, run again with --trust-notes.
 
 The run, step and workspace are found as for flower continue.
 
@@ -80,6 +83,8 @@ func pastRunFlags() []cli.Flag {
 			flags = append(flags, &cli.StringFlag{Name: "run-dir", Usage: "the run's `DIR`", DefaultText: "WORKSPACE/.flower/runs/latest"})
 		case "step":
 			flags = append(flags, &cli.StringFlag{Name: "step", Value: "main", Usage: "the step's `NAME`", DefaultText: "the run's only step, else main"})
+			flags = append(flags, &cli.BoolFlag{Name: "trust-notes",
+				Usage: "feed the successor the step's handoff or task file even though no manifest of this workbench records it (one a repository may have shipped): you read it and vouch for it"})
 		default:
 			flags = append(flags, f)
 		}
@@ -149,7 +154,12 @@ func pastRunJob(c *cli.Context, p proc, needManifest bool) (*job, string, error)
 	if err != nil {
 		return nil, "", err
 	}
-	m, err := manifest.Load(manifest.Path(runDir))
+	if err := checkPastRun(runDir); err != nil {
+		return nil, "", err
+	}
+	// Bound to where it was found (DESIGN.md «Territory»): a manifest
+	// naming another run dir or workspace sends nothing there.
+	m, err := manifest.LoadBound(runDir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !needManifest:
 		m = nil
@@ -163,6 +173,7 @@ func pastRunJob(c *cli.Context, p proc, needManifest bool) (*job, string, error)
 		return nil, "", err
 	}
 	set.runDir = runDir
+	set.trustNotes = c.Bool("trust-notes")
 	if m != nil {
 		if !c.IsSet("step") && len(m.Steps) == 1 {
 			set.step = m.Steps[0].Name
@@ -195,12 +206,7 @@ func pastRunDir(c *cli.Context) (string, error) {
 		}
 		return filepath.Abs(dir)
 	}
-	runs := filepath.Join(c.String("workspace"), ".flower", "runs")
-	dir, err := filepath.EvalSymlinks(filepath.Join(runs, "latest"))
-	if err != nil {
-		return "", usagef("no run to pick up in %s: give --run-dir, or the workspace with -C", runs)
-	}
-	return filepath.Abs(dir)
+	return latestRunDir(c.String("workspace"), "no run to pick up in %s: give --run-dir, or the workspace with -C")
 }
 
 // envPauseAfterFreeze is a test hook, not a feature: set to a duration, it

@@ -74,7 +74,17 @@ func TestRerunAndContinueCommands(t *testing.T) {
 	if err := os.WriteFile(notes, []byte("## 现在在做 (doing)\nHalf done.\n\n## 下一步 (next)\nPERSON-EDIT finish it.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, out = flowerIn(t, ws, fakeLog, "rerun"); code != 0 {
+	// flower never wrote this file: no manifest records its path or its
+	// contents, so it is refused until the person vouches for it
+	// (DESIGN.md «Known documents»).
+	code, out = flowerIn(t, ws, fakeLog, "rerun")
+	if code != exitFailed || !strings.Contains(out, notes) || !strings.Contains(out, "--trust-notes") {
+		t.Errorf("rerun on a file no manifest records: exit %d\n%s", code, out)
+	}
+	if n := len(fakeStarts(fakeLog)); n != 1 {
+		t.Fatalf("%d harness starts: something ran on an unknown handoff", n)
+	}
+	if code, out = flowerIn(t, ws, fakeLog, "rerun", "--trust-notes"); code != 0 {
 		t.Fatalf("rerun: exit %d\n%s", code, out)
 	}
 	starts := fakeStarts(fakeLog)

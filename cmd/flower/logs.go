@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,7 +15,12 @@ import (
 
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/logfollow"
+	"github.com/flowerhq/flower/safefile"
+	"github.com/flowerhq/flower/transcript"
 )
+
+// maxLogLine bounds one record of flower.log that flower logs reads.
+const maxLogLine = 4 << 20
 
 func logsCommand(p proc) *cli.Command {
 	return &cli.Command{
@@ -56,7 +58,7 @@ func logsAction(c *cli.Context, p proc) error {
 		// Ctrl-C is how following ends, so it is not an error here.
 		return logfollow.Follow(c.Context, path, logfollow.Options{}, lp.line)
 	}
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("no %s in %s: not a run dir, or its run has not started", logFileName, dir)
 	}
@@ -64,19 +66,22 @@ func logsAction(c *cli.Context, p proc) error {
 		return fmt.Errorf("read log: %w", err)
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
+	// One record is bounded: a line past maxLogLine is said and skipped,
+	// never held whole (DESIGN.md «Input caps»).
+	r := transcript.NewLineReader(f, maxLogLine)
 	for {
-		l, err := r.ReadBytes('\n')
-		if len(l) > 0 {
-			if perr := lp.line(bytes.TrimSuffix(l, []byte("\n"))); perr != nil {
-				return perr
-			}
-		}
-		if errors.Is(err, io.EOF) {
+		l, err := r.Next()
+		var le *transcript.LineError
+		switch {
+		case errors.As(err, &le):
+			l = []byte(fmt.Sprintf("flower logs: line %d of %s holds %s, over the cap of %s for a log line: skipped", le.Line, path, safefile.Size(le.Size), safefile.Size(maxLogLine)))
+		case errors.Is(err, io.EOF):
 			return nil
-		}
-		if err != nil {
+		case err != nil:
 			return fmt.Errorf("read log: %w", err)
+		}
+		if perr := lp.line(l); perr != nil {
+			return perr
 		}
 	}
 }

@@ -251,7 +251,7 @@ func handoffSetAction(c *cli.Context, p proc) error {
 		return usagef("want WORKFLOW_ID FILE, got %d arguments", c.NArg())
 	}
 	id, file := c.Args().Get(0), c.Args().Get(1)
-	_, doc, err := supervisor.ReadHandoffFile(file)
+	_, doc, err := supervisor.ReadGivenHandoffFile(file)
 	if err != nil {
 		return usageError{err}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/registry"
+	"github.com/flowerhq/flower/safefile"
 	"github.com/flowerhq/flower/supervisor"
 	"github.com/flowerhq/flower/workbench"
 )
@@ -144,6 +145,9 @@ type jobSettings struct {
 	harnessEnv []string
 	// unlisted: the run writes no entry for flower ps (the demo).
 	unlisted bool
+	// trustNotes: the person vouches for notes files no manifest records
+	// (continue and rerun's --trust-notes).
+	trustNotes bool
 	// front, when set, gives the front that runs the harness and where the
 	// events go, once the run's log is open (the interactive mode); the
 	// headless front and the renderer otherwise.
@@ -236,6 +240,17 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		return fail(usagef("workspace %s is not a directory", workspace))
 	}
 	runDir := set.runDir
+	if runDir != "" {
+		if runDir, err = filepath.Abs(runDir); err != nil {
+			return fail(err)
+		}
+	}
+	// Nothing of flower's is read or written before its territory is
+	// checked (DESIGN.md «Territory»): the workbench before a new run dir
+	// is made in it, and the run dir again once it is there.
+	if err := (workbench.Territory{Workspace: workspace, RunDir: runDir, Step: set.step}).Check(); err != nil {
+		return fail(err)
+	}
 	if runDir == "" {
 		// A run dir of its own, however close another run started
 		// (DESIGN.md «One step, one owner»).
@@ -248,10 +263,16 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 			return nil, err
 		}
 	}
+	if runDir, err = filepath.Abs(runDir); err != nil {
+		return fail(err)
+	}
+	if err := (workbench.Territory{Workspace: workspace, RunDir: runDir}).Check(); err != nil {
+		return fail(err)
+	}
 	if err := workbench.MkdirRun(runDir, filepath.Join(workspace, ".flower")); err != nil {
 		return fail(err)
 	}
-	logFile, err := os.OpenFile(filepath.Join(runDir, logFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, logFileMode)
+	logFile, err := safefile.OpenAppend(filepath.Join(runDir, logFileName), logFileMode)
 	if err != nil {
 		return fail(fmt.Errorf("run dir %s is not writable: %w", runDir, err))
 	}
@@ -277,6 +298,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, HookBinary: hookBinary, Env: set.harnessEnv, Model: set.model,
 		MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout, Logger: logger,
 		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, TaskCarry: set.taskCarry,
+		TrustNotes: set.trustNotes,
 	})
 	if err != nil {
 		live.Close()
@@ -289,7 +311,10 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		logFile.Close()
 		return fail(err)
 	}
-	linkLatest(rt.RunDir(), filepath.Join(workspace, ".flower"))
+	if err := linkLatest(rt.RunDir(), filepath.Join(workspace, ".flower")); err != nil {
+		// The run goes on; show and continue then need the run dir named.
+		fmt.Fprintf(p.stderr, "flower: %v; name this run with --run-dir %s\n", err, rt.RunDir())
+	}
 	if set.verbose {
 		printVerbose(p.stderr, rt, harnessPath, p.harnessArgs)
 	}
@@ -332,8 +357,33 @@ func printVerbose(w io.Writer, rt *supervisor.Runtime, harnessPath string, harne
 }
 
 // readTask takes the task from the argument, --task-file, or stdin when it
-// is not a terminal.
+// is not a terminal: at most workbench.MaxTask bytes (DESIGN.md «Input
+// caps»), with a warning on stderr near that cap.
 func readTask(c *cli.Context, stdin io.Reader) (string, error) {
+	task, err := readTaskUncapped(c, stdin)
+	if err != nil {
+		return "", err
+	}
+	if len(task) > workbench.MaxTask {
+		return "", taskTooLarge()
+	}
+	if workbench.NearCap(len(task), workbench.MaxTask) {
+		fmt.Fprintf(c.App.ErrWriter, "flower: the task holds %s, near the cap of %s for a task\n", safefile.Size(int64(len(task))), safefile.Size(workbench.MaxTask))
+	}
+	return task, nil
+}
+
+func taskTooLarge() error {
+	return usagef("the task is over %s, the cap for a task (it lives in manifest.json and in every successor's prompt): put the bulk in a file in the workspace and tell the task to read it", safefile.Size(workbench.MaxTask))
+}
+
+// capped reads r up to one byte past the task's cap: enough to tell it is
+// over, never all of an endless stream.
+func capped(r io.Reader) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(r, workbench.MaxTask+1))
+}
+
+func readTaskUncapped(c *cli.Context, stdin io.Reader) (string, error) {
 	args := c.Args().Slice()
 	file := c.String("task-file")
 	var task string
@@ -345,22 +395,24 @@ func readTask(c *cli.Context, stdin io.Reader) (string, error) {
 	case len(args) == 1:
 		task = args[0]
 	case file == "-":
-		b, err := io.ReadAll(stdin)
+		b, err := capped(stdin)
 		if err != nil {
 			return "", fmt.Errorf("read task from stdin: %w", err)
 		}
 		task = string(b)
 	case file != "":
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", usagef("read task file: %v", err)
+		b, err := readTaskFile(file)
+		if errors.Is(err, safefile.ErrTooLarge) {
+			return "", taskTooLarge()
+		} else if err != nil {
+			return "", usagef("read task file: %v (a FIFO or a device goes on stdin, with -f -)", err)
 		}
 		task = string(b)
 	default:
 		if f, ok := stdin.(*os.File); !ok || term.IsTerminal(int(f.Fd())) {
 			return "", usagef("no task: give it as an argument, with -f FILE, or on stdin (see flower --help)")
 		}
-		b, err := io.ReadAll(stdin)
+		b, err := capped(stdin)
 		if err != nil {
 			return "", fmt.Errorf("read task from stdin: %w", err)
 		}
@@ -382,18 +434,21 @@ func discardRunDir(dir string) {
 }
 
 // linkLatest points <runs>/latest at the run dir, so show and continue find
-// it; failing to is not worth stopping a run for. A run dir outside the
-// workbench gets no link: the folder it would go into is the person's.
-func linkLatest(runDir, workbenchDir string) {
+// it; failing to is said, not worth stopping a run for. A run dir outside
+// the workbench gets no link: the folder it would go into is the person's.
+// Only flower's own link is replaced (DESIGN.md «Territory»).
+func linkLatest(runDir, workbenchDir string) error {
 	if rel, err := filepath.Rel(workbenchDir, filepath.Dir(runDir)); err != nil || !filepath.IsLocal(rel) {
-		return
+		return nil
 	}
-	latest := filepath.Join(filepath.Dir(runDir), "latest")
-	tmp := latest + ".tmp"
-	_ = os.Remove(tmp)
-	if err := os.Symlink(filepath.Base(runDir), tmp); err == nil {
-		_ = os.Rename(tmp, latest)
-	}
+	return workbench.LinkLatest(runDir)
 }
 
 var errNoHarness = errors.New("no harness found: pass --harness, set FLOWER_HARNESS, put claude on PATH, or run `make harness`")
+
+// readTaskFile reads --task-file: the person's file, read as they named it
+// (links followed), but only a regular file, never blocking on a FIFO nor
+// reading more than the cap allows.
+func readTaskFile(name string) ([]byte, error) {
+	return safefile.ReadGiven(name, workbench.MaxTask, "a task")
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/scriptedapi"
+	"github.com/flowerhq/flower/workbench"
 )
 
 // Bad input: one clear line on stderr, exit 2, and no harness started.
@@ -269,5 +270,36 @@ func TestContinueAndRerunRefuseInteractive(t *testing.T) {
 		if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "runs headless") {
 			t.Errorf("%s -i: %v", cmd, err)
 		}
+	}
+}
+
+// DESIGN.md «Input caps»: a task over its cap is refused before anything
+// runs, one near it is warned of, and -f reads only a regular file.
+func TestTaskCap(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	missing := filepath.Join(t.TempDir(), "no-harness")
+	_, _, err := runInProcess(ctx, "run", "-C", ws, "--harness", missing, strings.Repeat("x", workbench.MaxTask+1))
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "over 1 MiB, the cap for a task") {
+		t.Errorf("a task over the cap: exit %d, %v", exitCode(err), err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".flower")); err == nil {
+		t.Errorf("a refused task made the workbench")
+	}
+	_, stderr, _ := runInProcess(ctx, "run", "-C", ws, "--harness", missing, strings.Repeat("x", workbench.MaxTask/4*3))
+	if !strings.Contains(stderr, "near the cap of 1 MiB for a task") {
+		t.Errorf("no warning near the cap:\n%s", stderr)
+	}
+	big := filepath.Join(t.TempDir(), "task.md")
+	if err := os.WriteFile(big, make([]byte, 3<<19), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runInProcess(ctx, "run", "-C", ws, "--harness", missing, "-f", big)
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "over 1 MiB, the cap for a task") {
+		t.Errorf("-f with a 1.5 MiB file: exit %d, %v", exitCode(err), err)
+	}
+	_, _, err = runInProcess(ctx, "run", "-C", ws, "--harness", missing, "-f", "/dev/zero")
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "/dev/zero is not a regular file") {
+		t.Errorf("-f /dev/zero: exit %d, %v", exitCode(err), err)
 	}
 }

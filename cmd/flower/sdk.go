@@ -21,6 +21,7 @@ import (
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/relay"
+	"github.com/flowerhq/flower/safefile"
 	"github.com/flowerhq/flower/supervisor"
 	"github.com/flowerhq/flower/workbench"
 )
@@ -67,10 +68,18 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 		// once: each keeps its own handoff file.
 		step = fmt.Sprintf("sdk-%d", os.Getpid())
 	}
+	if runDir, err = filepath.Abs(runDir); err != nil {
+		return err
+	}
+	// Nothing of flower's is read or written before it is checked
+	// (DESIGN.md «Territory»).
+	if err := (workbench.Territory{Workspace: workspace, RunDir: runDir, Step: step}).Check(); err != nil {
+		return err
+	}
 	if err := workbench.MkdirRun(runDir, wb); err != nil {
 		return err
 	}
-	logFile, err := os.OpenFile(filepath.Join(runDir, logFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, logFileMode)
+	logFile, err := safefile.OpenAppend(filepath.Join(runDir, logFileName), logFileMode)
 	if err != nil {
 		return fmt.Errorf("run dir %s is not writable: %w", runDir, err)
 	}
@@ -85,7 +94,12 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 		if d := env("FLOWER_RUN_DIR"); d != "" {
 			extra = append(extra, d)
 		}
-		if live, moved := relay.LiveSuccessor(wb, extra, id); moved {
+		live, moved, err := relay.LiveSuccessor(wb, extra, id)
+		if err != nil {
+			logger.Error("resume", "err", err)
+			return err
+		}
+		if moved {
 			logger.Info("resuming the live successor of a retired session", "asked", id, "live", live)
 			args = relay.Replace(args, "--resume", live)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/safefile"
 )
 
 func showCommand(p proc) *cli.Command {
@@ -74,7 +75,7 @@ func showAction(c *cli.Context, p proc) error {
 	if c.Bool("json") {
 		// As on disk, once Load has vouched for it; a rewrite in between
 		// is atomic, so this is still a whole manifest.
-		data, err := os.ReadFile(manifest.Path(dir))
+		data, err := safefile.ReadFile(dir, manifest.Path(dir), manifest.MaxSize, "a manifest")
 		if err != nil {
 			return fmt.Errorf("read manifest: %w", err)
 		}
@@ -91,6 +92,21 @@ func showAction(c *cli.Context, p proc) error {
 // run: the runs/latest link, else the newest run dir by name (they are
 // named by start time).
 func runDirOf(c *cli.Context) (string, error) {
+	dir, err := findRunDir(c)
+	if err != nil {
+		return "", err
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", err
+	}
+	// Nothing in it is read before it is checked (DESIGN.md «Territory»).
+	if err := checkPastRun(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+func findRunDir(c *cli.Context) (string, error) {
 	switch c.NArg() {
 	case 0:
 	case 1:
@@ -107,8 +123,13 @@ func runDirOf(c *cli.Context) (string, error) {
 		return "", usagef("want at most one RUN_DIR, got %d arguments", c.NArg())
 	}
 	runs := filepath.Join(c.String("workspace"), ".flower", "runs")
-	if dir, err := filepath.EvalSymlinks(filepath.Join(runs, "latest")); err == nil {
+	dir, err := latestRunDir(c.String("workspace"), "%s")
+	var se *safefile.Error
+	switch {
+	case err == nil:
 		return dir, nil
+	case errors.As(err, &se):
+		return "", err
 	}
 	entries, err := os.ReadDir(runs)
 	for i := len(entries) - 1; err == nil && i >= 0; i-- {
@@ -122,7 +143,7 @@ func runDirOf(c *cli.Context) (string, error) {
 // loadManifest reads the run's manifest, turning a missing one into a
 // sentence; a corrupt one already names its file.
 func loadManifest(dir string) (*manifest.Manifest, error) {
-	m, err := manifest.Load(manifest.Path(dir))
+	m, err := manifest.LoadBound(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no %s in %s: not a run dir, or its run has not started", manifest.FileName, dir)
 	}

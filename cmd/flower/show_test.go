@@ -72,7 +72,7 @@ func sampleManifest(runDir string) *manifest.Manifest {
 	s.SetContext(201500)
 	s.AddError("attempt 1: the harness exited before the turn ended")
 	s.Current().Handoff = &manifest.HandoffRecord{Reason: manifest.ReasonOverflow, Context: 201500,
-		At: 150000, Window: 200000, Degraded: true, Why: "the handoff is missing next", Path: "/elsewhere/交接-干活.md"}
+		At: 150000, Window: 200000, Degraded: true, Why: "the handoff is missing next", Path: "/ws/.flower/notes/交接-干活.md"}
 	s.DegradedError("the handoff is missing next")
 	s.Retire(s.SessionID)
 
@@ -111,7 +111,7 @@ func TestShowGolden(t *testing.T) {
 		build func(runDir string) *manifest.Manifest
 	}{
 		{"steps", sampleManifest},
-		{"empty", func(runDir string) *manifest.Manifest { return manifest.New(runDir, "", showT0) }},
+		{"empty", func(runDir string) *manifest.Manifest { return manifest.New(runDir, "/ws", showT0) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,347 @@
+// Package safefile owns how flower touches a path inside its own territory
+// (DESIGN.md «Territory»): the workbench <workspace>/.flower and the run
+// dirs flower made. Those folders sit in a workspace someone else may have
+// prepared, so nothing there is taken for what its name says: a component
+// that is a symbolic link, a directory where a file belongs (or the
+// reverse), a device or a FIFO is refused with one line that names the path
+// and says what to do; files are opened without following links; and only
+// regular files are read, each under a size cap stated by its caller.
+package safefile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// ErrUnsafe is wrapped by every *Error: a path in flower's territory is not
+// what flower made there.
+var ErrUnsafe = errors.New("not flower's own file")
+
+// ErrTooLarge is wrapped by the *Error of a file over its cap.
+var ErrTooLarge = errors.New("over its size cap")
+
+// Error refuses one path. Its text is one line: the path, what is wrong
+// with it, and what to do.
+type Error struct {
+	Path    string
+	Problem string // "is a symbolic link (to /x)", "is a directory", …
+	Fix     string // what to do
+	Err     error  // ErrUnsafe or ErrTooLarge
+}
+
+// Error describes the refusal; it is what a person sees.
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s %s: %s", e.Path, e.Problem, e.Fix)
+}
+
+// Unwrap gives ErrUnsafe or ErrTooLarge.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Kind is what flower expects at a path.
+type Kind int
+
+// What a path must be.
+const (
+	Dir Kind = iota
+	File
+)
+
+// fixLink is what to do about a link or a thing of the wrong kind in
+// flower's territory: flower makes its files again, so removing the thing
+// loses nothing of flower's.
+func fix(path string) string {
+	return "flower's own files are never links or special files; look at what is there, then remove it (rm -r " +
+		quote(path) + ") and flower makes its own again"
+}
+
+func quote(p string) string {
+	if strings.ContainsAny(p, " \t'\"\\$`") {
+		return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+	}
+	return p
+}
+
+// refuse builds the *Error for a path whose Lstat gave fi.
+func refuse(path string, fi fs.FileInfo, want Kind) *Error {
+	var problem string
+	switch m := fi.Mode(); {
+	case m&fs.ModeSymlink != 0:
+		problem = "is a symbolic link"
+		if to, err := os.Readlink(path); err == nil {
+			problem += " (to " + to + ")"
+		}
+	case m.IsDir():
+		problem = "is a directory where flower keeps a file"
+	case m.IsRegular():
+		problem = "is a file where flower keeps a directory"
+	case m&fs.ModeNamedPipe != 0:
+		problem = "is a FIFO, not a regular file"
+	case m&fs.ModeDevice != 0:
+		problem = "is a device, not a regular file"
+	case m&fs.ModeSocket != 0:
+		problem = "is a socket, not a regular file"
+	default:
+		problem = "is not a regular file"
+	}
+	if want == Dir && !fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 && !fi.Mode().IsRegular() {
+		problem = "is not a directory"
+	}
+	return &Error{Path: path, Problem: problem, Fix: fix(path), Err: ErrUnsafe}
+}
+
+// Check makes sure that every component of path below anchor is what
+// flower makes: a real directory for each folder and, at path itself, a
+// real directory (Dir) or a regular file (File). A component that does not
+// exist ends the check without error: flower will make it. anchor is a
+// folder the person named (the workspace, or a run dir they gave); it and
+// its parents are theirs and are not checked. A path not under anchor is
+// checked as a single component.
+func Check(anchor, path string, want Kind) error {
+	anchor, path = filepath.Clean(anchor), filepath.Clean(path)
+	rel, err := filepath.Rel(anchor, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		if path == anchor {
+			return nil
+		}
+		return checkOne(path, want)
+	}
+	parts := strings.Split(rel, string(filepath.Separator))
+	cur := anchor
+	for i, part := range parts {
+		cur = filepath.Join(cur, part)
+		k := Dir
+		if i == len(parts)-1 {
+			k = want
+		}
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			// Missing, or below a file of the person's: making it says why not.
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("check %s: %w", cur, err)
+		}
+		if !is(fi, k) {
+			return refuse(cur, fi, k)
+		}
+	}
+	return nil
+}
+
+func checkOne(path string, want Kind) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check %s: %w", path, err)
+	}
+	if !is(fi, want) {
+		return refuse(path, fi, want)
+	}
+	return nil
+}
+
+func is(fi fs.FileInfo, k Kind) bool {
+	if k == Dir {
+		return fi.IsDir()
+	}
+	return fi.Mode().IsRegular()
+}
+
+// CheckEntries refuses any entry of dir that is a link or a special file
+// (a FIFO, a device, a socket): a folder of flower's holds only its own
+// files and folders. A missing dir is fine.
+func CheckEntries(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if t := e.Type(); t.IsDir() || t.IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if !fi.IsDir() && !fi.Mode().IsRegular() {
+			return refuse(p, fi, File)
+		}
+	}
+	return nil
+}
+
+// Open opens path for reading without following a link at its last
+// component and without blocking on a FIFO, and makes sure it is a regular
+// file. Combine it with Check for the components above.
+func Open(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			if fi, lerr := os.Lstat(path); lerr == nil {
+				return nil, refuse(path, fi, File)
+			}
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, refuse(path, fi, File)
+	}
+	return f, nil
+}
+
+// ReadFile reads the regular file at path, refusing a link (at any
+// component below anchor), anything not a regular file, and a file of more
+// than limit bytes (an *Error wrapping ErrTooLarge that names the cap and
+// what). what names the file for that message ("the handoff", "a
+// manifest"). A missing file gives an error wrapping fs.ErrNotExist.
+func ReadFile(anchor, path string, limit int64, what string) ([]byte, error) {
+	if err := Check(anchor, path, File); err != nil {
+		return nil, err
+	}
+	f, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > limit {
+		return nil, tooLarge(path, fi.Size(), limit, what)
+	}
+	// The size can change under us: never read more than the cap allows.
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, tooLarge(path, int64(len(b)), limit, what)
+	}
+	return b, nil
+}
+
+func tooLarge(path string, size, limit int64, what string) *Error {
+	return &Error{Path: path, Err: ErrTooLarge,
+		Problem: fmt.Sprintf("holds %s, over the cap of %s for %s", Size(size), Size(limit), what),
+		Fix:     "make it smaller (see «Input caps» in flower's README)"}
+}
+
+// Size writes n bytes for a person: 1.5 MiB, 300 KiB, 12 bytes.
+func Size(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return trimZero(fmt.Sprintf("%.1f", float64(n)/(1<<20))) + " MiB"
+	case n >= 1<<10:
+		return trimZero(fmt.Sprintf("%.1f", float64(n)/(1<<10))) + " KiB"
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func trimZero(s string) string { return strings.TrimSuffix(s, ".0") }
+
+// OpenAppend opens (creating it with perm if need be) the file at path for
+// appending, refusing a link at its last component and anything not a
+// regular file. Combine it with Check for the components above.
+func OpenAppend(path string, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			if fi, lerr := os.Lstat(path); lerr == nil {
+				return nil, refuse(path, fi, File)
+			}
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = refuse(path, fi, File)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// MkdirAll makes every missing folder of path below anchor, one at a time,
+// refusing a component that is not a real directory (a link to one
+// included) instead of following it.
+func MkdirAll(anchor, path string, perm os.FileMode) error {
+	anchor, path = filepath.Clean(anchor), filepath.Clean(path)
+	rel, err := filepath.Rel(anchor, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		if path == anchor {
+			return nil
+		}
+		if err := checkOne(path, Dir); err != nil {
+			return err
+		}
+		return os.MkdirAll(path, perm)
+	}
+	// The anchor is the person's folder: made as asked, links and all.
+	if err := os.MkdirAll(anchor, perm); err != nil {
+		return err
+	}
+	cur := anchor
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		cur = filepath.Join(cur, part)
+		err := os.Mkdir(cur, perm)
+		if err == nil || errors.Is(err, fs.ErrExist) {
+			fi, lerr := os.Lstat(cur)
+			if lerr != nil {
+				return lerr
+			}
+			if !fi.IsDir() {
+				return refuse(cur, fi, Dir)
+			}
+			continue
+		}
+		return err
+	}
+	return nil
+}
+
+// ReadGiven reads a file a person named (a task file, a handoff to send):
+// it is theirs, so a link is followed, but only a regular file is read,
+// never blocking on a FIFO, and never more than limit bytes (an *Error
+// wrapping ErrTooLarge past it).
+func ReadGiven(path string, limit int64, what string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if fi.Size() > limit {
+		return nil, tooLarge(path, fi.Size(), limit, what)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, tooLarge(path, int64(len(b)), limit, what)
+	}
+	return b, nil
+}

@@ -1,0 +1,152 @@
+package safefile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Every kind of thing that is not what flower makes is refused, naming the
+// path; what flower makes, or nothing, passes.
+func TestCheckAndReadFile(t *testing.T) {
+	victim := t.TempDir()
+	if err := os.WriteFile(filepath.Join(victim, "secret"), []byte("victim"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		plant   func(t *testing.T, ws string) // makes ws/a/b
+		problem string                        // "" = passes
+	}{
+		{"regular file", func(t *testing.T, ws string) { write(t, ws, "a/b", "ok") }, ""},
+		{"missing", func(t *testing.T, ws string) {}, ""},
+		{"folder is a link", func(t *testing.T, ws string) { link(t, victim, filepath.Join(ws, "a")) }, "a is a symbolic link (to " + victim + ")"},
+		{"file is a link", func(t *testing.T, ws string) {
+			mkdir(t, ws, "a")
+			link(t, filepath.Join(victim, "secret"), filepath.Join(ws, "a/b"))
+		}, "a/b is a symbolic link"},
+		{"link to /dev/zero", func(t *testing.T, ws string) { mkdir(t, ws, "a"); link(t, "/dev/zero", filepath.Join(ws, "a/b")) }, "a/b is a symbolic link (to /dev/zero)"},
+		{"directory in a file's place", func(t *testing.T, ws string) { mkdir(t, ws, "a/b") }, "a/b is a directory where flower keeps a file"},
+		{"file in a folder's place", func(t *testing.T, ws string) { write(t, ws, "a", "x") }, "a is a file where flower keeps a directory"},
+		{"FIFO", func(t *testing.T, ws string) {
+			mkdir(t, ws, "a")
+			if err := syscall.Mkfifo(filepath.Join(ws, "a/b"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "a/b is a FIFO, not a regular file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := t.TempDir()
+			tt.plant(t, ws)
+			path := filepath.Join(ws, "a", "b")
+			_, err := ReadFile(ws, path, 100, "a test file")
+			if tt.problem == "" {
+				if err != nil && !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("ReadFile: %v", err)
+				}
+				return
+			}
+			var se *Error
+			if !errors.As(err, &se) || !errors.Is(err, ErrUnsafe) {
+				t.Fatalf("ReadFile: %v, want a *safefile.Error", err)
+			}
+			if !strings.Contains(err.Error(), filepath.Join(ws, tt.problem)) || !strings.Contains(err.Error(), "remove it") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("message %q: want one line naming %s and saying what to do", err, tt.problem)
+			}
+			if tt.name == "directory in a file's place" {
+				return // a folder may be made in it
+			}
+			if err := MkdirAll(ws, filepath.Join(ws, "a", "b", "c"), 0o755); err == nil {
+				t.Errorf("MkdirAll went through it")
+			}
+		})
+	}
+	if b, _ := os.ReadFile(filepath.Join(victim, "secret")); string(b) != "victim" {
+		t.Errorf("the victim's file changed: %q", b)
+	}
+}
+
+func TestReadFileCap(t *testing.T) {
+	ws := t.TempDir()
+	write(t, ws, "f", strings.Repeat("x", 101))
+	_, err := ReadFile(ws, filepath.Join(ws, "f"), 100, "a test file")
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "101 bytes, over the cap of 100 bytes for a test file") {
+		t.Errorf("ReadFile over the cap: %v", err)
+	}
+	if b, err := ReadFile(ws, filepath.Join(ws, "f"), 101, "a test file"); err != nil || len(b) != 101 {
+		t.Errorf("ReadFile at the cap: %d bytes, %v", len(b), err)
+	}
+	// A device is never read, whatever its name.
+	if _, err := Open("/dev/zero"); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("Open(/dev/zero): %v", err)
+	}
+}
+
+func TestOpenAppendRefusesALink(t *testing.T) {
+	ws := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "log")
+	write(t, filepath.Dir(victim), "log", "victim\n")
+	link(t, victim, filepath.Join(ws, "flower.log"))
+	if _, err := OpenAppend(filepath.Join(ws, "flower.log"), 0o644); !errors.Is(err, ErrUnsafe) {
+		t.Fatalf("OpenAppend through a link: %v", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "victim\n" {
+		t.Errorf("victim changed: %q", b)
+	}
+	f, err := OpenAppend(filepath.Join(ws, "own.log"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+func TestCheckEntries(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "manifest.json", "{}")
+	mkdir(t, dir, "sub")
+	if err := CheckEntries(dir); err != nil {
+		t.Fatalf("CheckEntries: %v", err)
+	}
+	link(t, "/etc/passwd", filepath.Join(dir, "step-main.lock"))
+	if err := CheckEntries(dir); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "step-main.lock") {
+		t.Errorf("CheckEntries with a link: %v", err)
+	}
+}
+
+func TestSize(t *testing.T) {
+	for n, want := range map[int64]string{12: "12 bytes", 1 << 10: "1 KiB", 1536: "1.5 KiB", 1 << 20: "1 MiB", 20 << 20: "20 MiB"} {
+		if got := Size(n); got != want {
+			t.Errorf("Size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func write(t *testing.T, ws, rel, data string) {
+	t.Helper()
+	p := filepath.Join(ws, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mkdir(t *testing.T, ws, rel string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(ws, rel), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func link(t *testing.T, to, at string) {
+	t.Helper()
+	if err := os.Symlink(to, at); err != nil {
+		t.Fatal(err)
+	}
+}
