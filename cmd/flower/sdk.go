@@ -148,7 +148,20 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	if err != nil {
 		return err
 	}
-	linkLatest(rt.RunDir(), wb)
+	// The step is this run's before anything points at the run; a relay
+	// refused because another run owns the step leaves no run dir of its
+	// own behind (DESIGN.md «One step, one owner»).
+	if err := rt.Hold(step); err != nil {
+		if env("FLOWER_RUN_DIR") == "" {
+			live.Close()
+			logFile.Close()
+			discardRunDir(runDir)
+		}
+		return err
+	}
+	if err := linkLatest(rt.RunDir(), wb); err != nil {
+		logger.Warn("runs/latest not updated", "err", err)
+	}
 	rl.Start()
 	// A resumed conversation is no fresh session (DESIGN.md «Futile guard»).
 	resume, _ := relay.Value(args, "--resume")

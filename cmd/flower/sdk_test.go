@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowerhq/flower/supervisor"
 )
 
 // flower never runs itself as the harness: the test binary stands in for
@@ -48,5 +50,38 @@ func TestRelayRefusesNumbersOutOfRange(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(ws, ".flower")); err == nil {
 			t.Errorf("%s: a workbench was made", kv)
 		}
+	}
+}
+
+// A relay whose step another run of the workspace owns is refused before
+// any harness starts, names the holder, and leaves neither a run dir of its
+// own nor a moved runs/latest (DESIGN.md «One step, one owner»).
+func TestRelayRefusedWhenTheStepIsOwned(t *testing.T) {
+	ws := t.TempDir()
+	t.Chdir(ws)
+	holderDir := filepath.Join(ws, ".flower", "runs", "holder")
+	holder, err := supervisor.New(supervisor.Options{Workspace: ws, RunDir: holderDir, Workbench: true, HarnessPath: "/bin/true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Hold("shared"); err != nil {
+		t.Fatal(err)
+	}
+	if err := linkLatest(holderDir, filepath.Join(ws, ".flower")); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"FLOWER_STEP=shared", "FLOWER_HARNESS=/bin/true", "PATH=" + os.Getenv("PATH")}
+	err = runRelay(context.Background(), []string{"--output-format", "stream-json"}, proc{env: env, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), holderDir) {
+		t.Fatalf("relay: %v, want a refusal naming the holder's run dir %s", err, holderDir)
+	}
+	runs, _ := os.ReadDir(filepath.Join(ws, ".flower", "runs"))
+	for _, e := range runs {
+		if e.IsDir() && e.Name() != "holder" {
+			t.Errorf("the refused relay left run dir %s", e.Name())
+		}
+	}
+	if target, err := os.Readlink(filepath.Join(ws, ".flower", "runs", "latest")); err != nil || target != "holder" {
+		t.Errorf("runs/latest is %q (%v), want the holder's", target, err)
 	}
 }
