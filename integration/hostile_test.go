@@ -565,12 +565,18 @@ func vmHWM(pid int) int {
 func hostileActivity(t *testing.T, ws string, srv *scriptedapi.Server) (int, string) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	g := &fleet.Generations{Identity: "table-worker", Options: supervisor.Options{
+	// The worker serves this workspace (DESIGN.md «Workspace roots»): what
+	// it refuses here, its territory checks refuse.
+	roots, err := fleet.ResolveRoots([]string{ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &fleet.Generations{Identity: "table-worker", Roots: roots, Options: supervisor.Options{
 		HarnessPath: harnessPath(t), Env: harnessEnv(t, srv), HarnessArgs: []string{"--allowedTools", "Bash"},
 		Handoff: policy.HandoffPolicy{Enabled: true, Window: 200_000, MaxGenerations: 8},
 	}}
 	env.RegisterActivity(g.Generation)
-	_, err := env.ExecuteActivity(g.Generation, fleet.GenerationTask{Step: "main", Task: hostileTask, Workspace: ws, HeartbeatTimeout: 10 * time.Second})
+	_, err = env.ExecuteActivity(g.Generation, fleet.GenerationTask{Step: "main", Task: hostileTask, Workspace: ws, HeartbeatTimeout: 10 * time.Second})
 	if err != nil {
 		return 1, err.Error()
 	}

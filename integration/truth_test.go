@@ -4,8 +4,6 @@ package integration_test
 // result's modelUsage) instead of guessing from the model's name.
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,41 +34,6 @@ func TestWindowFlagDisagreementWarnsOnce(t *testing.T) {
 	}
 	if st.Window != 1_000_000 || st.WindowSource != manifest.WindowFromFlag || len(st.Generations) != 2 {
 		t.Errorf("window %d from %q over %d generations: the flag must win", st.Window, st.WindowSource, len(st.Generations))
-	}
-}
-
-// The backstop on the real harness: a user's settings.json "env" block
-// beats flower's DISABLE_AUTO_COMPACT=1, and the harness says auto-compact is
-// on. flower must say so loudly in the manifest and the log.
-func TestBackstopSeesAutoCompactOverridden(t *testing.T) {
-	t.Parallel()
-	home := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(`{"env":{"DISABLE_AUTO_COMPACT":"0"}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	j := &job{plans: [][]scriptedapi.Reply{{done(20_000)}}, handoff: goodHandoff}
-	f, st, err := runFlower(t, j, supervisor.Options{Workbench: true}, "Backstop task", "HOME="+home)
-	if err != nil {
-		t.Fatalf("RunStep: %v", err)
-	}
-	g := st.Generations[0]
-	if g.AutoCompactEnabled == nil || !*g.AutoCompactEnabled {
-		t.Fatalf("premise: the harness should report auto-compact on, got %v", g.AutoCompactEnabled)
-	}
-	if !anyContains(st.Errors, "auto-compact ON although handoff switched it off") {
-		t.Errorf("manifest errors %q lack the backstop's entry", st.Errors)
-	}
-	notices := 0
-	for _, ev := range f.events {
-		if ev.Kind == supervisor.KindNotice && ev.IsError && strings.Contains(ev.Text, "auto-compact ON") {
-			notices++
-		}
-	}
-	if notices != 1 {
-		t.Errorf("%d loud notices, want 1", notices)
 	}
 }
 

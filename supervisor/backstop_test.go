@@ -145,3 +145,38 @@ func TestNewerHarnessSaysSoOnce(t *testing.T) {
 		})
 	}
 }
+
+// A harness that reports auto-compact on although handoff switched it off
+// (something beat the levers, DESIGN.md «Compaction backstop») is said
+// loudly once, in the step's errors and as an error notice. The real
+// harness can no longer be made to do this from a workspace or HOME
+// (integration: TestHostileWorkspaceCompactionHeldOff), so the fake says it.
+func TestBackstopSeesAutoCompactOn(t *testing.T) {
+	b := newBench(t, harnesstest.ModeStream, harnesstest.EnvContext+"=20000", harnesstest.EnvAutoCompactOn+"=1")
+	rt := b.runtime(Options{})
+	st, err := rt.RunStep(context.Background(), "s", "a task")
+	if err != nil {
+		t.Fatalf("RunStep: %v (errors %q)", err, st.Errors)
+	}
+	if g := st.Generations[0]; g.AutoCompactEnabled == nil || !*g.AutoCompactEnabled {
+		t.Fatalf("premise: the fake should report auto-compact on, got %v", g.AutoCompactEnabled)
+	}
+	n := 0
+	for _, e := range st.Errors {
+		if strings.Contains(e, "auto-compact ON although handoff switched it off") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("errors %q: want one backstop entry", st.Errors)
+	}
+	loud := 0
+	for _, ev := range b.events {
+		if ev.Kind == KindNotice && ev.IsError && strings.Contains(ev.Text, "auto-compact ON") {
+			loud++
+		}
+	}
+	if loud != 1 {
+		t.Errorf("%d loud notices, want 1", loud)
+	}
+}

@@ -106,10 +106,10 @@ func (a *attemptRun) probed(ans probeAnswer) (outcome, bool) {
 		rt.adoptWindow(a.log, st, p.Window, "get_context_usage")
 	}
 	if on := p.AutoCompactEnabled; on != nil && *on && a.backstopArmed() {
-		// Something (a settings.json "env" block, say) beat the injected
-		// DISABLE_AUTO_COMPACT=1. Say so loudly; should it compact, the
-		// backstop in handle hands off.
-		msg := "the harness reports auto-compact ON although handoff switched it off (is DISABLE_AUTO_COMPACT overridden, e.g. by an env block in settings.json?)"
+		// Something beat flower's levers (DESIGN.md «Compaction levers»):
+		// a harness that reads its settings otherwise, say. Say so loudly;
+		// should it compact, the backstop in handle hands off.
+		msg := "the harness reports auto-compact ON although handoff switched it off (something overrode flower's --settings levers: a managed settings file, or a harness release that reads them otherwise; run flower doctor)"
 		st.AddError(msg)
 		a.log.Error(msg)
 		rt.emit(Event{Kind: KindNotice, Step: st.Name, Generation: a.gen.N, Text: msg, IsError: true})

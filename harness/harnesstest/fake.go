@@ -84,6 +84,10 @@ const (
 	// round: for each it runs the PreCompact hooks of its --settings, as
 	// the real harness does, with the hook input on stdin.
 	EnvPreCompact = "FLOWER_FAKE_PRECOMPACT"
+	// EnvAutoCompactOn, when "1", makes the fake report auto-compact on
+	// whatever its environment says: a harness something beat flower's
+	// levers in (DESIGN.md «Compaction backstop»).
+	EnvAutoCompactOn = "FLOWER_FAKE_AUTOCOMPACT_ON"
 )
 
 // The modes.
@@ -422,7 +426,7 @@ func (f *fake) handle(line []byte) (code int, stop bool) {
 			// Like the real harness, the count is broken down: the
 			// system prompt (the floor) and the messages.
 			floor := min(used, 1000)
-			resp = map[string]any{"totalTokens": used, "maxTokens": 200000, "isAutoCompactEnabled": os.Getenv("DISABLE_AUTO_COMPACT") != "1",
+			resp = map[string]any{"totalTokens": used, "maxTokens": 200000, "isAutoCompactEnabled": os.Getenv("DISABLE_AUTO_COMPACT") != "1" || os.Getenv(EnvAutoCompactOn) == "1",
 				"categories": []any{
 					map[string]any{"id": "system_prompt", "kind": "used", "tokens": floor},
 					map[string]any{"id": "messages", "kind": "used", "tokens": used - floor},
