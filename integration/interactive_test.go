@@ -634,6 +634,16 @@ func TestInteractiveSignalMidTurn(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	p.press("Enter")
 	p.waitFor("the tool to run", waitLimit, func() bool { return len(pidsWithCmdline(tool)) > 0 })
+	// The session is known once the front has found the harness's
+	// transcript; a loaded machine may run the tool before that.
+	p.waitFor("the session to be known", waitLimit, func() bool {
+		runs, _ := filepath.Glob(filepath.Join(r.workspace, ".flower", "runs", "2*", manifest.FileName))
+		if len(runs) != 1 {
+			return false
+		}
+		m, err := manifest.Load(runs[0])
+		return err == nil && len(m.Steps) == 1 && m.Steps[0].SessionID != ""
+	})
 	if err := syscall.Kill(p.flowerPID(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
