@@ -144,3 +144,8 @@ func redactURL(raw string) string {
 	}
 	return s + query
 }
+
+// CredentialVars are the names of the variables the harness authenticates
+// with; a program flower starts that is not the harness (a --notify hook)
+// gets an environment without them.
+func CredentialVars() []string { return append([]string(nil), credentialVars...) }
