@@ -1,12 +1,10 @@
 package notify
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/manifest"
-	"github.com/flowerhq/flower/policy"
 )
 
 // FromRun is the notify event for one event of a running step, if it is
@@ -24,33 +22,22 @@ func FromRun(ev event.Event, runDir string) (Event, bool) {
 		Path: ev.Path, Degraded: ev.Degraded, Why: ev.Why, Reason: ev.Reason, CostUSD: ev.CostUSD, Text: text}, true
 }
 
-// StepEnded is what a hook hears when a step ends: the generation limit
-// first when that is why (err is RunStep's), then the step's end. st nil
-// (the step never started) gives only the end, with err's text.
-func StepEnded(st *manifest.StepResult, runDir, step string, err error) []Event {
+// StepEnded is what a hook hears when a step ends, from its record: the
+// generation limit first when that is why (maxGenerations is the policy's),
+// then the step's end with its status, cost, generations and, unless it
+// succeeded, its last error.
+func StepEnded(st *manifest.StepResult, runDir string, maxGenerations int) []Event {
 	var out []Event
-	if st != nil {
-		step = st.Name
+	if st.Status == manifest.StatusGenerationLimit {
+		out = append(out, Event{Kind: KindGenerationLimit, Step: st.Name, RunDir: runDir, MaxGenerations: maxGenerations,
+			Generations: len(st.Generations), Path: st.HandoffPath,
+			Text: fmt.Sprintf("flower: step %s stopped at the generation limit (%d generations)", st.Name, len(st.Generations))})
 	}
-	var gl *policy.GenerationLimitError
-	if errors.As(err, &gl) {
-		out = append(out, Event{Kind: KindGenerationLimit, Step: step, RunDir: runDir, MaxGenerations: gl.Max,
-			Generations: generations(st), Text: fmt.Sprintf("flower: step %s stopped at the generation limit (%d)", step, gl.Max)})
+	end := Event{Kind: KindStepEnd, Step: st.Name, RunDir: runDir, Status: st.Status, CostUSD: st.CostUSD,
+		Generations: len(st.Generations), SessionID: st.SessionID, Path: st.HandoffPath}
+	if st.Status != manifest.StatusSucceeded && len(st.Errors) > 0 {
+		end.Error = st.Errors[len(st.Errors)-1]
 	}
-	end := Event{Kind: KindStepEnd, Step: step, RunDir: runDir, Status: manifest.StatusFailed}
-	if st != nil {
-		end.Status, end.CostUSD, end.Generations, end.SessionID, end.Path = st.Status, st.CostUSD, len(st.Generations), st.SessionID, st.HandoffPath
-	}
-	if err != nil {
-		end.Error = err.Error()
-	}
-	end.Text = fmt.Sprintf("flower: step %s %s · $%.2f · %d generations", step, end.Status, end.CostUSD, end.Generations)
+	end.Text = fmt.Sprintf("flower: step %s %s · $%.2f · %d generations", st.Name, end.Status, end.CostUSD, end.Generations)
 	return append(out, end)
-}
-
-func generations(st *manifest.StepResult) int {
-	if st == nil {
-		return 0
-	}
-	return len(st.Generations)
 }

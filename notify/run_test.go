@@ -1,15 +1,12 @@
 package notify_test
 
 import (
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/notify"
-	"github.com/flowerhq/flower/policy"
 )
 
 func TestFromRun(t *testing.T) {
@@ -31,21 +28,17 @@ func TestFromRun(t *testing.T) {
 }
 
 func TestStepEnded(t *testing.T) {
-	st := &manifest.StepResult{Name: "main", Status: manifest.StatusFailed, CostUSD: 2.25,
-		Generations: make([]manifest.Generation, 3), HandoffPath: "/h.md"}
-	err := fmt.Errorf("step main: %w", &policy.GenerationLimitError{Max: 3})
-	evs := notify.StepEnded(st, "/run", "main", err)
+	st := &manifest.StepResult{Name: "main", Status: manifest.StatusGenerationLimit, CostUSD: 2.25,
+		Generations: make([]manifest.Generation, 3), HandoffPath: "/h.md", Errors: []string{"交接降级(overflow)", "generation limit"}}
+	evs := notify.StepEnded(st, "/run", 3)
 	if len(evs) != 2 || evs[0].Kind != notify.KindGenerationLimit || evs[0].MaxGenerations != 3 || evs[1].Kind != notify.KindStepEnd {
 		t.Fatalf("StepEnded(generation limit) = %+v", evs)
 	}
-	if e := evs[1]; e.Status != manifest.StatusFailed || e.CostUSD != 2.25 || e.Generations != 3 || e.Error == "" || e.Path != "/h.md" {
+	if e := evs[1]; e.Status != manifest.StatusGenerationLimit || e.CostUSD != 2.25 || e.Generations != 3 || e.Error != "generation limit" || e.Path != "/h.md" {
 		t.Errorf("step_end = %+v", e)
 	}
 	st.Status = manifest.StatusSucceeded
-	if evs := notify.StepEnded(st, "/run", "main", nil); len(evs) != 1 || evs[0].Status != manifest.StatusSucceeded || evs[0].Error != "" {
+	if evs := notify.StepEnded(st, "/run", 3); len(evs) != 1 || evs[0].Status != manifest.StatusSucceeded || evs[0].Error != "" {
 		t.Errorf("StepEnded(success) = %+v", evs)
-	}
-	if evs := notify.StepEnded(nil, "/run", "x", errors.New("no harness")); len(evs) != 1 || evs[0].Step != "x" || evs[0].Status != manifest.StatusFailed {
-		t.Errorf("StepEnded(nil) = %+v", evs)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/notify"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/supervisor"
 	"github.com/flowerhq/flower/workbench"
@@ -60,6 +61,8 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
 		&cli.StringFlag{Name: "output", Value: "text", Usage: "stdout `FORMAT`: text, or stream-json (the harness's lines plus flower's events, one JSON object per line)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the effective auth configuration (secrets masked) and policy before running"},
+		&cli.StringFlag{Name: "notify", EnvVars: []string{"FLOWER_NOTIFY"}, Usage: "run `CMD` (with sh -c) for each handoff, the generation limit and the step's end, one JSON event on its stdin (see the README)"},
+		&cli.DurationFlag{Name: "notify-timeout", Value: notify.DefaultTimeout, Usage: "kill a --notify command that runs longer than this"},
 		interactiveFlag(),
 	}
 }
@@ -95,9 +98,14 @@ type job struct {
 	render      *renderer
 	logFile     *os.File
 	logger      *slog.Logger
+	// notifier runs --notify (DESIGN.md «Notify»); nil without it.
+	notifier *notify.Notifier
 }
 
 func (j *job) close() {
+	// The hook's last events are delivered (within its bound) before the
+	// log it reports to closes.
+	j.notifier.Close(0)
 	j.render.close()
 	j.logFile.Close()
 }
@@ -105,6 +113,9 @@ func (j *job) close() {
 func (j *job) finish(st *manifest.StepResult) {
 	if st != nil {
 		j.render.summary(st, j.runDir)
+		for _, ev := range notify.StepEnded(st, j.rt.RunDir(), j.rt.Policy().MaxGenerations) {
+			j.notifier.Send(ev)
+		}
 	}
 }
 
@@ -125,6 +136,9 @@ type jobSettings struct {
 	turnTimeout time.Duration
 	view        viewSettings
 	verbose     bool
+	// notify is --notify's command, notifyTimeout its bound.
+	notify        string
+	notifyTimeout time.Duration
 	// harnessEnv is the harness's base environment (flower's own, or the
 	// demo's).
 	harnessEnv []string
@@ -153,6 +167,10 @@ func settingsFrom(c *cli.Context, p proc) (jobSettings, error) {
 		maxAttempts: c.Int("max-attempts"), turnTimeout: c.Duration("turn-timeout"),
 		view:    viewSettings{lang: c.String("lang"), output: c.String("output"), quiet: c.Bool("quiet")},
 		verbose: c.Bool("verbose"), harnessEnv: p.env,
+		notify: c.String("notify"), notifyTimeout: c.Duration("notify-timeout"),
+	}
+	if set.notifyTimeout <= 0 {
+		return jobSettings{}, usagef("--notify-timeout must be more than zero")
 	}
 	if n := c.Int("task-carry"); n > 0 {
 		set.taskCarry = n
@@ -203,6 +221,11 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	if set.front != nil {
 		launcher, onEvent = set.front(logger)
 	}
+	notifier := notify.New(notify.Options{Command: set.notify, Timeout: set.notifyTimeout, Env: p.env, Logger: logger})
+	if notifier != nil {
+		abs, _ := filepath.Abs(runDir)
+		onEvent = notifyEvents(onEvent, notifier, abs)
+	}
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: set.handoff, Compact: set.compact,
 		HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, Env: set.harnessEnv, Model: set.model,
@@ -210,6 +233,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, TaskCarry: set.taskCarry,
 	})
 	if err != nil {
+		notifier.Close(0)
 		logFile.Close()
 		return fail(err)
 	}
@@ -217,7 +241,18 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	if set.verbose {
 		printVerbose(p.stderr, rt, harnessPath)
 	}
-	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger}, nil
+	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger, notifier: notifier}, nil
+}
+
+// notifyEvents passes every event to next and the ones a --notify hook
+// hears about to n (DESIGN.md «Notify»); n never blocks.
+func notifyEvents(next func(event.Event), n *notify.Notifier, runDir string) func(event.Event) {
+	return func(ev event.Event) {
+		next(ev)
+		if nev, ok := notify.FromRun(ev, runDir); ok {
+			n.Send(nev)
+		}
+	}
 }
 
 // logFileName is the structured log in each run dir.

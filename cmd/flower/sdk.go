@@ -18,6 +18,7 @@ import (
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/notify"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/relay"
 	"github.com/flowerhq/flower/supervisor"
@@ -109,12 +110,24 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	var lines strings.Builder
 	status := console.NewStatus(&lines, console.LangEn)
 	toStderr := strings.EqualFold(env("FLOWER_STATUS"), "stderr")
+	notifyTimeout := notify.DefaultTimeout
+	if v := env("FLOWER_NOTIFY_TIMEOUT"); v != "" {
+		if notifyTimeout, err = time.ParseDuration(v); err != nil || notifyTimeout <= 0 {
+			return usagef("FLOWER_NOTIFY_TIMEOUT=%q: want a duration such as 10s", v)
+		}
+	}
+	// DESIGN.md «Notify»; closed before the log it reports to.
+	notifier := notify.New(notify.Options{Command: env("FLOWER_NOTIFY"), Timeout: notifyTimeout, Env: p.env, Logger: logger})
+	defer notifier.Close(0)
 	model, _ := relay.Value(args, "--model")
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol,
 		HarnessPath: harnessPath, Env: p.env, Model: model, Front: rl, Logger: logger,
 		OnEvent: func(ev event.Event) {
 			rl.Event(ev)
+			if nev, ok := notify.FromRun(ev, runDir); ok {
+				notifier.Send(nev)
+			}
 			lines.Reset()
 			status.Handle(ev)
 			if text := lines.String(); text != "" {
@@ -141,6 +154,11 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 		}
 	}
 	rl.Finish(sid, err)
+	if st != nil {
+		for _, ev := range notify.StepEnded(st, rt.RunDir(), rt.Policy().MaxGenerations) {
+			notifier.Send(ev)
+		}
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		// The application reads the error result; the exit status says
 		// only that the query failed, as the harness's would.
