@@ -42,7 +42,8 @@ type Limit struct {
 
 // LimitOf reports whether ev says a turn ended on a limit, and what it
 // says of the reset. It reads the three records the harness writes for one
-// (DESIGN.md «Limits»):
+// on stdout, and the assistant line of an interactive session's transcript
+// file (DESIGN.md «Limits»):
 //
 //   - a rate_limit_event line with status "rejected" (its resetsAt, epoch
 //     seconds);
@@ -69,12 +70,14 @@ func LimitOf(ev *Event, now time.Time) (Limit, bool) {
 		}
 		return Limit{Kind: LimitUsage, ResetAt: epoch(info.Get("resetsAt")), Window: info.Get("rateLimitType").String()}, true
 	case "assistant":
-		if root.Get("api_error_status").Int() != 429 {
+		// stdout spells the fields api_error_*, an interactive session's
+		// transcript file apiError*.
+		if either(root, "api_error_status", "apiErrorStatus").Int() != 429 {
 			return Limit{}, false
 		}
 		l := Limit{Kind: LimitRate, Message: messageText(root.Get("message.content"))}
-		if root.Get("api_error").String() == "usage_limit_reached" {
-			info := root.Get("api_error_params.rate_limit_info")
+		if either(root, "api_error", "apiError").String() == "usage_limit_reached" {
+			info := either(root, "api_error_params", "apiErrorParams").Get("rate_limit_info")
 			l.Kind, l.ResetAt, l.Window = LimitUsage, epoch(info.Get("resetsAt")), info.Get("rateLimitType").String()
 			if l.ResetAt.IsZero() {
 				l.ResetAt, _ = ResetFromText(l.Message, now)
@@ -110,6 +113,13 @@ func RetryAfterOf(ev *Event) (wait time.Duration, rateLimit, ok bool) {
 	}
 	ms := root.Get("retry_delay_ms").Int()
 	return time.Duration(ms) * time.Millisecond, root.Get("error_status").Int() == 429, true
+}
+
+func either(root gjson.Result, a, b string) gjson.Result {
+	if r := root.Get(a); r.Exists() {
+		return r
+	}
+	return root.Get(b)
 }
 
 func epoch(r gjson.Result) time.Time {

@@ -143,3 +143,19 @@ func TestResetFromText(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitOfTranscriptFile: an interactive session's transcript file
+// spells the fields apiError*; its informational line is no limit record.
+func TestLimitOfTranscriptFile(t *testing.T) {
+	evs := records(t, "usage-limit-interactive-transcript.jsonl")
+	if len(evs) != 2 {
+		t.Fatalf("%d records", len(evs))
+	}
+	l, ok := transcript.LimitOf(&evs[0], time.Date(2026, 12, 1, 9, 15, 20, 0, time.UTC))
+	if !ok || l.Kind != transcript.LimitUsage || !l.ResetAt.Equal(time.Unix(1796127312, 0)) || l.Window != "five_hour" {
+		t.Errorf("LimitOf(transcript assistant) = %+v, %v; want a usage limit resetting at 1796127312", l, ok)
+	}
+	if l, ok := transcript.LimitOf(&evs[1], time.Now()); ok {
+		t.Errorf("LimitOf(informational) = %+v, want none", l)
+	}
+}
