@@ -159,3 +159,45 @@ func TestLimitFacts(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitWatchdog: with CLAUDE_CODE_RETRY_WATCHDOG=1 the harness waits a
+// subscription's usage limit out by itself in stream-json mode, as the
+// interactive screen does ("continuing automatically at …"): one api_retry
+// line announcing a wait until the reset, then the same request again, and
+// the turn succeeds (DESIGN.md «Limits»).
+func TestLimitWatchdog(t *testing.T) {
+	t.Parallel()
+	reset := time.Now().Add(4 * time.Second).Truncate(time.Second)
+	limited := scriptedapi.UsageLimited(reset)
+	srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind != scriptedapi.KindMain {
+			return scriptedapi.Harmless(r)
+		}
+		if time.Now().Before(reset) {
+			return limited
+		}
+		return scriptedapi.Reply{Text: "after the wait", Usage: scriptedapi.Usage{InputTokens: 10, OutputTokens: 2}}
+	})
+	h := startHarness(t, srv, []string{"ANTHROPIC_API_KEY=", "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-scripted", "CLAUDE_CODE_RETRY_WATCHDOG=1"})
+	lines := h.turn("first question")
+	retries := filter(lines, isType("system/api_retry"))
+	if len(retries) != 1 {
+		t.Fatalf("%d api_retry lines, want 1", len(retries))
+	}
+	r := retries[0]
+	delay := time.Duration(r.Get("retry_delay_ms").Int()) * time.Millisecond
+	if r.Get("error_status").Int() != 429 || r.Get("max_retries").Int() != 300 || delay < 2*time.Second || delay > 5*time.Second {
+		t.Errorf("api_retry %s: want status 429, max_retries 300, a delay until the reset (about 4 s)", r.Raw)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[1].Time.Before(reset) || reqs[1].SessionID != reqs[0].SessionID {
+		t.Errorf("%d requests; the retry at %s, the reset %s: want one retry after the reset, same session", len(reqs), reqs[len(reqs)-1].Time, reset)
+	}
+	res := lines[len(lines)-1]
+	if res.Get("is_error").Bool() || res.Get("result").String() != "after the wait" {
+		t.Errorf("result %s, want the answer after the wait", res.Raw)
+	}
+	if n := len(filter(lines, isType("rate_limit_event"))); n < 1 {
+		t.Errorf("no rate_limit_event line")
+	}
+}
