@@ -1,14 +1,19 @@
 package integration_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/scriptedapi"
@@ -143,5 +148,65 @@ func checkNotified(t *testing.T, g *guarRun, file string, st *manifest.StepResul
 		if e.Dropped != 0 {
 			t.Errorf("event %+v says events were dropped", e)
 		}
+	}
+}
+
+// TestNotifyRelay: in relay mode (flower started in the harness's place)
+// FLOWER_NOTIFY is --notify: the step's end reaches the hook.
+func TestNotifyRelay(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, scriptedapi.Sequence(done(20_000)))
+	ws := t.TempDir()
+	file := filepath.Join(t.TempDir(), "events")
+	runDir := filepath.Join(ws, ".flower", "runs", "relay")
+	env := harnessEnv(t, srv, "FLOWER_HARNESS="+harnessPath(t), "FLOWER_STEP=relay", "FLOWER_RUN_DIR="+runDir,
+		"FLOWER_NOTIFY=cat >> "+file, "FLOWER_NOTIFY_TIMEOUT=5s")
+	seedHarnessHome(t, homeOf(env), ws, scriptedapi.APIKey)
+	cmd := exec.Command(flowerBinary(t), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
+	cmd.Dir, cmd.Env = ws, env
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	if _, err := io.WriteString(stdin, `{"type":"user","message":{"role":"user","content":"say done"}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		if gjson.Get(sc.Text(), "type").String() == "result" {
+			break
+		}
+	}
+	_ = stdin.Close()
+	_, _ = io.Copy(io.Discard, stdout)
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("relay exited: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(waitLimit):
+		t.Fatalf("relay still running %s after stdin closed", waitLimit)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("the hook never ran: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := gjson.Parse(lines[len(lines)-1])
+	if last.Get("kind").String() != "step_end" || last.Get("step").String() != "relay" || last.Get("status").String() != manifest.StatusSucceeded {
+		t.Errorf("the hook's last event %s, want the relay step's end, succeeded", lines[len(lines)-1])
 	}
 }
