@@ -169,3 +169,8 @@ func RedactURLs(text string) string {
 		return RedactURL(trimmed) + u[len(trimmed):]
 	})
 }
+
+// CredentialVars are the names of the variables the harness authenticates
+// with; a program flower starts that is not the harness (a --notify hook)
+// gets an environment without them.
+func CredentialVars() []string { return append([]string(nil), credentialVars...) }

@@ -55,6 +55,10 @@ type Reply struct {
 	// text delta, the way a network or an overloaded server does. A
 	// request that does not stream is answered whole.
 	Fault Fault
+	// Header is sent with the answer, an error's or a normal one: the
+	// rate-limit headers (retry-after, anthropic-ratelimit-*) of
+	// RateLimited and UsageLimited.
+	Header http.Header
 }
 
 // Fault is how a streamed answer breaks off.
@@ -308,6 +312,11 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request) {
 		case <-hr.Context().Done():
 			t.Stop()
 			return
+		}
+	}
+	for k, vs := range reply.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
 		}
 	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {

@@ -19,6 +19,7 @@ import (
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/notify"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/safefile"
@@ -63,6 +64,8 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
 		&cli.StringFlag{Name: "output", Value: "text", Usage: "stdout `FORMAT`: text, or stream-json (the harness's lines plus flower's events, one JSON object per line)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the effective auth configuration (secrets masked) and policy before running"},
+		&cli.StringFlag{Name: "notify", EnvVars: []string{"FLOWER_NOTIFY"}, Usage: "run `CMD` (with sh -c) for each handoff, the generation limit and the step's end, one JSON event on its stdin (see the README)"},
+		&cli.DurationFlag{Name: "notify-timeout", Value: notify.DefaultTimeout, Usage: "kill a --notify command that runs longer than this"},
 		interactiveFlag(),
 	}
 }
@@ -100,17 +103,22 @@ type job struct {
 	logger      *slog.Logger
 	// live is the run's entry in flower ps's registry (nil: unlisted).
 	live *registry.Handle
+	// notifier runs --notify (DESIGN.md «Notify»); nil without it.
+	notifier *notify.Notifier
 }
 
 func (j *job) close() {
+	// The hook's last events are delivered (within its bound) before the
+	// log it reports to closes.
+	j.notifier.Close(0)
 	j.live.Close()
 	j.render.close()
 	j.logFile.Close()
 }
 
-// finish prints the step's closing lines; err is how it ended. A step
-// whose records were not all saved is not summed up as a plain success
-// (DESIGN.md «Durable or loud»).
+// finish prints the step's closing lines and tells a --notify hook the
+// step ended; err is how it ended. A step whose records were not all saved
+// is not summed up as a plain success (DESIGN.md «Durable or loud»).
 func (j *job) finish(st *manifest.StepResult, err error) {
 	if st == nil {
 		return
@@ -119,6 +127,9 @@ func (j *job) finish(st *manifest.StepResult, err error) {
 		shown := *st
 		shown.Status += " (records not saved)"
 		st = &shown
+	}
+	for _, ev := range notify.StepEnded(st, j.rt.RunDir(), j.rt.Policy().MaxGenerations) {
+		j.notifier.Send(ev)
 	}
 	j.render.summary(st, j.runDir)
 }
@@ -140,6 +151,9 @@ type jobSettings struct {
 	turnTimeout time.Duration
 	view        viewSettings
 	verbose     bool
+	// notify is --notify's command, notifyTimeout its bound.
+	notify        string
+	notifyTimeout time.Duration
 	// harnessEnv is the harness's base environment (flower's own, or the
 	// demo's).
 	harnessEnv []string
@@ -171,6 +185,10 @@ func settingsFrom(c *cli.Context, p proc) (jobSettings, error) {
 		maxAttempts: c.Int("max-attempts"), turnTimeout: c.Duration("turn-timeout"),
 		view:    viewSettings{lang: c.String("lang"), output: c.String("output"), quiet: c.Bool("quiet")},
 		verbose: c.Bool("verbose"), harnessEnv: p.env,
+		notify: c.String("notify"), notifyTimeout: c.Duration("notify-timeout"),
+	}
+	if set.notifyTimeout <= 0 {
+		return jobSettings{}, usagef("--notify-timeout must be more than zero")
 	}
 	if n := c.Int("task-carry"); n > 0 {
 		set.taskCarry = n
@@ -293,6 +311,11 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		live = register(p, logger, registry.Entry{Front: frontName, Workspace: workspace, Step: set.step, RunDir: runDir})
 		onEvent = live.Tee(onEvent)
 	}
+	notifier := notify.New(notify.Options{Command: set.notify, Timeout: set.notifyTimeout, Env: p.env, Logger: logger})
+	if notifier != nil {
+		abs, _ := filepath.Abs(runDir)
+		onEvent = notifyEvents(onEvent, notifier, abs)
+	}
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: set.handoff, Compact: set.compact,
 		HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, HookBinary: hookBinary, Env: set.harnessEnv, Model: set.model,
@@ -302,12 +325,15 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	})
 	if err != nil {
 		live.Close()
+		notifier.Close(0)
 		logFile.Close()
 		return fail(err)
 	}
 	// The step is this run's before anything points at the run: a run
 	// refused because another owns the step leaves no run dir behind.
 	if err := rt.Hold(set.step); err != nil {
+		live.Close()
+		notifier.Close(0)
 		logFile.Close()
 		return fail(err)
 	}
@@ -318,7 +344,18 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	if set.verbose {
 		printVerbose(p.stderr, rt, harnessPath, p.harnessArgs)
 	}
-	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger, live: live}, nil
+	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger, live: live, notifier: notifier}, nil
+}
+
+// notifyEvents passes every event to next and the ones a --notify hook
+// hears about to n (DESIGN.md «Notify»); n never blocks.
+func notifyEvents(next func(event.Event), n *notify.Notifier, runDir string) func(event.Event) {
+	return func(ev event.Event) {
+		next(ev)
+		if nev, ok := notify.FromRun(ev, runDir); ok {
+			n.Send(nev)
+		}
+	}
 }
 
 // logFileName is the structured log in each run dir. It holds previews of

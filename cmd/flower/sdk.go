@@ -18,6 +18,7 @@ import (
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/notify"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/relay"
@@ -126,6 +127,15 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	var lines strings.Builder
 	status := console.NewStatus(&lines, console.LangEn)
 	toStderr := strings.EqualFold(env("FLOWER_STATUS"), "stderr")
+	notifyTimeout := notify.DefaultTimeout
+	if v := env("FLOWER_NOTIFY_TIMEOUT"); v != "" {
+		if notifyTimeout, err = time.ParseDuration(v); err != nil || notifyTimeout <= 0 {
+			return usagef("FLOWER_NOTIFY_TIMEOUT=%q: want a duration such as 10s", v)
+		}
+	}
+	// DESIGN.md «Notify»; closed before the log it reports to.
+	notifier := notify.New(notify.Options{Command: env("FLOWER_NOTIFY"), Timeout: notifyTimeout, Env: p.env, Logger: logger})
+	defer notifier.Close(0)
 	model, _ := relay.Value(args, "--model")
 	live := register(p, logger, registry.Entry{Front: registry.FrontRelay, Workspace: workspace, Step: step, RunDir: runDir})
 	defer live.Close()
@@ -135,6 +145,9 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 		OnEvent: func(ev event.Event) {
 			live.Event(ev)
 			rl.Event(ev)
+			if nev, ok := notify.FromRun(ev, runDir); ok {
+				notifier.Send(nev)
+			}
 			lines.Reset()
 			status.Handle(ev)
 			if text := lines.String(); text != "" {
@@ -174,6 +187,11 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 		}
 	}
 	rl.Finish(sid, err)
+	if st != nil {
+		for _, ev := range notify.StepEnded(st, rt.RunDir(), rt.Policy().MaxGenerations) {
+			notifier.Send(ev)
+		}
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		// The application reads the error result; the exit status says
 		// only that the query failed, as the harness's would.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -67,6 +68,9 @@ func TestRelayRefusedWhenTheStepIsOwned(t *testing.T) {
 	if err := holder.Hold("shared"); err != nil {
 		t.Fatal(err)
 	}
+	// The lock's file is the holder's: unreferenced, its finalizer would
+	// close it (and let the lock go) before the relay asks.
+	defer runtime.KeepAlive(holder)
 	if err := linkLatest(holderDir, filepath.Join(ws, ".flower")); err != nil {
 		t.Fatal(err)
 	}
