@@ -336,7 +336,13 @@ func showTemporal(c *cli.Context, p proc) error {
 		_, err = fmt.Fprintf(p.stdout, "%s\n", out)
 		return err
 	}
-	m := &manifest.Manifest{Workspace: st.Workspace, CreatedAt: st.Record.StartedAt, UpdatedAt: time.Now(),
+	// An ended step was last updated when it ended: two looks at it say
+	// the same, with or without a worker.
+	updated := time.Now()
+	if st.Record.EndedAt != nil {
+		updated = *st.Record.EndedAt
+	}
+	m := &manifest.Manifest{Workspace: st.Workspace, CreatedAt: st.Record.StartedAt, UpdatedAt: updated,
 		Steps: []*manifest.StepResult{&st.Record}}
 	var b strings.Builder // escaped as a whole: workers and submitters wrote it
 	fmt.Fprintf(&b, "%-10s %s\n", "workflow", id)
