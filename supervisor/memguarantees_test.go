@@ -272,6 +272,7 @@ func memGuaranteeTable() []memGuarantee {
 		{"warm successor cancelled", memWarmCancelled},
 		{"turn timeout", memTurnTimeout},
 		{"handoff now", memHandoffNow},
+		{"person-driven front", memPersonDriven},
 	}
 }
 
@@ -763,6 +764,39 @@ func memHandoffNow(t *testing.T) {
 	}
 	if p := r.firstPrompt(st, 1); !strings.Contains(p, "NEXT-MARK-1") {
 		t.Errorf("the successor's first prompt lacks the handoff:\n%s", p)
+	}
+	r.checkLineage(st)
+}
+
+// memPersonDriven: on a front a person types into that cannot start a
+// harness early (the harness's own screen), a turn's end is not the
+// step's end: the person's next turn runs in the same generation, the
+// threshold hands off as anywhere, the successor is launched with its
+// first prompt, and the person's orderly exit ends the step (DESIGN.md
+// «Fronts»).
+func memPersonDriven(t *testing.T) {
+	first := memDone(100_000)
+	first.PersonNext = "PERSON-TURN-MARK: now the second part"
+	last := memDone(20_000)
+	last.PersonExits = true
+	r := newMemRun(t, [][]fronttest.Round{{first, memTool(155_000, "echo two >> work.txt")}, {last}}, memHandoff)
+	r.front.PersonDriven, r.front.Late = true, true
+	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	st := r.step()
+	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 2 || st.Generations[0].Handoff == nil || st.Generations[0].Handoff.Degraded {
+		t.Fatalf("status %s, %d generations: want succeeded after a complete handoff", st.Status, len(st.Generations))
+	}
+	if h := st.Generations[0].Handoff; h.Reason != manifest.ReasonThreshold || h.Context != 155_000 {
+		t.Errorf("receipt %+v: want the threshold at 155K, in the person's second turn", h)
+	}
+	procs := r.front.Procs()
+	if len(procs) != 2 || !strings.Contains(procs[1].Spec.Prompt, "NEXT-MARK-1") {
+		t.Fatalf("%d harnesses: the successor must be launched with its first prompt, from the handoff", len(procs))
+	}
+	if p := procs[0].Prompts(); len(p) != 3 || p[1] != first.PersonNext {
+		t.Errorf("the first harness's turns %q: want the task, the person's turn, the writing prompt", p)
 	}
 	r.checkLineage(st)
 }

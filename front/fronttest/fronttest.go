@@ -93,6 +93,11 @@ type Round struct {
 	// status 3). Hang: it never answers, ignoring interrupts, until it
 	// is stopped.
 	Crash, Hang bool
+	// What the person at a person-driven harness (Launcher.PersonDriven)
+	// does once this round has ended its turn: types PersonNext as the
+	// next turn, or, with PersonExits, ends the harness in an orderly way.
+	PersonNext  string
+	PersonExits bool
 }
 
 // Tool is a tool call of a round.
@@ -437,20 +442,26 @@ func (s *session) run(ctx context.Context) {
 	}
 	for {
 		// Prompts queued before the input was closed are still taken.
+		var pr string
 		select {
-		case pr := <-s.prompts:
-			s.turn(pr)
-			continue
+		case pr = <-s.prompts:
 		default:
+			select {
+			case pr = <-s.prompts:
+			case <-s.endInput:
+				s.exit.Why = "the harness exited (input closed)"
+				return
+			case <-s.kill:
+				return
+			}
 		}
-		select {
-		case pr := <-s.prompts:
-			s.turn(pr)
-		case <-s.endInput:
-			s.exit.Why = "the harness exited (input closed)"
+		last := s.turn(pr)
+		switch {
+		case last.PersonExits:
+			s.exit.ByPerson, s.exit.Why = true, "the person ended the harness"
 			return
-		case <-s.kill:
-			return
+		case last.PersonNext != "":
+			_ = s.Send(last.PersonNext)
 		}
 	}
 }
@@ -494,7 +505,8 @@ func (s *session) wait(d time.Duration, until <-chan struct{}) bool {
 	}
 }
 
-func (s *session) turn(prompt string) {
+// turn plays one turn and returns the round that ended it.
+func (s *session) turn(prompt string) (last Round) {
 	l, p := s.l, s.p
 	select {
 	case <-s.intr: // an interrupt sent while no turn ran
@@ -506,9 +518,15 @@ func (s *session) turn(prompt string) {
 	l.mu.Unlock()
 	sid := p.session
 	s.emit(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "model": s.model(), "claude_code_version": "2.1.328"})
+	if l.PersonDriven {
+		// The harness's own screen shows what the person typed (its
+		// transcript file has the line); a stream-json harness does not.
+		s.emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
+			"message": map[string]any{"role": "user", "content": prompt}})
+	}
 	if strings.HasPrefix(strings.TrimSpace(prompt), "/compact") {
 		s.compact(prompt)
-		return
+		return Round{}
 	}
 	l.mu.Lock()
 	if l.history == nil {
@@ -575,7 +593,7 @@ func (s *session) turn(prompt string) {
 			"message": s.message(r.Context, r.Text, r.Tool)})
 		if r.Tool == nil {
 			s.result(false, r.Text, "completed", "end_turn", turns)
-			return
+			return r
 		}
 		if r.Tool.Started != nil {
 			r.Tool.Started(p)
