@@ -755,11 +755,11 @@ func memHandoffNow(t *testing.T) {
 	if h := st.Generations[0].Handoff; h.Reason != manifest.ReasonRequested || h.Degraded || h.Context != 100_000 {
 		t.Errorf("receipt %+v: want a complete handoff, reason requested, at 100K", h)
 	}
-	// The request is read at the inbox's next poll, and the tool
-	// interrupted there: the step takes one poll on the clock, not the
-	// tool's ten minutes.
-	if took := time.Since(start); took != inboxPoll {
-		t.Errorf("the step took %v on the clock, want one inbox poll (%v)", took, inboxPoll)
+	// The request is read at the inbox's next poll at the latest, and the
+	// tool interrupted there: the step takes at most one poll on the
+	// clock, not the tool's ten minutes.
+	if took := time.Since(start); took > inboxPoll {
+		t.Errorf("the step took %v on the clock, want at most one inbox poll (%v)", took, inboxPoll)
 	}
 	if !slices.ContainsFunc(r.notices(), func(n string) bool { return strings.Contains(n, "a handoff was asked for (flower handoff now)") }) {
 		t.Errorf("notices %q lack the request", r.notices())
