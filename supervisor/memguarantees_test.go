@@ -265,6 +265,16 @@ func memGuaranteeTable() []memGuarantee {
 			st, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask)
 			r.checkDegraded(st, err, manifest.ReasonThreshold, "next")
 		}},
+		{"writing turn overflows: degrades", func(t *testing.T) {
+			r := newMemRun(t, memTwoGens, func(int) fronttest.Round { return fronttest.Round{Overflow: true} })
+			st, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask)
+			r.checkDegraded(st, err, manifest.ReasonThreshold, "the writing turn overflowed")
+		}},
+		{"harness dies in the writing turn: degrades", func(t *testing.T) {
+			r := newMemRun(t, memTwoGens, func(int) fronttest.Round { return fronttest.Round{Crash: true} })
+			st, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask)
+			r.checkDegraded(st, err, manifest.ReasonThreshold, "exit status 3")
+		}},
 		{"malformed lines are skipped and counted", memMalformedLines},
 		{"a person's edit reaches the successor", memEdit},
 		{"generation limit", memGenerationLimit},

@@ -467,7 +467,10 @@ func (s *session) run(ctx context.Context) {
 }
 
 // emit hands one record to the engine, translated into the seam's
-// vocabulary: a stream-json line as the harness writes it, decoded.
+// vocabulary: a stream-json line as the harness writes it, decoded. The
+// channel is unbuffered, so the session runs in step with the engine; a
+// record the engine has not taken when the harness is stopped or killed is
+// lost, as a dead process's unread output is.
 func (s *session) emit(v map[string]any) {
 	b, err := json.Marshal(v)
 	if err != nil {
