@@ -253,6 +253,8 @@ func memGuaranteeTable() []memGuarantee {
 		{"window adopted from the harness", memWindow},
 		{"compaction hands off", memBackstop},
 		{"compact asked for hands off", memCompactAsked},
+		{"one automatic compaction blocked: recorded only", func(t *testing.T) { memAutoBlocked(t, 1) }},
+		{"a second automatic compaction blocked hands off", func(t *testing.T) { memAutoBlocked(t, 2) }},
 		{"overflow degrades", func(t *testing.T) {
 			r := newMemRun(t, [][]fronttest.Round{{memTool(100_000, "echo a >> work.txt"), {Overflow: true}}, {memDone(20_000)}}, memHandoff)
 			st, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask)
@@ -812,6 +814,49 @@ func memPersonDriven(t *testing.T) {
 	}
 	if p := procs[0].Prompts(); len(p) != 3 || p[1] != first.PersonNext {
 		t.Errorf("the first harness's turns %q: want the task, the person's turn, the writing prompt", p)
+	}
+	r.checkLineage(st)
+}
+
+// memAutoBlocked: every compaction flower's hook blocked is recorded; one
+// automatic attempt is only recorded, a second one in the same session
+// hands off, before flower's own threshold (DESIGN.md «Compaction asked
+// for»).
+func memAutoBlocked(t *testing.T, tries int) {
+	tried := memTool(120_000, "echo two >> work.txt")
+	tried.PreCompact = slices.Repeat([]string{"auto"}, tries)
+	r := newMemRun(t, [][]fronttest.Round{{memTool(100_000, "echo one >> work.txt"), tried, memDone(130_000)}, {memDone(20_000)}}, memHandoff)
+	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	st := r.step()
+	bc := st.Generations[0].BlockedCompactions
+	if len(bc) != tries {
+		t.Fatalf("blocked compactions %+v: want %d", bc, tries)
+	}
+	for _, c := range bc {
+		if c.Trigger != "auto" || c.SessionID != st.Generations[0].SessionID || c.Context != 100_000 {
+			t.Errorf("blocked compaction %+v: want auto, its session, at the last round's 100K", c)
+		}
+	}
+	if tries < 2 {
+		if st.Status != manifest.StatusSucceeded || len(st.Generations) != 1 {
+			t.Errorf("status %s, %d generations: one automatic attempt is only recorded", st.Status, len(st.Generations))
+		}
+		r.checkLineage(st)
+		return
+	}
+	if len(st.Generations) != 2 || st.Generations[0].Handoff == nil {
+		t.Fatalf("%d generations: want a handoff for the second attempt", len(st.Generations))
+	}
+	if h := st.Generations[0].Handoff; h.Reason != manifest.ReasonCompactBlocked || h.Degraded || h.Context != 100_000 {
+		t.Errorf("receipt %+v: want a complete handoff, reason compact_blocked, at 100K", h)
+	}
+	if !slices.ContainsFunc(r.notices(), func(n string) bool { return strings.Contains(n, "tried again to compact on its own") }) {
+		t.Errorf("notices %q do not say why", r.notices())
+	}
+	if p := r.firstPrompt(st, 1); !strings.Contains(p, "NEXT-MARK-1") {
+		t.Errorf("the successor's first prompt lacks the handoff:\n%s", p)
 	}
 	r.checkLineage(st)
 }

@@ -83,6 +83,11 @@ type Round struct {
 	// Compacted: the harness compacted its context before this round (a
 	// compact_boundary, trigger auto, from the previous round's context).
 	Compacted bool
+	// PreCompact are compactions the harness tries before this round
+	// ("auto", "manual"): each runs flower's PreCompact hook, which
+	// reports it to the step's inbox, waits for flower to take it, and
+	// blocks it; the round then goes on.
+	PreCompact []string
 	// Overflow: the API refused the request as too long; the turn ends
 	// in the harness's "Prompt is too long" result.
 	Overflow bool
@@ -559,6 +564,9 @@ func (s *session) turn(prompt string) (last Round) {
 			s.interrupted(turns)
 			return
 		}
+		for _, trigger := range r.PreCompact {
+			s.preCompact(trigger)
+		}
 		s.exit.Skipped += len(r.Malformed)
 		switch {
 		case r.Crash:
@@ -615,11 +623,17 @@ func (s *session) turn(prompt string) (last Round) {
 // posts to the step's inbox and waits for flower to take the request),
 // blocks the compaction, and the turn ends without a request.
 func (s *session) compact(prompt string) {
+	s.preCompact("manual")
+	s.result(false, "Compaction blocked by a PreCompact hook", "completed", "", 0)
+}
+
+// preCompact runs flower's PreCompact hook (levers.RunHook, what `flower
+// hook precompact` runs) for a compaction the harness tries.
+func (s *session) preCompact(trigger string) {
 	if dir := s.p.Spec.Inbox; dir != "" {
-		in, _ := json.Marshal(map[string]any{"trigger": "manual", "session_id": s.p.session, "hook_event_name": "PreCompact"})
+		in, _ := json.Marshal(map[string]any{"trigger": trigger, "session_id": s.p.session, "hook_event_name": "PreCompact"})
 		_ = levers.RunHook(strings.NewReader(string(in)), io.Discard, dir)
 	}
-	s.result(false, "Compaction blocked by a PreCompact hook", "completed", "", 0)
 }
 
 func (s *session) interrupted(turns int) {
