@@ -1,0 +1,684 @@
+// Package fronttest is an in-memory front for the engine's tests: a
+// front.Launcher whose harness sessions are scripted in Go. No process, pty
+// or file of its own is involved; a session is one goroutine that plays a
+// Model, the way a scripted Messages API plays the model behind the real
+// harness. Every wait a session makes (an API round's latency, a tool's run
+// time, an answer to the context-usage request) is a timer, so under
+// testing/synctest the engine and its sessions run on the fake clock and a
+// test runs in milliseconds without a sleep (DESIGN.md «Deterministic
+// engine tests»).
+//
+// Scripts speak of what a harness does (a round of 150k on the main thread,
+// a tool that runs for ten minutes, a writing turn that answers with a
+// document, an overflow, a crash), never of the records the seam carries:
+// this package alone translates them into the seam's vocabulary, so that a
+// change of the seam changes the translation and not the scripts.
+package fronttest
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/flowerhq/flower/front"
+	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/levers"
+	"github.com/flowerhq/flower/transcript"
+)
+
+// Model answers the main thread's requests of every session a Launcher
+// starts: one Round per request, as an API answers one response per
+// request. It is called from the sessions' goroutines, one call at a time.
+type Model func(r Request) Round
+
+// Request is one main-thread API request as the model sees it.
+type Request struct {
+	// Seq numbers the requests of the Launcher from 1.
+	Seq int
+	// Session is the session's id; Proc the 1-based number of the
+	// harness (the Launch) that asks.
+	Session string
+	Proc    int
+	// Turn numbers the session's turns from 1, across resumes; Round the
+	// requests of this turn from 1 (a tool's result asks again).
+	Turn, Round int
+	// Prompt is the turn's prompt; Writing: it is flower's handoff-writing
+	// prompt (it carries handoffwriter.PromptTag).
+	Prompt  string
+	Writing bool
+	// History is what the request carries, in order: the prompts the
+	// session was sent ("user: …", this turn's included) and its own
+	// replies ("assistant: …", "tool: <command>"), resumes included: a
+	// resumed session carries its crashed turn's history here.
+	History []string
+}
+
+// Round is the harness's answer to one request: one main-thread response,
+// and what comes with it.
+type Round struct {
+	// Context is the response's context (its prompt tokens), the figure
+	// the engine meters.
+	Context int
+	// Text is the response's text; a writing turn's handoff document
+	// goes here.
+	Text string
+	// Tool, when set, is a tool call: the turn goes on with another
+	// request once the tool has run. Without one the turn ends (end_turn).
+	Tool *Tool
+	// Subagents are rounds of a subagent (their contexts) that the
+	// harness reports before this response; they never move the meter.
+	Subagents []int
+	// Took is the request's latency; an interrupt in it ends the turn
+	// before the response.
+	Took time.Duration
+	// Compacted: the harness compacted its context before this round (a
+	// compact_boundary, trigger auto, from the previous round's context).
+	Compacted bool
+	// PreCompact are compactions the harness tries before this round
+	// ("auto", "manual"): each runs flower's PreCompact hook, which
+	// reports it to the step's inbox, waits for flower to take it, and
+	// blocks it; the round then goes on.
+	PreCompact []string
+	// Overflow: the API refused the request as too long; the turn ends
+	// in the harness's "Prompt is too long" result.
+	Overflow bool
+	// Malformed are lines that are not records, written before the
+	// response: a front drops and counts them (front.Exit.Skipped).
+	Malformed []string
+	// Crash: the harness dies instead of answering (half a line, exit
+	// status 3). Hang: it never answers, ignoring interrupts, until it
+	// is stopped.
+	Crash, Hang bool
+	// What the person at a person-driven harness (Launcher.PersonDriven)
+	// does once this round has ended its turn: types PersonNext as the
+	// next turn, or, with PersonExits, ends the harness in an orderly way.
+	PersonNext  string
+	PersonExits bool
+}
+
+// Tool is a tool call of a round.
+type Tool struct {
+	// Name defaults to "Bash"; Command is its input's command.
+	Name, Command string
+	// Took is how long the tool runs (1s when zero: an instant tool would
+	// race the engine's interrupt, which a real tool never loses).
+	Took time.Duration
+	// Until, when set, runs the tool until it is closed instead.
+	Until <-chan struct{}
+	// Started, when set, is called as the tool starts, with its harness
+	// (to kill it, to post to the step's inbox, to tell the test).
+	Started func(p *Proc)
+}
+
+// Launcher is a front.Launcher of scripted sessions. Its zero value is not
+// usable: set Model.
+type Launcher struct {
+	Model Model
+	// Window is the window the context-usage request answers (maxTokens),
+	// Floor its start-up floor, AutoCompact its isAutoCompactEnabled.
+	// Window 0: the sessions cannot be probed (not front.Prober).
+	Window, Floor int
+	AutoCompact   bool
+	// ProbeTook is how long the context-usage answer takes.
+	ProbeTook time.Duration
+	// ResultWindow is the contextWindow a turn's result reports in its
+	// modelUsage; 0 reports none.
+	ResultWindow int
+	// ModelName is the model the sessions run (init lines, the
+	// context-usage answer); "claude-mem-1" when empty.
+	ModelName string
+	// Late: the front cannot start a harness before its first prompt
+	// (front.EarlyStarter answers false). PersonDriven: a person types
+	// the turns (front.Session.PersonDriven).
+	Late, PersonDriven bool
+
+	mu       sync.Mutex
+	modelMu  sync.Mutex
+	procs    []*Proc
+	seq      int
+	requests []Request
+	order    []string            // sessions in the order of their first request
+	history  map[string][]string // each session's history
+	turns    map[string]int
+	nextID   int
+	log      []string // what happened, in order (Log)
+}
+
+var (
+	_ front.EarlyStarter = (*Launcher)(nil)
+	_ front.Session      = (*session)(nil)
+	_ front.Prober       = (*probingSession)(nil)
+)
+
+// StartsEarly implements front.EarlyStarter.
+func (l *Launcher) StartsEarly() bool { return !l.Late }
+
+// Launch starts a scripted harness for s. A spec that resumes a session
+// the Launcher never saw is refused the way the harness refuses it.
+func (l *Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, error) {
+	l.mu.Lock()
+	p := &Proc{N: len(l.procs) + 1, Spec: s, l: l}
+	l.procs = append(l.procs, p)
+	if s.Resume != "" {
+		p.session = s.Resume
+	} else {
+		l.nextID++
+		p.session = fmt.Sprintf("mem-session-%d", l.nextID)
+	}
+	l.logf("launch %d", p.N)
+	l.mu.Unlock()
+	ss := &session{l: l, p: p, out: make(chan transcript.Event), prompts: make(chan string, 16),
+		intr: make(chan struct{}, 1), endInput: make(chan struct{}), kill: make(chan struct{}), done: make(chan struct{})}
+	p.s = ss
+	go ss.run(ctx)
+	if l.Window > 0 {
+		return &probingSession{ss}, nil
+	}
+	return ss, nil
+}
+
+func (l *Launcher) logf(format string, args ...any) {
+	l.log = append(l.log, fmt.Sprintf(format, args...))
+}
+
+// Log lists what the harnesses did, in order: "launch N", "prompt N"
+// (harness N was sent a prompt), "request N <session> turn T round R",
+// "result N", "stop N" (stopped by the engine), "kill N", "exit N".
+func (l *Launcher) Log() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.log...)
+}
+
+// Procs lists the harnesses launched, in order.
+func (l *Launcher) Procs() []*Proc {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*Proc(nil), l.procs...)
+}
+
+// Requests lists the main-thread requests the model answered, in order.
+func (l *Launcher) Requests() []Request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Request(nil), l.requests...)
+}
+
+// Sessions lists the sessions that made a request, in the order of their
+// first one (what the API of a real harness sees).
+func (l *Launcher) Sessions() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.order...)
+}
+
+// FirstRequest is the first request a session made: its first prompt,
+// and no history.
+func (l *Launcher) FirstRequest(session string) (Request, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.requests {
+		if r.Session == session {
+			return r, true
+		}
+	}
+	return Request{}, false
+}
+
+// Proc is one launched harness.
+type Proc struct {
+	// N numbers the Launcher's harnesses from 1; Spec is what it was
+	// launched with.
+	N    int
+	Spec front.Spec
+
+	l       *Launcher
+	s       *session
+	session string
+	prompts []string
+	stopped bool // the engine stopped it
+	killed  bool
+}
+
+// Session is the session the harness runs.
+func (p *Proc) Session() string { return p.session }
+
+// Prompts are the prompts the harness was sent, in order.
+func (p *Proc) Prompts() []string {
+	p.l.mu.Lock()
+	defer p.l.mu.Unlock()
+	return append([]string(nil), p.prompts...)
+}
+
+// Stopped reports whether the engine stopped the harness.
+func (p *Proc) Stopped() bool {
+	p.l.mu.Lock()
+	defer p.l.mu.Unlock()
+	return p.stopped
+}
+
+// Kill makes the harness die now, as a SIGKILL does: what it did not say
+// yet is lost. It does not wait.
+func (p *Proc) Kill() {
+	p.l.mu.Lock()
+	if !p.killed && !p.stopped {
+		p.killed = true
+		p.l.logf("kill %d", p.N)
+	}
+	p.l.mu.Unlock()
+	p.s.killOnce.Do(func() { close(p.s.kill) })
+}
+
+// session is one scripted harness: a goroutine that answers its prompts
+// with the Launcher's Model.
+type session struct {
+	l *Launcher
+	p *Proc
+
+	out      chan transcript.Event
+	prompts  chan string
+	intr     chan struct{}
+	endInput chan struct{}
+	endOnce  sync.Once
+	kill     chan struct{}
+	killOnce sync.Once
+	done     chan struct{}
+
+	// Owned by run until done is closed.
+	exit    front.Exit
+	cost    float64
+	context int
+	msgSeq  int
+}
+
+type probingSession struct{ *session }
+
+func (s *session) Records() <-chan transcript.Event { return s.out }
+
+func (s *session) Begin() error { return s.Send(s.p.Spec.Prompt) }
+
+func (s *session) Send(prompt string) error {
+	select {
+	case <-s.done:
+		return harness.ErrExited
+	default:
+	}
+	select {
+	case s.prompts <- prompt:
+		return nil
+	default:
+		return fmt.Errorf("fronttest: too many prompts queued")
+	}
+}
+
+// Interrupt is honoured at the next message boundary of a running turn:
+// during a request's latency or a tool's run. One sent while no turn runs
+// is ignored, as the harness ignores it.
+func (s *session) Interrupt() error {
+	select {
+	case s.intr <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (s *session) EndAfterTurn() error {
+	s.endOnce.Do(func() { close(s.endInput) })
+	return nil
+}
+
+func (s *session) Stop() {
+	s.l.mu.Lock()
+	if !s.p.stopped && !s.p.killed {
+		s.p.stopped = true
+		s.l.logf("stop %d", s.p.N)
+	}
+	s.l.mu.Unlock()
+	s.killOnce.Do(func() { close(s.kill) })
+	<-s.done
+}
+
+func (s *session) Exit() front.Exit {
+	<-s.done
+	return s.exit
+}
+
+func (s *session) PersonDriven() bool { return s.l.PersonDriven }
+
+// Probe answers the context-usage request: the Launcher's window and
+// floor, the session's messages on top.
+func (s *probingSession) Probe(ctx context.Context) (gjson.Result, error) {
+	if s.l.ProbeTook > 0 {
+		t := time.NewTimer(s.l.ProbeTook)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return gjson.Result{}, ctx.Err()
+		case <-s.done:
+			return gjson.Result{}, harness.ErrExited
+		}
+	}
+	select {
+	case <-s.done:
+		return gjson.Result{}, harness.ErrExited
+	default:
+	}
+	s.l.mu.Lock()
+	msgs := max(s.context-s.l.Floor, 0)
+	s.l.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"totalTokens": s.l.Floor + msgs, "maxTokens": s.l.Window,
+		"isAutoCompactEnabled": s.l.AutoCompact, "model": s.model(),
+		"categories": []any{
+			map[string]any{"id": "system_prompt", "tokens": s.l.Floor},
+			map[string]any{"id": "messages", "tokens": msgs},
+		}})
+	return gjson.ParseBytes(b), nil
+}
+
+func (s *session) model() string {
+	if s.l.ModelName != "" {
+		return s.l.ModelName
+	}
+	return "claude-mem-1"
+}
+
+// errKilled ends run when the harness is stopped or killed.
+type errKilled struct{}
+
+func (s *session) run(ctx context.Context) {
+	defer close(s.done)
+	defer close(s.out)
+	defer func() {
+		s.l.mu.Lock()
+		s.l.logf("exit %d", s.p.N)
+		switch {
+		case s.p.killed:
+			s.exit.Why = "the harness exited before the turn ended (signal: killed)"
+		case s.p.stopped:
+			s.exit.Why = "the harness was stopped"
+		case s.exit.Why == "":
+			s.exit.Why = "the harness exited before the turn ended"
+		}
+		s.l.mu.Unlock()
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(errKilled); !ok {
+				panic(r)
+			}
+		}
+	}()
+	if ctx.Done() != nil {
+		// The context's end is the harness's SIGINT, which it takes as an
+		// interrupt; it is killed if still there a grace period later (as
+		// harness.Start's Cmd.Cancel and WaitDelay do).
+		stop := context.AfterFunc(ctx, func() {
+			_ = s.Interrupt()
+			t := time.NewTimer(cmp.Or(s.p.Spec.Grace, 5*time.Second))
+			defer t.Stop()
+			select {
+			case <-t.C:
+				s.killOnce.Do(func() { close(s.kill) })
+			case <-s.done:
+			}
+		})
+		defer stop()
+	}
+	s.l.mu.Lock()
+	resume := s.p.Spec.Resume
+	_, known := s.l.history[resume]
+	s.l.mu.Unlock()
+	if resume != "" && !known {
+		// The harness's refusal: a result before any init line, then exit 1.
+		s.emit(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "result": "",
+			"session_id": "", "num_turns": 0, "total_cost_usd": 0})
+		s.exit.Why = "the harness exited before the turn ended (exit status 1): No conversation found with session ID: " + resume
+		return
+	}
+	for {
+		// Prompts queued before the input was closed are still taken.
+		var pr string
+		select {
+		case pr = <-s.prompts:
+		default:
+			select {
+			case pr = <-s.prompts:
+			case <-s.endInput:
+				s.exit.Why = "the harness exited (input closed)"
+				return
+			case <-s.kill:
+				return
+			}
+		}
+		last := s.turn(pr)
+		switch {
+		case last.PersonExits:
+			s.exit.ByPerson, s.exit.Why = true, "the person ended the harness"
+			return
+		case last.PersonNext != "":
+			_ = s.Send(last.PersonNext)
+		}
+	}
+}
+
+// emit hands one record to the engine, translated into the seam's
+// vocabulary: a stream-json line as the harness writes it, decoded. The
+// channel is unbuffered, so the session runs in step with the engine; a
+// record the engine has not taken when the harness is stopped or killed is
+// lost, as a dead process's unread output is.
+func (s *session) emit(v map[string]any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	ev, err := transcript.Decode(b)
+	if err != nil {
+		panic(err)
+	}
+	select {
+	case s.out <- ev:
+	case <-s.kill:
+		panic(errKilled{})
+	}
+}
+
+// wait waits d (or until until is closed); false: the turn was
+// interrupted. A kill ends the harness.
+func (s *session) wait(d time.Duration, until <-chan struct{}) bool {
+	var timer <-chan time.Time
+	if until == nil {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-timer:
+		return true
+	case <-until:
+		return true
+	case <-s.intr:
+		return false
+	case <-s.kill:
+		panic(errKilled{})
+	}
+}
+
+// turn plays one turn and returns the round that ended it.
+func (s *session) turn(prompt string) (last Round) {
+	l, p := s.l, s.p
+	select {
+	case <-s.intr: // an interrupt sent while no turn ran
+	default:
+	}
+	l.mu.Lock()
+	p.prompts = append(p.prompts, prompt)
+	l.logf("prompt %d", p.N)
+	l.mu.Unlock()
+	sid := p.session
+	s.emit(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "model": s.model(), "claude_code_version": "2.1.328"})
+	if l.PersonDriven {
+		// The harness's own screen shows what the person typed (its
+		// transcript file has the line); a stream-json harness does not.
+		s.emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
+			"message": map[string]any{"role": "user", "content": prompt}})
+	}
+	if strings.HasPrefix(strings.TrimSpace(prompt), "/compact") {
+		s.compact(prompt)
+		return Round{}
+	}
+	l.mu.Lock()
+	if l.history == nil {
+		l.history, l.turns = map[string][]string{}, map[string]int{}
+	}
+	l.turns[sid]++
+	turnN := l.turns[sid]
+	l.history[sid] = append(l.history[sid], "user: "+prompt)
+	l.mu.Unlock()
+	turns := 0
+	for round := 1; ; round++ {
+		turns++
+		l.modelMu.Lock()
+		l.mu.Lock()
+		l.seq++
+		req := Request{Seq: l.seq, Session: sid, Proc: p.N, Turn: turnN, Round: round, Prompt: prompt,
+			Writing: strings.Contains(prompt, handoffwriter.PromptTag), History: slices.Clone(l.history[sid])}
+		l.requests = append(l.requests, req)
+		if !slices.Contains(l.order, sid) {
+			l.order = append(l.order, sid)
+		}
+		l.logf("request %d %s turn %d round %d", p.N, sid, turnN, round)
+		l.mu.Unlock()
+		r := l.Model(req)
+		l.modelMu.Unlock()
+		if r.Took > 0 && !s.wait(r.Took, nil) {
+			s.interrupted(turns)
+			return
+		}
+		for _, trigger := range r.PreCompact {
+			s.preCompact(trigger)
+		}
+		s.exit.Skipped += len(r.Malformed)
+		switch {
+		case r.Crash:
+			s.exit.Why = "the harness exited before the turn ended (exit status 3)"
+			panic(errKilled{})
+		case r.Hang:
+			<-s.kill
+			panic(errKilled{})
+		}
+		for i, c := range r.Subagents {
+			s.msgSeq++
+			s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": "toolu_task",
+				"message": s.message(c, fmt.Sprintf("subagent round %d", i+1), nil)})
+		}
+		if r.Compacted {
+			s.emit(map[string]any{"type": "system", "subtype": "compact_boundary", "session_id": sid,
+				"compact_metadata": map[string]any{"trigger": "auto", "pre_tokens": s.context, "post_tokens": r.Context}})
+		}
+		if r.Overflow {
+			s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": nil, "error": "invalid_request",
+				"is_api_error_message": true, "message": map[string]any{"id": "msg_synthetic", "model": "<synthetic>",
+					"content": []any{map[string]any{"type": "text", "text": "Prompt is too long"}}}})
+			s.result(true, "Prompt is too long", "prompt_too_long", "", turns)
+			return
+		}
+		s.msgSeq++
+		l.mu.Lock()
+		s.context = r.Context
+		l.history[sid] = append(l.history[sid], "assistant: "+r.Text)
+		if r.Tool != nil {
+			l.history[sid] = append(l.history[sid], "tool: "+r.Tool.Command)
+		}
+		l.mu.Unlock()
+		s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": nil,
+			"message": s.message(r.Context, r.Text, r.Tool)})
+		if r.Tool == nil {
+			s.result(false, r.Text, "completed", "end_turn", turns)
+			return r
+		}
+		if r.Tool.Started != nil {
+			r.Tool.Started(p)
+		}
+		if !s.wait(cmp.Or(r.Tool.Took, time.Second), r.Tool.Until) {
+			s.interrupted(turns)
+			return
+		}
+		s.emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
+			"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result",
+				"tool_use_id": fmt.Sprintf("toolu_%d", s.msgSeq), "content": "ok"}}}})
+	}
+}
+
+// compact is the harness's /compact: flower's PreCompact hook runs (it
+// posts to the step's inbox and waits for flower to take the request),
+// blocks the compaction, and the turn ends without a request.
+func (s *session) compact(prompt string) {
+	s.preCompact("manual")
+	s.result(false, "Compaction blocked by a PreCompact hook", "completed", "", 0)
+}
+
+// preCompact runs flower's PreCompact hook (levers.RunHook, what `flower
+// hook precompact` runs) for a compaction the harness tries.
+func (s *session) preCompact(trigger string) {
+	if dir := s.p.Spec.Inbox; dir != "" {
+		in, _ := json.Marshal(map[string]any{"trigger": trigger, "session_id": s.p.session, "hook_event_name": "PreCompact"})
+		_ = levers.RunHook(strings.NewReader(string(in)), io.Discard, dir)
+	}
+}
+
+func (s *session) interrupted(turns int) {
+	sid := s.p.session
+	s.emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
+		"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "[Request interrupted by user for tool use]"}}}})
+	s.result(true, "", "aborted_tools", "", turns)
+}
+
+func (s *session) message(ctx int, text string, tool *Tool) map[string]any {
+	content := []any{}
+	if text != "" {
+		content = append(content, map[string]any{"type": "text", "text": text})
+	}
+	stop := "end_turn"
+	if tool != nil {
+		stop = "tool_use"
+		content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", s.msgSeq),
+			"name": cmp.Or(tool.Name, "Bash"), "input": map[string]any{"command": tool.Command}})
+	}
+	return map[string]any{"id": fmt.Sprintf("msg_%d_%d", s.p.N, s.msgSeq), "model": s.model(), "content": content,
+		"stop_reason": stop, "usage": map[string]any{"input_tokens": 100, "cache_creation_input_tokens": 0,
+			"cache_read_input_tokens": max(ctx-100, 0), "output_tokens": 50}}
+}
+
+// result ends a turn. stop is the top-level stop_reason ("" for none, as
+// an interrupted or refused turn has).
+func (s *session) result(isError bool, text, terminal, stop string, turns int) {
+	s.cost += 0.01
+	subtype := "success"
+	if isError {
+		subtype = "error_during_execution"
+	}
+	line := map[string]any{"type": "result", "subtype": subtype, "is_error": isError, "result": text,
+		"session_id": s.p.session, "total_cost_usd": s.cost, "num_turns": turns, "terminal_reason": terminal}
+	if stop != "" {
+		line["stop_reason"] = stop
+	} else {
+		line["stop_reason"] = nil
+	}
+	if w := s.l.ResultWindow; w > 0 {
+		line["modelUsage"] = map[string]any{s.model(): map[string]any{"contextWindow": w}}
+	}
+	s.emit(line)
+	s.l.mu.Lock()
+	s.l.logf("result %d", s.p.N)
+	s.l.mu.Unlock()
+}
