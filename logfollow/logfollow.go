@@ -1,10 +1,16 @@
-// Package logfollow follows a growing text file line by line, as `tail -F`
-// does: it reads what is there, then each line appended, and survives the
-// file being truncated (it starts again from the top) or replaced by a new
-// file of the same name (it finishes the old one, then reads the new one).
-// It watches the file's directory with fsnotify, so it sees a replacement,
-// and also looks at the file on a slow timer, for file systems whose
-// notifications never arrive.
+// Package logfollow is flower's one file follower: it follows a growing
+// text file line by line, as `tail -F` does. It reads what is there, then
+// each line appended, and survives the file being truncated (it starts
+// again from the top) or replaced by a new file of the same name (it
+// finishes the old one, then reads the new one); a file, or a folder, that
+// appears later is waited for. It watches the file's directory with
+// fsnotify, so it sees a replacement, and also looks at the file on a slow
+// timer, for file systems whose notifications never arrive. The file is
+// opened as flower opens its own (DESIGN.md «Territory»: never through a
+// link, never a FIFO or a device), and one line is bounded (DESIGN.md
+// «Input caps»). Its callers are `flower logs -f` (a run's flower.log) and
+// the interactive front (the harness's transcript, through
+// transcript.Follow).
 package logfollow
 
 import (
@@ -36,7 +42,8 @@ type Options struct {
 	// longer one is dropped, never held, and Skipped stands in for it.
 	MaxLine int
 	// Skipped makes the line passed in place of one over MaxLine of n
-	// bytes so far (a line saying so when nil).
+	// bytes so far (a line saying so when nil); when it returns nil,
+	// nothing is passed in its place.
 	Skipped func(n int) []byte
 }
 
@@ -46,8 +53,10 @@ const DefaultMaxLine = 4 << 20
 // Follow calls line with each complete line of the file at path, without
 // its newline (a trailing "\r" is kept): first the lines already there,
 // then each one appended, until ctx is done (Follow then returns nil) or
-// line returns an error (Follow returns it). The slice passed to line is
-// only valid during the call.
+// line returns an error (Follow returns it). When ctx is done, Follow
+// looks at the file once more, so that what was written before the end is
+// passed on; a caller that must not wait on that look returns an error
+// from line. The slice passed to line is only valid during the call.
 //
 // A last line without its newline is held until the newline comes; when
 // the file is truncated or replaced first, the held text is passed on as
@@ -63,13 +72,17 @@ func Follow(ctx context.Context, path string, opts Options, line func([]byte) er
 	defer f.close()
 
 	// Without a watcher the timer alone keeps following: slower, not wrong.
+	w, err := fsnotify.NewWatcher()
+	if err == nil {
+		defer w.Close()
+	}
 	var events <-chan fsnotify.Event
 	var errs <-chan error
-	if w, err := fsnotify.NewWatcher(); err == nil {
-		defer w.Close()
+	watch := func() {
 		// The directory, not the file: a file's watch dies with the file
-		// when it is replaced, while its directory sees the new one.
-		if w.Add(filepath.Dir(path)) == nil {
+		// when it is replaced, while its directory sees the new one. A
+		// directory that does not exist yet is watched once it does.
+		if w != nil && events == nil && w.Add(filepath.Dir(path)) == nil {
 			events, errs = w.Events, w.Errors
 		}
 	}
@@ -77,19 +90,20 @@ func Follow(ctx context.Context, path string, opts Options, line func([]byte) er
 	defer tick.Stop()
 
 	for {
+		watch()
 		if err := f.check(); err != nil {
 			return err
 		}
 		for due := false; !due; {
 			select {
 			case <-ctx.Done():
-				return nil
+				return f.check()
 			case ev, ok := <-events:
 				// Other files come and go in the directory (the manifest
 				// is rewritten through temp files); only ours matters.
 				due = !ok || filepath.Clean(ev.Name) == path
 				if !ok {
-					events = nil
+					events, w = nil, nil
 				}
 			case _, ok := <-errs:
 				// An overflow lost events; a look makes up for them.
@@ -211,8 +225,10 @@ func (f *follower) split(b []byte) error {
 			}
 			n := f.over + i
 			f.over = 0
-			if err := f.line(f.skipped(n)); err != nil {
-				return err
+			if l := f.skipped(n); l != nil {
+				if err := f.line(l); err != nil {
+					return err
+				}
 			}
 			b = b[i+1:]
 			continue

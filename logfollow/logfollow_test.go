@@ -289,3 +289,52 @@ func TestFollowerLineCap(t *testing.T) {
 		t.Errorf("held %d bytes of the long line", cap(f.partial))
 	}
 }
+
+// A Skipped that gives nil drops the long line without a stand-in.
+func TestFollowerLineCapWithoutNote(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	writeFile(t, path, "short\n"+strings.Repeat("x", 30)+"\nafter\n")
+	c := &collector{}
+	var skipped []int
+	f := &follower{path: path, line: c.add, buf: make([]byte, 4), max: 10,
+		skipped: func(n int) []byte { skipped = append(skipped, n); return nil }}
+	defer f.close()
+	if err := f.check(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.snapshot(), []string{"short", "after"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("lines = %q, want %q", got, want)
+	}
+	if !reflect.DeepEqual(skipped, []int{30}) {
+		t.Errorf("skipped %v, want one line of 30 bytes", skipped)
+	}
+}
+
+// When ctx is done Follow looks once more: lines written just before the
+// end arrive even though no notification or poll came first.
+func TestFollowLooksOnceMoreAtTheEnd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flower.log")
+	writeFile(t, path, "a\n")
+	c := &collector{}
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		done <- Follow(ctx, path, Options{Poll: time.Hour}, func(l []byte) error {
+			once.Do(func() { close(started) })
+			return c.add(l)
+		})
+	}()
+	<-started
+	// Written and cancelled at once: only the last look can see "b"
+	// (a notification may too; either way it must arrive).
+	appendTo(t, path, "b\n")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Follow = %v, want nil", err)
+	}
+	if got, want := c.snapshot(), []string{"a", "b"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("lines = %q, want %q", got, want)
+	}
+}

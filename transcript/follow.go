@@ -3,17 +3,13 @@ package transcript
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
+	"github.com/flowerhq/flower/logfollow"
 )
 
 // An interactive harness has no stdout flower can read: its screen belongs to
@@ -88,58 +84,47 @@ type FollowOptions struct {
 	// MaxLine bounds one line (DefaultMaxLine when zero); longer lines are
 	// skipped and counted.
 	MaxLine int
-	// Logger receives skipped lines and watcher trouble (discarded when nil).
+	// Logger receives the lines skipped (discarded when nil).
 	Logger *slog.Logger
 }
 
 // Follower tails one transcript file as the harness appends to it, from its
 // first line, and decodes each complete line. The file and its folder may
-// not exist yet when following starts. One goroutine owns the file, the
-// watcher and the partial line; the consumer reads Events.
+// not exist yet when following starts. The following itself is
+// logfollow's, flower's one file follower (truncation, replacement, a file
+// that appears later, bounded lines, never through a link); the consumer
+// reads Events.
 type Follower struct {
 	path   string
-	poll   time.Duration
-	max    int
-	log    *slog.Logger
 	events chan Event
 	done   chan struct{}
 	err    error // valid after done is closed
 
-	// owned by the run goroutine
-	f        *os.File
-	offset   int64
-	pending  []byte
-	skipping bool // dropping the rest of a line over the limit
-	lines    int
-	skipped  int
-	watching string // the folder the watcher has, "" for none
+	// owned by the following goroutine
+	log     *slog.Logger
+	lines   int
+	skipped int
 }
 
 // Follow starts following path until ctx is done. Events are delivered in
 // file order on Events, which is closed when following stops.
 func Follow(ctx context.Context, path string, opts FollowOptions) (*Follower, error) {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return nil, fmt.Errorf("follow transcript: %w", err)
-	}
 	f := &Follower{
 		path:   path,
-		poll:   opts.Poll,
-		max:    opts.MaxLine,
 		log:    opts.Logger,
 		events: make(chan Event, 256),
 		done:   make(chan struct{}),
 	}
-	if f.poll <= 0 {
-		f.poll = DefaultPoll
+	if opts.Poll <= 0 {
+		opts.Poll = DefaultPoll
 	}
-	if f.max <= 0 {
-		f.max = DefaultMaxLine
+	if opts.MaxLine <= 0 {
+		opts.MaxLine = DefaultMaxLine
 	}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
-	go f.run(ctx, w)
+	go f.run(ctx, opts)
 	return f, nil
 }
 
@@ -160,19 +145,16 @@ func (f *Follower) Err() error {
 	return f.err
 }
 
-func (f *Follower) run(ctx context.Context, w *fsnotify.Watcher) {
+func (f *Follower) run(ctx context.Context, opts FollowOptions) {
 	defer func() {
-		w.Close()
-		if f.f != nil {
-			f.f.Close()
-		}
 		close(f.events)
 		close(f.done)
 	}()
 	// Sends give up only a while after ctx is done: lines the harness wrote
 	// before the end still reach a consumer that cancels once the harness
-	// exited and reads Events until it is closed, while a consumer that
-	// stopped reading cannot hold the goroutine for long.
+	// exited and reads Events until it is closed (logfollow looks once more
+	// when ctx is done), while a consumer that stopped reading cannot hold
+	// the goroutine for long.
 	stop, cancelStop := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelStop()
 	go func() {
@@ -188,128 +170,27 @@ func (f *Follower) run(ctx context.Context, w *fsnotify.Watcher) {
 		case <-stop.Done():
 		}
 	}()
-	tick := time.NewTicker(f.poll)
-	defer tick.Stop()
-	changes, problems := w.Events, w.Errors
-	for ctx.Err() == nil {
-		f.watch(w)
-		if err := f.drain(stop); err != nil {
-			f.err = err
-			return
-		}
-		select {
-		case <-ctx.Done():
-		case <-tick.C:
-		case _, ok := <-changes:
-			if !ok {
-				changes = nil // the poll carries on alone
-			}
-			// Any change in the folder is a reason to look.
-		case err, ok := <-problems:
-			if !ok {
-				problems = nil
-			} else {
-				f.log.Warn("transcript watcher", "err", err)
-			}
-		}
+	err := logfollow.Follow(ctx, f.path, logfollow.Options{
+		Poll:    opts.Poll,
+		MaxLine: opts.MaxLine,
+		Skipped: func(n int) []byte {
+			f.lines++
+			f.skipped++
+			f.log.Warn("transcript line too long; skipped", "path", f.path, "line", f.lines, "bytes", n)
+			return nil
+		},
+	}, func(line []byte) error { return f.send(stop, line) })
+	switch {
+	case err != nil && (ctx.Err() == nil || stop.Err() == nil):
+		f.err = fmt.Errorf("follow transcript: %w", err)
+	default:
+		f.err = ctx.Err()
 	}
-	if err := f.drain(stop); err != nil && stop.Err() == nil {
-		f.err = err
-		return
-	}
-	f.err = ctx.Err()
 }
 
 // finalDrain bounds how long lines are still delivered after the context
 // is done.
 const finalDrain = 2 * time.Second
-
-// watch keeps the watcher on the file's folder once the folder exists.
-func (f *Follower) watch(w *fsnotify.Watcher) {
-	dir := filepath.Dir(f.path)
-	if f.watching == dir {
-		return
-	}
-	if err := w.Add(dir); err == nil {
-		f.watching = dir
-	}
-}
-
-// drain reads everything appended since the last call and sends the
-// complete lines.
-func (f *Follower) drain(ctx context.Context) error {
-	if f.f == nil {
-		file, err := os.Open(f.path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("follow transcript: %w", err)
-		}
-		f.f = file
-	}
-	if fi, err := f.f.Stat(); err == nil && fi.Size() < f.offset {
-		// The file was cut short: start over rather than read garbage.
-		f.log.Warn("transcript shrank; reading it again", "path", f.path, "size", fi.Size(), "offset", f.offset)
-		f.offset, f.pending, f.skipping = 0, f.pending[:0], false
-	}
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := f.f.ReadAt(buf, f.offset)
-		if n > 0 {
-			f.offset += int64(n)
-			if serr := f.split(ctx, buf[:n]); serr != nil {
-				return serr
-			}
-		}
-		if errors.Is(err, io.EOF) || n == 0 {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("follow transcript: %w", err)
-		}
-	}
-}
-
-// split cuts chunk into lines, keeping a trailing partial line for later: the
-// harness may be caught halfway through writing one.
-func (f *Follower) split(ctx context.Context, chunk []byte) error {
-	for len(chunk) > 0 {
-		i := bytes.IndexByte(chunk, '\n')
-		if i < 0 {
-			if !f.skipping {
-				f.pending = append(f.pending, chunk...)
-				if len(f.pending) > f.max {
-					f.skipLine(len(f.pending))
-					f.pending, f.skipping = f.pending[:0], true
-				}
-			}
-			return nil
-		}
-		part := chunk[:i]
-		chunk = chunk[i+1:]
-		if f.skipping {
-			f.skipping = false
-			continue
-		}
-		line := append(f.pending, part...)
-		f.pending = line[:0]
-		if len(line) > f.max {
-			f.skipLine(len(line))
-			continue
-		}
-		if err := f.send(ctx, line); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (f *Follower) skipLine(size int) {
-	f.lines++
-	f.skipped++
-	f.log.Warn("transcript line too long; skipped", "path", f.path, "line", f.lines, "bytes", size)
-}
 
 func (f *Follower) send(ctx context.Context, line []byte) error {
 	f.lines++
@@ -327,6 +208,6 @@ func (f *Follower) send(ctx context.Context, line []byte) error {
 	case f.events <- ev:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("follow transcript: nobody read line %d: %w", f.lines, ctx.Err())
+		return fmt.Errorf("nobody read line %d: %w", f.lines, ctx.Err())
 	}
 }

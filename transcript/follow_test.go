@@ -234,3 +234,26 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// TestFollowRefusesALink: the transcript's place is read as flower reads
+// its own files (DESIGN.md «Territory»): a link planted there is not
+// followed to what it names, and following stops with why.
+func TestFollowRefusesALink(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	appendFile(t, secret, `{"type":"user","sessionId":"stolen"}`+"\n")
+	path := filepath.Join(dir, "s.jsonl")
+	if err := os.Symlink(secret, path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Follow(context.Background(), path, FollowOptions{Poll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range f.Events() {
+		t.Errorf("read %q through a link", ev.Raw)
+	}
+	if err := f.Err(); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("Err = %v, want the link refused", err)
+	}
+}
