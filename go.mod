@@ -6,6 +6,7 @@ require (
 	github.com/creack/pty v1.1.24
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/tidwall/gjson v1.20.3
+	github.com/tidwall/sjson v1.2.9
 	github.com/urfave/cli/v2 v2.27.7
 	go.temporal.io/api v1.64.3
 	go.temporal.io/sdk v1.51.0

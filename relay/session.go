@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/harness"
@@ -197,19 +198,30 @@ func (r *Relay) result(s *session, ev transcript.Event) {
 		r.write(line)
 	}
 	s.passInterrupts() // the turn ended before a reply: they find nothing to stop
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(ev.Raw, &m); err != nil {
-		r.write(ev.Raw)
-	} else {
-		m["total_cost_usd"], _ = json.Marshal(r.costBefore + s.cost)
-		m["flower"], _ = json.Marshal(r.summary())
-		b, _ := json.Marshal(m)
-		r.write(b)
-	}
+	r.write(patchResult(ev.Raw, r.costBefore+s.cost, r.summary()))
 	if s == r.live {
 		r.busy = false
 		r.dispatch()
 	}
+}
+
+// patchResult is the harness's result line as the application sees it: the
+// step's cost so far in place of the session's own, and flower's summary
+// added. The line is patched in place, so every other field keeps the
+// harness's order and spelling; a line that is not a JSON object passes
+// as it came.
+func patchResult(raw []byte, cost float64, summary map[string]any) []byte {
+	if !gjson.ValidBytes(raw) || !gjson.ParseBytes(raw).IsObject() {
+		return raw
+	}
+	b, err := sjson.SetBytes(raw, "total_cost_usd", cost)
+	if err != nil {
+		return raw
+	}
+	if p, err := sjson.SetBytes(b, "flower", summary); err == nil {
+		b = p
+	}
+	return b
 }
 
 // passThrough are the harness's requests the application answers even
