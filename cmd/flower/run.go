@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,10 +50,10 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "workspace", Aliases: []string{"C"}, Value: ".", Usage: "the harness's working `DIR`; the workbench is DIR/.flower"},
 		&cli.StringFlag{Name: "run-dir", Usage: "where manifest.json and the log go", DefaultText: "WORKSPACE/.flower/runs/<start time>"},
 		&cli.StringFlag{Name: "step", Value: "main", Usage: "the step's `NAME` (names the handoff file 交接-NAME.md)"},
-		&cli.IntFlag{Name: "window", Usage: "the model's context window in tokens",
+		&cli.IntFlag{Name: "window", EnvVars: []string{envWindow}, Usage: "the model's context window in tokens",
 			DefaultText: "what the harness reports, else guessed from the model name: 200000 for haiku, else 1000000"},
-		&cli.IntFlag{Name: "headroom", Value: policy.DefaultHeadroom, Usage: "hand off this many tokens before the window"},
-		&cli.IntFlag{Name: "max-generations", Value: policy.DefaultMaxGenerations, Usage: "stop after this many sessions (the runaway brake)"},
+		&cli.IntFlag{Name: "headroom", EnvVars: []string{envHeadroom}, Value: policy.DefaultHeadroom, Usage: "hand off this many tokens before the window"},
+		&cli.IntFlag{Name: "max-generations", EnvVars: []string{envMaxGenerations}, Value: policy.DefaultMaxGenerations, Usage: "stop after this many sessions (the runaway brake)"},
 		&cli.IntFlag{Name: "task-carry", Value: handoff.DefaultTaskCarry, Usage: "every successor's first prompt carries up to `N` characters of the task verbatim (notes/任务-STEP.md as it is on disk; a longer task: its start and the file's path); 0: none"},
 		&cli.BoolFlag{Name: "no-handoff", Usage: "no generational handoff: the harness's own auto-compact works"},
 		&cli.StringFlag{Name: "compact", Usage: "the agent's compact `MODE`: auto keeps the harness's auto-compact on even with handoff"},
@@ -200,33 +201,87 @@ func settingsFrom(c *cli.Context, p proc) (jobSettings, error) {
 	return set, nil
 }
 
-// numberRules say which values each numeric run flag takes; a value the
+// The FLOWER_* variables that are a flag's: the flag reads it (urfave/cli's
+// EnvVars, the flag winning), and the Agent SDK relay, which has no flags,
+// reads it through envNumber with the flag's rule.
+const (
+	envWindow         = "FLOWER_WINDOW"
+	envHeadroom       = "FLOWER_HEADROOM"
+	envMaxGenerations = "FLOWER_MAX_GENERATIONS"
+)
+
+// numberRule says which values a numeric run setting takes; a value the
 // engine would silently replace by a default (a zero headroom, say) is
 // refused like a negative one.
-var numberRules = []struct {
+type numberRule struct {
 	flag string
+	env  string // the FLOWER_* variable that sets it too, "" for none
 	min  int
 	why  string // how to get what a refused zero would mean, if anything
-}{
-	{"window", 1, " (leave it out to use what the harness reports)"},
-	{"headroom", 1, ""},
-	{"max-generations", 1, ""},
-	{"max-attempts", 1, ""},
-	{"task-carry", 0, ""},
+}
+
+// numberRules are the numeric run settings.
+var numberRules = []numberRule{
+	{"window", envWindow, 1, " (leave it out to use what the harness reports)"},
+	{"headroom", envHeadroom, 1, ""},
+	{"max-generations", envMaxGenerations, 1, ""},
+	{"max-attempts", "", 1, ""},
+	{"task-carry", "", 0, ""},
+}
+
+// check refuses n out of the rule's range with one line naming where it
+// came from (--window, or FLOWER_WINDOW).
+func (r numberRule) check(name string, n int) error {
+	if n >= r.min {
+		return nil
+	}
+	if r.min == 0 {
+		return usagef("%s must not be negative, got %d", name, n)
+	}
+	return usagef("%s must be at least %d, got %d%s", name, r.min, n, r.why)
+}
+
+// source names where the rule's value n came from: its variable when that
+// holds n (urfave/cli gives a flag its variable's value when the flag is
+// not given), else the flag.
+func (r numberRule) source(n int) string {
+	if r.env != "" {
+		if v, ok := os.LookupEnv(r.env); ok && strings.TrimSpace(v) == strconv.Itoa(n) {
+			return r.env
+		}
+	}
+	return "--" + r.flag
+}
+
+// envNumber reads the rule's variable from env (the relay's settings):
+// unset or blank gives ok false, anything but a whole number in the rule's
+// range is refused with the variable's name.
+func envNumber(r numberRule, env func(string) string) (n int, ok bool, err error) {
+	v := env(r.env)
+	if v == "" {
+		return 0, false, nil
+	}
+	n, err = strconv.Atoi(v)
+	if err != nil {
+		return 0, false, usagef("%s=%q: want a whole number, at least %d (unset it for the default)", r.env, v, r.min)
+	}
+	if err := r.check(r.env, n); err != nil {
+		return 0, false, err
+	}
+	return n, true, nil
 }
 
 // checkNumbers refuses run flags out of their range with one line that
-// names the flag; the flags a command lacks are skipped.
+// names the flag (or the variable it came from); the flags a command lacks
+// are skipped.
 func checkNumbers(c *cli.Context) error {
 	for _, r := range numberRules {
 		if !c.IsSet(r.flag) {
 			continue
 		}
-		if n := c.Int(r.flag); n < r.min {
-			if r.min == 0 {
-				return usagef("--%s must not be negative, got %d", r.flag, n)
-			}
-			return usagef("--%s must be at least %d, got %d%s", r.flag, r.min, n, r.why)
+		n := c.Int(r.flag)
+		if err := r.check(r.source(n), n); err != nil {
+			return err
 		}
 	}
 	if d := c.Duration("turn-timeout"); c.IsSet("turn-timeout") && d < 0 {

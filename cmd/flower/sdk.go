@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,19 +33,21 @@ import (
 func runRelay(ctx context.Context, args []string, p proc) error {
 	env := func(k string) string { v, _ := envinject.Lookup(p.env, k); return strings.TrimSpace(v) }
 	pol := policy.HandoffPolicy{Enabled: !strings.EqualFold(env("FLOWER_HANDOFF"), "off"),
-		Knobs: policy.Knobs{Window: "FLOWER_WINDOW", Off: "FLOWER_HANDOFF=off"}}
-	// The same ranges as the flags (run.go numberRules): a zero the engine
-	// would replace by a default is refused, not taken.
-	for _, n := range []struct {
-		key string
-		to  *int
-	}{{"FLOWER_WINDOW", &pol.Window}, {"FLOWER_HEADROOM", &pol.Headroom}, {"FLOWER_MAX_GENERATIONS", &pol.MaxGenerations}} {
-		if v := env(n.key); v != "" {
-			i, err := strconv.Atoi(v)
-			if err != nil || i < 1 {
-				return usagef("%s=%q: want a whole number of 1 or more (unset it for the default)", n.key, v)
-			}
-			*n.to = i
+		Knobs: policy.Knobs{Window: envWindow, Off: "FLOWER_HANDOFF=off"}}
+	// The flags' variables, read with the flags' rules (run.go
+	// numberRules): a zero the engine would replace by a default is
+	// refused, not taken.
+	for _, r := range numberRules {
+		to := map[string]*int{envWindow: &pol.Window, envHeadroom: &pol.Headroom, envMaxGenerations: &pol.MaxGenerations}[r.env]
+		if to == nil {
+			continue
+		}
+		n, ok, err := envNumber(r, env)
+		if err != nil {
+			return err
+		}
+		if ok {
+			*to = n
 		}
 	}
 	harnessPath, err := relayHarness(env("FLOWER_HARNESS"), env("PATH"))

@@ -45,7 +45,7 @@ func TestRelayRefusesNumbersOutOfRange(t *testing.T) {
 		t.Chdir(ws)
 		err := runRelay(context.Background(), []string{"--output-format", "stream-json"}, proc{env: []string{kv}, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard})
 		key, _, _ := strings.Cut(kv, "=")
-		if exitCode(err) != exitUsage || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "1 or more") {
+		if exitCode(err) != exitUsage || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "at least 1") {
 			t.Errorf("%s: %v, want a usage error naming it", kv, err)
 		}
 		if _, err := os.Stat(filepath.Join(ws, ".flower")); err == nil {
