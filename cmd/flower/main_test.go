@@ -12,6 +12,9 @@ import (
 // harnesstest's environment it runs the fake and exits before any test.
 func TestMain(m *testing.M) {
 	harnesstest.Main()
+	if os.Getenv(envWatchParentHelper) != "" {
+		watchParentHelper()
+	}
 	code := m.Run()
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin)) // the binary built once for the CLI tests

@@ -244,12 +244,15 @@ func sameFile(a, b string) bool {
 	return err == nil && os.SameFile(fa, fb)
 }
 
-// watchParent calls gone when the application that started flower dies
-// (flower is handed to another parent): its harness must not outlive it,
-// even in the middle of a turn, when nothing is written that could fail.
-func watchParent(ctx context.Context, gone func(error)) {
-	ppid := os.Getppid()
-	t := time.NewTicker(250 * time.Millisecond)
+// parentPoll is how often pollParent looks whether flower was handed to
+// another parent.
+const parentPoll = 250 * time.Millisecond
+
+// pollParent calls gone once flower's parent is no longer ppid (flower was
+// handed to another parent because ppid exited), or returns when ctx is
+// done. It is watchParent where the system gives no better way.
+func pollParent(ctx context.Context, ppid int, gone func(error)) {
+	t := time.NewTicker(parentPoll)
 	defer t.Stop()
 	for {
 		select {
