@@ -56,9 +56,12 @@ func main() {
 	if exe, err := os.Executable(); err == nil {
 		hookBinary = exe
 	}
-	ctx, stop := signalContext()
-	defer stop()
-	err := runIn(ctx, os.Args, proc{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: os.Environ(), exec: syscall.Exec})
+	sig := watchSignals()
+	done := make(chan error, 1)
+	go func() {
+		done <- runIn(sig.ctx, os.Args, proc{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: os.Environ(), exec: syscall.Exec})
+	}()
+	err := sig.wait(done)
 	if err != nil && !errors.As(err, new(exitedWith)) {
 		// Errors quote workspace files, manifests and servers' answers.
 		fmt.Fprintln(os.Stderr, "flower:", console.Escape(err.Error()))
@@ -86,27 +89,63 @@ func exitCode(err error) int {
 	return exitFailed
 }
 
-// signalContext is cancelled by the first SIGINT or SIGTERM: the harness
-// gets it as an interrupt, the running turn ends at a message boundary, and
-// the step is recorded as interrupted (flower continue picks it up). A
-// second signal kills every harness process group at once; the step is
-// still recorded as it unwinds, and flower exits within a moment even if
-// that hangs.
-func signalContext() (context.Context, func()) {
+// signals is how SIGINT and SIGTERM stop a run. The first cancels the
+// run's context: the harness gets it as an interrupt, the running turn ends
+// at a message boundary, and the step is recorded as interrupted (flower
+// continue picks it up). A second kills every harness process group at
+// once; the step is still recorded as it unwinds, and main exits within
+// secondSignalGrace even if that hangs. Only main exits.
+type signals struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	ch     chan os.Signal
+	killed chan struct{} // closed once a second signal killed the harness
+	kill   func() int    // kills every harness group (harness.KillAll)
+	grace  time.Duration // secondSignalGrace
+}
+
+func watchSignals() *signals {
+	s := newSignals()
+	signal.Notify(s.ch, os.Interrupt, syscall.SIGTERM)
+	go s.handle()
+	return s
+}
+
+func newSignals() *signals {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		sig := <-ch
-		fmt.Fprintf(os.Stderr, "\nflower: %v: finishing the current turn (again to stop at once)\n", sig)
-		cancel(fmt.Errorf("%w by %v", context.Canceled, sig))
-		sig = <-ch
-		n := harness.KillAll()
-		fmt.Fprintf(os.Stderr, "flower: %v again: killed the harness (%d process group(s)); stopping now\n", sig, n)
-		time.Sleep(secondSignalGrace)
-		os.Exit(exitInterrupted)
-	}()
-	return ctx, func() { signal.Stop(ch); cancel(nil) }
+	return &signals{ctx: ctx, cancel: cancel, ch: make(chan os.Signal, 2), killed: make(chan struct{}),
+		kill: harness.KillAll, grace: secondSignalGrace}
+}
+
+// handle is the signal goroutine: it cancels, then kills, and never exits
+// the process.
+func (s *signals) handle() {
+	sig := <-s.ch
+	fmt.Fprintf(os.Stderr, "\nflower: %v: finishing the current turn (again to stop at once)\n", sig)
+	s.cancel(fmt.Errorf("%w by %v", context.Canceled, sig))
+	sig = <-s.ch
+	n := s.kill()
+	fmt.Fprintf(os.Stderr, "flower: %v again: killed the harness (%d process group(s)); stopping now\n", sig, n)
+	close(s.killed)
+}
+
+// wait gives the run's result from done; after a second signal it waits
+// at most secondSignalGrace, then gives up on the run with the signal's
+// cause (exit 130).
+func (s *signals) wait(done <-chan error) error {
+	select {
+	case err := <-done:
+		return err
+	case <-s.killed:
+	}
+	t := time.NewTimer(s.grace)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("%w; the step was still recording itself %v later", context.Cause(s.ctx), s.grace)
+	}
 }
 
 // secondSignalGrace is how long the step has, after a second signal killed

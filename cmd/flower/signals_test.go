@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The first signal cancels the run's context and nothing else; main
+// exits with what the run returns.
+func TestFirstSignalCancelsTheRun(t *testing.T) {
+	s := newSignals()
+	kills := 0
+	s.kill = func() int { kills++; return 0 }
+	go s.handle()
+	done := make(chan error, 1)
+	go func() {
+		<-s.ctx.Done() // a run that stops at its cancel
+		done <- context.Cause(s.ctx)
+	}()
+	s.ch <- syscall.SIGTERM
+	err := s.wait(done)
+	if code := exitCode(err); code != exitInterrupted || !errors.Is(err, context.Canceled) {
+		t.Errorf("wait = %v (exit %d), want the cancel (exit 130)", err, code)
+	}
+	if kills != 0 {
+		t.Errorf("the first signal killed the harness")
+	}
+}
+
+// A second signal kills the harness groups at once; a run that still does
+// not return is waited for no longer than the grace, and main exits 130.
+func TestSecondSignalBoundsTheWait(t *testing.T) {
+	s := newSignals()
+	s.grace = 50 * time.Millisecond
+	killed := make(chan struct{})
+	s.kill = func() int { close(killed); return 1 }
+	go s.handle()
+	done := make(chan error) // a run that never returns
+	s.ch <- os.Interrupt
+	<-s.ctx.Done()
+	s.ch <- os.Interrupt
+	start := time.Now()
+	err := s.wait(done)
+	select {
+	case <-killed:
+	default:
+		t.Fatal("the second signal did not kill the harness")
+	}
+	if code := exitCode(err); code != exitInterrupted {
+		t.Errorf("wait = %v (exit %d), want exit 130", err, code)
+	}
+	if took := time.Since(start); took < s.grace {
+		t.Errorf("gave up after %v, before the grace of %v", took, s.grace)
+	}
+}
+
+// A run that records itself within the grace is what main exits with.
+func TestSecondSignalLetsTheRunFinish(t *testing.T) {
+	s := newSignals()
+	s.grace = time.Hour
+	s.kill = func() int { return 1 }
+	go s.handle()
+	done := make(chan error, 1)
+	go func() {
+		<-s.killed
+		done <- errors.New("step recorded")
+	}()
+	s.ch <- os.Interrupt
+	s.ch <- os.Interrupt
+	if err := s.wait(done); err == nil || err.Error() != "step recorded" {
+		t.Errorf("wait = %v, want the run's own result", err)
+	}
+}
