@@ -73,7 +73,7 @@ const askPoll = time.Second
 // RunDir is where a step run as workflow workflowID keeps its manifest:
 // <workspace>/.flower/runs/<workflow id, made safe>.
 func RunDir(workspace, workflowID string) string {
-	return filepath.Join(workspace, ".flower", "runs", workbench.SafeStepName(workflowID))
+	return filepath.Join(workbench.RunsDir(workbench.DirOf(workspace)), workbench.SafeStepName(workflowID))
 }
 
 // Generation runs one generation (activity type FlowerGeneration). A step

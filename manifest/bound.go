@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/flowerhq/flower/workbench"
 )
 
 // ErrForeign is wrapped by the *ForeignError of a manifest that does not
@@ -52,21 +54,10 @@ func LoadBound(runDir string) (*Manifest, error) {
 	// From here on flower writes where it loaded the file from, by the
 	// path it found it at.
 	m.RunDir = runDir
-	if ws := HoldingWorkspace(runDir); ws != "" {
+	if ws := workbench.HoldingWorkspace(runDir); ws != "" {
 		m.Workspace = ws
 	}
 	return m, nil
-}
-
-// HoldingWorkspace returns the workspace whose workbench holds runDir
-// (<workspace>/.flower/runs/<name>), or "" when runDir lies elsewhere.
-func HoldingWorkspace(runDir string) string {
-	runs := filepath.Dir(filepath.Clean(runDir))
-	wb := filepath.Dir(runs)
-	if filepath.Base(runs) == "runs" && filepath.Base(wb) == ".flower" {
-		return filepath.Dir(wb)
-	}
-	return ""
 }
 
 func (m *Manifest) bound(path, runDir string) error {
@@ -79,7 +70,7 @@ func (m *Manifest) bound(path, runDir string) error {
 	case !samePath(m.RunDir, runDir):
 		return foreign("run_dir", m.RunDir, runDir)
 	}
-	ws := HoldingWorkspace(runDir)
+	ws := workbench.HoldingWorkspace(runDir)
 	switch {
 	case m.Workspace == "":
 		return foreign("workspace", "", firstNonEmpty(ws, "an absolute path"))
@@ -88,7 +79,7 @@ func (m *Manifest) bound(path, runDir string) error {
 	case !filepath.IsAbs(m.Workspace):
 		return foreign("workspace", m.Workspace, "an absolute path")
 	}
-	notes := filepath.Join(filepath.Clean(m.Workspace), ".flower", "notes")
+	notes := workbench.NotesDir(workbench.DirOf(filepath.Clean(m.Workspace)))
 	in := func(field, p string) error {
 		if p == "" || filepath.IsAbs(p) && samePath(filepath.Dir(p), notes) {
 			return nil

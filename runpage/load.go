@@ -13,16 +13,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"syscall"
 	"time"
 
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/workbench"
 )
-
-// LogFileName is the structured log in each run dir.
-const LogFileName = "flower.log"
 
 // MaxLogLine bounds one log record read; a longer one is skipped.
 const MaxLogLine = 4 << 20
@@ -137,7 +134,7 @@ func Load(dir string) (*Run, error) {
 		run.Steps = append(run.Steps, s)
 		byName[st.Name] = s
 	}
-	f, err := os.OpenFile(filepath.Join(dir, LogFileName), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(workbench.LogFile(dir), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return run, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/workbench"
 )
 
 func TestDiff(t *testing.T) {
@@ -44,7 +45,7 @@ func TestLoadAndRenderUntrusted(t *testing.T) {
 		`{"msg":"response","step":"` + strings.Repeat("y", MaxLogLine) + `"}`,
 		`{"time":"2026-12-01T08:00:03Z","msg":"response","step":"x\"><script>alert(1)</script>","gen":1,"phase":"writing","context":2000}`,
 	}, "\n")
-	if err := os.WriteFile(filepath.Join(dir, LogFileName), []byte(log), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, workbench.LogFileName), []byte(log), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run, err := Load(dir)
@@ -72,8 +73,8 @@ func TestLoadAndRenderUntrusted(t *testing.T) {
 		t.Errorf("%d points", n)
 	}
 	// A log that is a link is refused, not followed.
-	os.Remove(filepath.Join(dir, LogFileName))
-	if err := os.Symlink("/etc/passwd", filepath.Join(dir, LogFileName)); err != nil {
+	os.Remove(filepath.Join(dir, workbench.LogFileName))
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, workbench.LogFileName)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Load(dir); err == nil {

@@ -183,7 +183,7 @@ func New(opts Options) (*Runtime, error) {
 		opts.Grace = DefaultGrace
 	}
 	if opts.WorkbenchDir == "" {
-		opts.WorkbenchDir = filepath.Join(ws, ".flower")
+		opts.WorkbenchDir = workbench.DirOf(ws)
 	}
 	if opts.RunDir != "" {
 		if opts.RunDir, err = filepath.Abs(opts.RunDir); err != nil {
@@ -235,7 +235,7 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if opts.RunDir == "" {
 		// A run dir of its own, made now (DESIGN.md «One step, one owner»).
-		if opts.RunDir, err = workbench.NewRunDir(filepath.Join(opts.WorkbenchDir, "runs"), opts.Now()); err != nil {
+		if opts.RunDir, err = workbench.NewRunDir(workbench.RunsDir(opts.WorkbenchDir), opts.Now()); err != nil {
 			return nil, err
 		}
 		rt.opts.RunDir = opts.RunDir

@@ -48,7 +48,7 @@ func (t Territory) dir() string {
 	if t.Dir != "" {
 		return t.Dir
 	}
-	return filepath.Join(t.Workspace, ".flower")
+	return DirOf(t.Workspace)
 }
 
 // anchor is the trusted folder above path: the workspace when path lies in
@@ -91,7 +91,7 @@ func (t Territory) checkWorkbench() error {
 	dirs := []string{
 		filepath.Join(wb, notesDir, "archive", handoffLabel),
 		filepath.Join(wb, notesDir, "archive", taskLabel),
-		filepath.Join(wb, "runs"),
+		RunsDir(wb),
 	}
 	for _, d := range dirs {
 		if err := safefile.Check(anchor, d, safefile.Dir); err != nil {
@@ -114,14 +114,14 @@ func (t Territory) checkWorkbench() error {
 			if err := safefile.Check(anchor, p, kindOf(e)); err != nil && e.Name() != GitignoreName {
 				return err
 			}
-			if e.IsDir() && e.Name() != notesDir && e.Name() != "runs" {
+			if e.IsDir() && e.Name() != notesDir && e.Name() != RunsName {
 				if err := safefile.CheckEntries(p); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	if _, err := LatestTarget(filepath.Join(wb, "runs")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if _, err := LatestTarget(RunsDir(wb)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		var se *safefile.Error
 		if errors.As(err, &se) {
 			return err
@@ -137,9 +137,6 @@ func kindOf(e fs.DirEntry) safefile.Kind {
 	}
 	return safefile.File
 }
-
-// LatestName is the link in a runs folder to the newest run dir.
-const LatestName = "latest"
 
 // LatestTarget returns the run dir runs/latest points at. flower's link
 // is a symbolic link to the name of a folder beside it; anything else (a
@@ -252,7 +249,7 @@ func (w *Workbench) setAside(dir, cur, step string, now time.Time) (string, erro
 // directories, by name. Links (latest among them, and any planted one)
 // and files are passed over, never followed.
 func RunDirs(workbenchDir string) []string {
-	runs := filepath.Join(workbenchDir, "runs")
+	runs := RunsDir(workbenchDir)
 	entries, err := os.ReadDir(runs)
 	if err != nil {
 		return nil

@@ -97,7 +97,7 @@ func (w *Workbench) LockPath(step string) string {
 	if w == nil {
 		return ""
 	}
-	return filepath.Join(w.Dir, "runs", ".step-"+SafeStepName(step)+".lock")
+	return filepath.Join(RunsDir(w.Dir), ".step-"+SafeStepName(step)+".lock")
 }
 
 func (w *Workbench) archiveDir() string { return w.archiveDirOf(handoffLabel) }

@@ -17,6 +17,7 @@ import (
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/workbench"
 )
 
 func demoCommand(p proc) *cli.Command {
@@ -150,7 +151,7 @@ func demoAction(c *cli.Context, p proc) (err error) {
 		len(st.Generations), len(st.Generations)-1, time.Since(start).Seconds())
 	if keep {
 		fmt.Fprintf(p.stderr, "flower demo: the files it wrote: %s\n", strings.Join(demo.Files, " "))
-		fmt.Fprintf(p.stderr, "flower demo: earlier handoffs are kept in %s\n", filepath.Join(workspace, ".flower", "notes", "archive"))
+		fmt.Fprintf(p.stderr, "flower demo: earlier handoffs are kept in %s\n", filepath.Join(workbench.NotesDir(workbench.DirOf(workspace)), "archive"))
 		fmt.Fprintf(p.stderr, "flower demo: the harness's HOME (its session logs) is %s\n", home)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/workbench"
 )
 
 // hostileText is what a planted task, error or log carries to reach the
@@ -62,7 +63,7 @@ func TestShowAndLogsEscapeControlCharacters(t *testing.T) {
 	rec, _ := json.Marshal(map[string]any{"time": "2026-11-30T11:48:30Z", "level": "WARN", "msg": "read task " + hostileText,
 		"step": "main", "path": "/ws/" + hostileText})
 	log := string(rec) + "\nnot json " + hostileText + "\n"
-	if err := os.WriteFile(filepath.Join(dir, logFileName), []byte(log), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, workbench.LogFileName), []byte(log), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err = runInProcess(context.Background(), "logs", dir)

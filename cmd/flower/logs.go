@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/flowerhq/flower/logfollow"
 	"github.com/flowerhq/flower/safefile"
 	"github.com/flowerhq/flower/transcript"
+	"github.com/flowerhq/flower/workbench"
 )
 
 // maxLogLine bounds one record of flower.log that flower logs reads.
@@ -52,7 +52,7 @@ func logsAction(c *cli.Context, p proc) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, logFileName)
+	path := workbench.LogFile(dir)
 	lp := &logPrinter{w: p.stdout, raw: c.Bool("json")}
 	if c.Bool("follow") {
 		// Ctrl-C is how following ends, so it is not an error here.
@@ -60,7 +60,7 @@ func logsAction(c *cli.Context, p proc) error {
 	}
 	f, err := safefile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no %s in %s: not a run dir, or its run has not started", logFileName, dir)
+		return fmt.Errorf("no %s in %s: not a run dir, or its run has not started", workbench.LogFileName, dir)
 	}
 	if err != nil {
 		return fmt.Errorf("read log: %w", err)

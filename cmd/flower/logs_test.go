@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/flowerhq/flower/workbench"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -39,7 +40,7 @@ func sampleLog(t *testing.T, dir string) []byte {
 	data := buf.Bytes()
 	// What a crash or another writer can leave in a log.
 	data = append(data, "not json at all\n[1,2,3]\n"...)
-	if err := os.WriteFile(filepath.Join(dir, logFileName), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, workbench.LogFileName), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return data
@@ -120,8 +121,8 @@ func TestLogsWithoutLog(t *testing.T) {
 	if err == nil {
 		t.Fatal("logs succeeded on a run dir without a log")
 	}
-	if msg := err.Error(); !strings.Contains(msg, logFileName) || strings.Contains(msg, "\n") {
-		t.Errorf("error %q: want one line naming %s", msg, logFileName)
+	if msg := err.Error(); !strings.Contains(msg, workbench.LogFileName) || strings.Contains(msg, "\n") {
+		t.Errorf("error %q: want one line naming %s", msg, workbench.LogFileName)
 	}
 	if got := exitCode(err); got != exitFailed {
 		t.Errorf("exit code %d, want %d", got, exitFailed)
@@ -167,7 +168,7 @@ func tail(s string, n int) string {
 
 func TestLogsFollow(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, logFileName)
+	path := filepath.Join(dir, workbench.LogFileName)
 	writeFileT(t, path, `{"level":"INFO","msg":"before","gen":1}`+"\n")
 
 	ctx, cancel := context.WithCancel(context.Background())

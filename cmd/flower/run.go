@@ -327,7 +327,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	if runDir == "" {
 		// A run dir of its own, however close another run started
 		// (DESIGN.md «One step, one owner»).
-		if runDir, err = workbench.NewRunDir(filepath.Join(workspace, ".flower", "runs"), time.Now()); err != nil {
+		if runDir, err = workbench.NewRunDir(workbench.RunsDir(workbench.DirOf(workspace)), time.Now()); err != nil {
 			return fail(err)
 		}
 		fail = func(err error) (*job, error) {
@@ -342,10 +342,10 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	if err := (workbench.Territory{Workspace: workspace, RunDir: runDir}).Check(); err != nil {
 		return fail(err)
 	}
-	if err := workbench.MkdirRun(runDir, filepath.Join(workspace, ".flower")); err != nil {
+	if err := workbench.MkdirRun(runDir, workbench.DirOf(workspace)); err != nil {
 		return fail(err)
 	}
-	logFile, err := safefile.OpenAppend(filepath.Join(runDir, logFileName), logFileMode)
+	logFile, err := safefile.OpenAppend(workbench.LogFile(runDir), logFileMode)
 	if err != nil {
 		return fail(fmt.Errorf("run dir %s is not writable: %w", runDir, err))
 	}
@@ -392,7 +392,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		logFile.Close()
 		return fail(err)
 	}
-	if err := linkLatest(rt.RunDir(), filepath.Join(workspace, ".flower")); err != nil {
+	if err := linkLatest(rt.RunDir(), workbench.DirOf(workspace)); err != nil {
 		// The run goes on; show and continue then need the run dir named.
 		fmt.Fprintf(p.stderr, "flower: %v; name this run with --run-dir %s\n", err, rt.RunDir())
 	}
@@ -413,12 +413,9 @@ func notifyEvents(next func(event.Event), n *notify.Notifier, runDir string) fun
 	}
 }
 
-// logFileName is the structured log in each run dir. It holds previews of
+// logFileMode is the run log's (workbench.LogFile): it holds previews of
 // tool output, so it is private to the user (DESIGN.md «Durable or loud»).
-const (
-	logFileName = "flower.log"
-	logFileMode = 0o600
-)
+const logFileMode = 0o600
 
 // printVerbose is what -v shows before a run. Secrets are masked: the
 // credentials, the endpoint's userinfo, path and query
@@ -520,7 +517,7 @@ func readTaskUncapped(c *cli.Context, stdin io.Reader) (string, error) {
 // it ran anything: the files flower put there, then the folder, which stays
 // if anything else is in it.
 func discardRunDir(dir string) {
-	_ = os.Remove(filepath.Join(dir, logFileName))
+	_ = os.Remove(workbench.LogFile(dir))
 	_ = os.Remove(filepath.Join(dir, workbench.GitignoreName))
 	_ = os.Remove(dir)
 }

@@ -58,11 +58,11 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	if err != nil {
 		return err
 	}
-	wb := filepath.Join(workspace, ".flower")
+	wb := workbench.DirOf(workspace)
 	runDir := env("FLOWER_RUN_DIR")
 	if runDir == "" {
 		// Two queries of one application may start in the same second.
-		runDir = filepath.Join(wb, "runs", fmt.Sprintf("%s-sdk-%d", time.Now().UTC().Format("20060102-150405"), os.Getpid()))
+		runDir = filepath.Join(workbench.RunsDir(wb), fmt.Sprintf("%s-sdk-%d", time.Now().UTC().Format("20060102-150405"), os.Getpid()))
 	}
 	step := env("FLOWER_STEP")
 	if step == "" {
@@ -81,7 +81,7 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	if err := workbench.MkdirRun(runDir, wb); err != nil {
 		return err
 	}
-	logFile, err := safefile.OpenAppend(filepath.Join(runDir, logFileName), logFileMode)
+	logFile, err := safefile.OpenAppend(workbench.LogFile(runDir), logFileMode)
 	if err != nil {
 		return fmt.Errorf("run dir %s is not writable: %w", runDir, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/safefile"
+	"github.com/flowerhq/flower/workbench"
 )
 
 func showCommand(p proc) *cli.Command {
@@ -122,7 +123,7 @@ func findRunDir(c *cli.Context) (string, error) {
 	default:
 		return "", usagef("want at most one RUN_DIR, got %d arguments", c.NArg())
 	}
-	runs := filepath.Join(c.String("workspace"), ".flower", "runs")
+	runs := workbench.RunsDir(workbench.DirOf(c.String("workspace")))
 	dir, err := latestRunDir(c.String("workspace"), "%s")
 	var se *safefile.Error
 	switch {

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/safefile"
 	"github.com/flowerhq/flower/workbench"
 )
@@ -20,7 +19,7 @@ func latestRunDir(workspace, none string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	runs := filepath.Join(ws, ".flower", "runs")
+	runs := workbench.RunsDir(workbench.DirOf(ws))
 	if err := safefile.Check(ws, runs, safefile.Dir); err != nil {
 		return "", err
 	}
@@ -41,5 +40,5 @@ func latestRunDir(workspace, none string) (string, error) {
 // run before its manifest or log is read: the workbench that holds it (if
 // one does) and the run dir's own files.
 func checkPastRun(runDir string) error {
-	return workbench.Territory{Workspace: manifest.HoldingWorkspace(runDir), RunDir: runDir}.Check()
+	return workbench.Territory{Workspace: workbench.HoldingWorkspace(runDir), RunDir: runDir}.Check()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/runpage"
+	"github.com/flowerhq/flower/workbench"
 )
 
 func uiCommand(p proc) *cli.Command {
@@ -153,7 +154,7 @@ func (s *runSource) runs() []runRef {
 	}
 	var out []runRef
 	for _, ws := range workspaces {
-		runs := filepath.Join(ws, ".flower", "runs")
+		runs := workbench.RunsDir(workbench.DirOf(ws))
 		des, err := os.ReadDir(runs)
 		if err != nil {
 			continue

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/flowerhq/flower/scriptedapi"
+	"github.com/flowerhq/flower/workbench"
 )
 
 // flower -v on the real harness, with secrets where gateways and MCP
@@ -81,7 +82,7 @@ func TestVerboseMasksSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logData, err := os.ReadFile(filepath.Join(runDir, logFileName))
+	logData, err := os.ReadFile(filepath.Join(runDir, workbench.LogFileName))
 	if err != nil || !strings.Contains(string(logData), `"msg":"harness started"`) {
 		t.Fatalf("the log has no harness start (%v):\n%s", err, logData)
 	}

@@ -11,13 +11,14 @@ import (
 	"testing"
 
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/workbench"
 )
 
 // Responses counts the main-thread response records in a run's log: the
 // points its page's chart must have.
 func Responses(t testing.TB, runDir string) int {
 	t.Helper()
-	f, err := os.Open(filepath.Join(runDir, "flower.log"))
+	f, err := os.Open(workbench.LogFile(runDir))
 	if err != nil {
 		t.Fatal(err)
 	}
