@@ -50,7 +50,7 @@ type Event struct {
 	Why      string                 `json:"why,omitempty"`
 	Path     string                 `json:"path,omitempty"`
 	Sections []string               `json:"sections,omitempty"`
-	Reason   string                 `json:"reason,omitempty"` // threshold | overflow
+	Reason   string                 `json:"reason,omitempty"` // why the cut: a manifest.Reason* (threshold | overflow | compaction | compact_blocked | requested | lost)
 	Handoff  *handoffwriter.Handoff `json:"handoff,omitempty"`
 
 	Text    string  `json:"text,omitempty"`     // text, notice, retry reason

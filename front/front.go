@@ -5,7 +5,7 @@
 // turn, degrading, freezing, launching, retries); a front only starts a
 // harness, translates what it shows into records of the harness's
 // stream-json vocabulary, and carries out the engine's few commands. See
-// docs/DESIGN.md, «One engine, several fronts».
+// docs/DESIGN.md, «Fronts».
 package front
 
 import (

@@ -4,8 +4,9 @@
 // disk for the successor (DESIGN.md «Launch from disk»). It also owns the step's task as a successor
 // sees it: frozen to the workbench at the step's start, read back from disk
 // (a person may edit it) and carried verbatim, up to a limit, in every
-// successor's first prompt next to the handoff. The headless supervisor and
-// the interactive mode both hand off through it.
+// successor's first prompt next to the handoff. Only the engine (package
+// supervisor) calls it, whichever front runs the step: no front parses,
+// degrades or freezes a handoff.
 package handoff
 
 import (
@@ -30,7 +31,9 @@ type Cut struct {
 	Handoff handoffwriter.Handoff
 	// Why, when non-empty, is why the handoff degrades (DESIGN.md «Degraded handoff»).
 	Why string
-	// Reason is manifest.ReasonThreshold, ReasonOverflow or ReasonCompaction.
+	// Reason is why the generation was cut: one of manifest's Reason*
+	// values (threshold, overflow, compaction, compact_blocked,
+	// requested, lost).
 	Reason string
 	// Context is the main thread's context at the cut.
 	Context        int

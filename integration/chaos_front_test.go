@@ -86,8 +86,9 @@ func (p *proc) output() string {
 // interactive runs `flower -i TASK` in a tmux pane, as a person at a
 // terminal does, with a person at the screen (tmuxFlower.person) who types
 // "go on" when a turn ended in an error and /exit once the job is done.
-// `flower continue` resumes an interactive step headless (README,
-// «Interactive mode»), so a continuation runs as the headless front's does.
+// `flower continue` resumes an interactive step headless (the README's
+// Interactive mode section), so a continuation runs as the headless
+// front's does.
 type interactive struct{}
 
 func (interactive) name() string         { return "interactive" }

@@ -1,12 +1,15 @@
-// Package interactive owns flower's interactive mode: the harness's own
+// Package interactive is flower's interactive front: the harness's own
 // terminal UI runs inside a pty, the person sees and types into it as if
 // flower were not there, and flower watches underneath. It owns the person's
 // terminal while a harness runs (raw mode, restored on every way out: normal
 // exit, error, signal, panic), the copying of keys in and screen out, the
-// key gate that keeps the person's keys out of what flower types, window-size
-// changes, and the generation loop of an interactive step: the same policy,
-// thresholds, events, handoff document and manifest as a headless run, with
-// the transcript file in place of stdout.
+// key gate that keeps the person's keys out of what flower types, and
+// window-size changes. It translates: the transcript file, the harness's
+// state file and its exit become the engine's records, and the engine's
+// commands (interrupt, send a prompt, end the harness) become keys. The
+// generation loop is the engine's (package supervisor, DESIGN.md «Fronts»):
+// the same policy, thresholds, events, handoff document and manifest as a
+// headless run.
 //
 // # The harness's interactive mode, as observed (Claude Code 2.1.328)
 //
@@ -82,13 +85,15 @@
 //
 // # How a handoff runs here
 //
-// After each main-thread round the meter and policy decide as in a headless
-// run (DESIGN.md «Threshold path», «Context meter», «Near notice»). When a handoff is due the gate closes (the person's keys are
-// held, not dropped), flower waits for the message boundary — a reply that
-// ended the turn needs no interrupt, a turn still running gets Esc — clears
-// the input, types the handoff prompt and submits it, reads the reply from
-// the transcript, parses it, degrades if need be, freezes it to disk, ends
-// the harness (Ctrl-C twice, then signals), prints the status lines, and
-// starts a new harness whose first prompt is the handoff's prompt block as
-// read back from disk. The held keys then go to the new harness.
+// The engine reads the records this front makes of the transcript and
+// decides as in a headless run (DESIGN.md «Threshold path», «Context
+// meter», «Near notice»). When it cuts, this front closes the gate (the
+// person's keys are held, not dropped) and carries out its commands: Esc
+// for a turn still running (a reply that ended the turn needs none), the
+// input cleared and the handoff prompt typed and submitted, the reply's
+// records passed on from the transcript, and the harness ended (Ctrl-C
+// twice, then signals). Parsing the handoff, degrading it, freezing it to
+// disk and starting the successor from the prompt block read back from
+// disk are the engine's (packages supervisor and handoff); the held keys
+// then go to the new harness.
 package interactive
