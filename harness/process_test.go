@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/harness/harnesstest"
 	"github.com/flowerhq/flower/transcript"
 )
@@ -316,7 +317,7 @@ func TestKillAll(t *testing.T) {
 	if len(left) != 1 {
 		t.Fatalf("the hanging fake has descendants %v, want its grandchild", left)
 	}
-	if n := KillAll(); n != 2 {
+	if n := child.KillAll(); n != 2 {
 		t.Errorf("KillAll signalled %d groups, want 2", n)
 	}
 	for _, p := range ps {
@@ -332,7 +333,7 @@ func TestKillAll(t *testing.T) {
 	if !goneWithin(left, time.Second) {
 		t.Errorf("the grandchild in its own session survived KillAll")
 	}
-	if n := KillAll(); n != 0 {
+	if n := child.KillAll(); n != 0 {
 		t.Errorf("KillAll found %d live groups after all were done", n)
 	}
 }

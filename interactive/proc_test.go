@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/harness/harnesstest"
 )
 
@@ -38,7 +38,7 @@ func TestKillAllReachesThePTYHarness(t *testing.T) {
 		escapee, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
 
-	if n := harness.KillAll(); n != 1 {
+	if n := child.KillAll(); n != 1 {
 		t.Errorf("KillAll reached %d harnesses, want 1", n)
 	}
 	select {
@@ -51,7 +51,7 @@ func TestKillAllReachesThePTYHarness(t *testing.T) {
 			t.Fatalf("left after KillAll: tool %v, group %v", harnesstest.Alive([]int{escapee}), harnesstest.GroupMembers(p.PID()))
 		}
 	}
-	if n := harness.KillAll(); n != 0 {
+	if n := child.KillAll(); n != 0 {
 		t.Errorf("KillAll reached %d harnesses after the harness exited, want 0", n)
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/console"
-	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/supervisor"
 )
@@ -101,7 +101,7 @@ func signalContext() (context.Context, func()) {
 		fmt.Fprintf(os.Stderr, "\nflower: %v: finishing the current turn (again to stop at once)\n", sig)
 		cancel(fmt.Errorf("%w by %v", context.Canceled, sig))
 		sig = <-ch
-		n := harness.KillAll()
+		n := child.KillAll()
 		fmt.Fprintf(os.Stderr, "flower: %v again: killed the harness (%d process group(s)); stopping now\n", sig, n)
 		time.Sleep(secondSignalGrace)
 		os.Exit(exitInterrupted)
