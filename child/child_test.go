@@ -1,0 +1,172 @@
+package child
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary, started with envParent set, becomes a small flower: it
+// starts one child (with pipes or in a pty, as envParent says) whose tool
+// escapes every way it can — a session of its own, an empty environment —
+// writes "ready CONTAINMENT" once the tool has written its pid, and stops
+// the child when its stdin closes.
+const (
+	envParent   = "CHILD_TEST_PARENT"
+	envPidFile  = "CHILD_TEST_PIDFILE"
+	envNoCgroup = "CHILD_TEST_NO_CGROUP"
+)
+
+// escapeeScript is the child: a tool that calls setsid and clears its
+// environment, then sleeps; $1 is where it writes its pid.
+const escapeeScript = `setsid env -i /bin/sh -c 'echo $$ > "$0"; exec /bin/sleep 1000' "$1" & trap '' INT TERM; sleep 1000`
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(envParent); mode != "" {
+		os.Exit(parentMain(mode))
+	}
+	os.Exit(m.Run())
+}
+
+func parentMain(mode string) int {
+	if os.Getenv(envNoCgroup) != "" {
+		NoCgroup()
+	}
+	pidFile := os.Getenv(envPidFile)
+	p, err := Start(context.Background(), Config{
+		Path: "/bin/sh", Args: []string{"-c", escapeeScript, "child", pidFile},
+		PTY: mode == "pty", Grace: 200 * time.Millisecond,
+	})
+	if err != nil {
+		fmt.Println("start:", err)
+		return 1
+	}
+	if p.PTY() != nil {
+		go func() { _, _ = io.Copy(io.Discard, p.PTY()) }()
+	}
+	for deadline := time.Now().Add(5 * time.Second); readPid(pidFile) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			fmt.Println("the tool did not start")
+			return 1
+		}
+	}
+	fmt.Println("ready", p.Containment())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	p.Stop(nil, syscall.SIGTERM, syscall.SIGKILL)
+	return 0
+}
+
+func readPid(file string) int {
+	b, _ := os.ReadFile(file)
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && !strings.HasPrefix(strings.TrimSpace(string(b[i+1:])), "Z")
+}
+
+// A tool that leaves the harness's session and clears its environment dies
+// with flower all the same: when flower stops the harness, and when flower
+// is killed by SIGKILL, when no code of flower runs — on both fronts
+// (pipes, pty). Without a cgroup (the way down, on a machine that allows
+// none), flower reaps such a tool as a subreaper while it lives; after a
+// SIGKILL of flower only a tool that kept the tag in its environment can be
+// found (DESIGN.md «Signals and orphans»), so that row is not asked.
+func TestNothingOutlivesFlower(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid here")
+	}
+	cg, cgErr := ownCgroup()
+	for _, mode := range []string{"pipes", "pty"} {
+		for _, way := range []string{"cgroup", "subreaper"} {
+			for _, end := range []string{"stop", "SIGKILL"} {
+				if way == "subreaper" && end == "SIGKILL" {
+					continue
+				}
+				t.Run(mode+"/"+way+"/"+end, func(t *testing.T) {
+					t.Parallel()
+					pidFile := filepath.Join(t.TempDir(), "escapee")
+					parent := exec.Command(os.Args[0], "-test.run=^$")
+					parent.Env = append(os.Environ(), envParent+"="+mode, envPidFile+"="+pidFile)
+					if way == "subreaper" {
+						parent.Env = append(parent.Env, envNoCgroup+"=1")
+					}
+					parent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+					in, err := parent.StdinPipe()
+					if err != nil {
+						t.Fatal(err)
+					}
+					out, err := parent.StdoutPipe()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := parent.Start(); err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = syscall.Kill(-parent.Process.Pid, syscall.SIGKILL); _ = parent.Wait() })
+					line, _ := bufio.NewReader(out).ReadString('\n')
+					got, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
+					if !ok {
+						t.Fatalf("the parent said %q", line)
+					}
+					if way == "cgroup" && got != "cgroup" {
+						if cgErr == nil {
+							t.Fatalf("containment %q, want a cgroup (%s is this test's own)", got, cg)
+						}
+						t.Skipf("no cgroup can be made here (%v): containment %q", cgErr, got)
+					}
+					if way == "subreaper" && got != "subreaper" {
+						t.Fatalf("containment %q, want subreaper", got)
+					}
+					escapee := readPid(pidFile)
+					if !alive(escapee) {
+						t.Fatalf("the tool %d is not running", escapee)
+					}
+					if end == "SIGKILL" {
+						if err := parent.Process.Kill(); err != nil {
+							t.Fatal(err)
+						}
+					} else {
+						in.Close()
+					}
+					_ = parent.Wait()
+					gone := time.Now()
+					for alive(escapee) {
+						if time.Since(gone) > 5*time.Second {
+							t.Fatalf("the tool %d outlived flower's %s by 5s", escapee, end)
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+					t.Logf("the tool was gone %v after flower's %s", time.Since(gone).Round(time.Millisecond), end)
+					if way == "cgroup" {
+						for {
+							left, _ := filepath.Glob(filepath.Join(cg, fmt.Sprintf("flower-%d-*", parent.Process.Pid)))
+							if len(left) == 0 {
+								break
+							}
+							if time.Since(gone) > 5*time.Second {
+								t.Fatalf("cgroups left behind: %v", left)
+							}
+							time.Sleep(10 * time.Millisecond)
+						}
+					}
+				})
+			}
+		}
+	}
+}
