@@ -343,9 +343,7 @@ type keyReader struct {
 }
 
 func readKeys(in *os.File, g *Gate, onHandoff func()) (*keyReader, error) {
-	// Opening /proc/self/fd/N opens the terminal anew: O_NONBLOCK on this
-	// descriptor leaves the person's shell's own descriptor blocking.
-	f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", in.Fd()), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := reopenTerminal(in)
 	if err == nil {
 		if err = f.SetReadDeadline(time.Time{}); err != nil {
 			f.Close()
