@@ -23,7 +23,7 @@ type box interface {
 	// fallible: the child may fail to start because of the box; Start
 	// then tries again with the process group alone.
 	fallible() bool
-	started(pid int)
+	started(pid int, tag string)
 	// guardSetup says how the guard is started: its attributes and the
 	// environment that tells it what to kill.
 	guardSetup(pid int, tag string, pty bool) (*syscall.SysProcAttr, []string)
@@ -54,11 +54,13 @@ func (g *groupBox) name() string {
 
 func (g *groupBox) prepare(attr *syscall.SysProcAttr) { parentDeath(attr) }
 func (g *groupBox) fallible() bool                    { return false }
-func (g *groupBox) started(pid int)                   { g.pid = pid; rememberGroup(pid) }
+func (g *groupBox) started(pid int, tag string) {
+	g.pid, g.tag = pid, tag
+	rememberGroup(pid)
+}
 
 func (g *groupBox) guardSetup(pid int, tag string, pty bool) (*syscall.SysProcAttr, []string) {
-	g.tag = tag
-	env := []string{envGuardPGID + "=" + itoa(pid), envGuardTag + "=" + tag}
+	env := []string{envGuardPGID + "=" + itoa(pid)}
 	if pty {
 		// A session leader's group cannot be joined.
 		return &syscall.SysProcAttr{Setsid: true}, env

@@ -136,8 +136,8 @@ func (c *cgroupBox) prepare(attr *syscall.SysProcAttr) {
 	attr.CgroupFD = int(c.fd.Fd())
 }
 
-func (c *cgroupBox) fallible() bool { return true }
-func (c *cgroupBox) started(int)    {}
+func (c *cgroupBox) fallible() bool      { return true }
+func (c *cgroupBox) started(int, string) {}
 
 func (c *cgroupBox) guardSetup(pid int, tag string, pty bool) (*syscall.SysProcAttr, []string) {
 	// Outside the cgroup, and in a session of its own: neither a kill of

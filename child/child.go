@@ -159,7 +159,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	p.box, p.pty = b, f
 	pid := p.cmd.Process.Pid
-	b.started(pid)
+	b.started(pid, p.tag)
 	addOurs(pid)
 	p.guard = startGuard(b, pid, p.tag, cfg.PTY, log)
 	untrack := track(p.Kill)

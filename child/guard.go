@@ -10,11 +10,10 @@ import (
 // The guard's environment: what it kills when flower is gone.
 const (
 	envGuardCgroup = "FLOWER_GUARD_CGROUP" // a cgroup directory: cgroup.kill, then rmdir
-	envGuardPGID   = "FLOWER_GUARD_PGID"   // a process group: SIGKILL
-	envGuardTag    = "FLOWER_GUARD_TAG"    // with /proc: every process carrying the tag
+	envGuardPGID   = "FLOWER_GUARD_PGID"   // a process group: SIGKILL, and with /proc every process carrying the tag ($1)
 )
 
-// guardScript waits for a line on stdin, from a pipe only flower holds the
+// guardScript ($1: the child's tag) waits for a line on stdin, from a pipe only flower holds the
 // other end of. "release" means flower has cleaned up itself; EOF without
 // it means flower is gone, however it died, even by SIGKILL, when no code of
 // flower could run: the guard then kills what the child left. It ignores
@@ -33,10 +32,10 @@ if [ -n "$` + envGuardCgroup + `" ]; then
 	done
 	exit 0
 fi
-if [ -n "$` + envGuardTag + `" ] && [ -d /proc/self ]; then
+if [ -d /proc/self ]; then
 	for pass in 1 2 3 4; do
 		found=
-		for f in $(grep -l -F "` + EnvTag + `=$` + envGuardTag + `" /proc/[0-9]*/environ 2>/dev/null); do
+		for f in $(grep -l -F "` + EnvTag + `=$1" /proc/[0-9]*/environ 2>/dev/null); do
 			p=${f#/proc/}
 			kill -s KILL "${p%/environ}" 2>/dev/null && found=1
 		done
@@ -44,6 +43,10 @@ if [ -n "$` + envGuardTag + `" ] && [ -d /proc/self ]; then
 	done
 fi
 kill -s KILL -- "-$` + envGuardPGID + `"`
+
+// GuardName is the guard's $0: a guard's command line is sh -c SCRIPT
+// GuardName TAG, TAG being the tag of the child it guards.
+const GuardName = "flower-guard"
 
 // guard is the process that cleans up after flower when flower cannot: the
 // parent-death signal reaches the child alone, not a descendant in a
@@ -67,7 +70,7 @@ func startGuard(b box, pid int, tag string, pty bool, log *slog.Logger) *guard {
 		return nil
 	}
 	attr, env := b.guardSetup(pid, tag, pty)
-	cmd := exec.Command(sh, "-c", guardScript, "flower-guard")
+	cmd := exec.Command(sh, "-c", guardScript, GuardName, tag)
 	cmd.Stdin = r
 	// Not the child's environment: the guard must not carry the tag.
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH") + ":/usr/bin:/bin"}, env...)
