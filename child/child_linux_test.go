@@ -24,11 +24,15 @@ const (
 	envParent   = "CHILD_TEST_PARENT"
 	envPidFile  = "CHILD_TEST_PIDFILE"
 	envNoCgroup = "CHILD_TEST_NO_CGROUP"
+	envKeepEnv  = "CHILD_TEST_KEEP_ENV" // the tool keeps its environment, and so the tag
 )
 
 // escapeeScript is the child: a tool that calls setsid and clears its
 // environment, then sleeps; $1 is where it writes its pid.
 const escapeeScript = `setsid env -i /bin/sh -c 'echo $$ > "$0"; exec /bin/sleep 1000' "$1" & trap '' INT TERM; sleep 1000`
+
+// taggedScript is the same tool, keeping its environment.
+const taggedScript = `setsid /bin/sh -c 'echo $$ > "$0"; exec /bin/sleep 1000' "$1" & trap '' INT TERM; sleep 1000`
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(envParent); mode != "" {
@@ -42,8 +46,12 @@ func parentMain(mode string) int {
 		NoCgroup()
 	}
 	pidFile := os.Getenv(envPidFile)
+	script := escapeeScript
+	if os.Getenv(envKeepEnv) != "" {
+		script = taggedScript
+	}
 	p, err := Start(context.Background(), Config{
-		Path: "/bin/sh", Args: []string{"-c", escapeeScript, "child", pidFile},
+		Path: "/bin/sh", Args: []string{"-c", script, "child", pidFile},
 		PTY: mode == "pty", Grace: 200 * time.Millisecond,
 	})
 	if err != nil {
@@ -86,7 +94,7 @@ func alive(pid int) bool {
 // (pipes, pty). Without a cgroup (the way down, on a machine that allows
 // none), flower reaps such a tool as a subreaper while it lives; after a
 // SIGKILL of flower only a tool that kept the tag in its environment can be
-// found (DESIGN.md «Signals and orphans»), so that row is not asked.
+// found (DESIGN.md «Signals and orphans»), so that row's tool keeps it.
 func TestNothingOutlivesFlower(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("no setsid here")
@@ -95,9 +103,6 @@ func TestNothingOutlivesFlower(t *testing.T) {
 	for _, mode := range []string{"pipes", "pty"} {
 		for _, way := range []string{"cgroup", "subreaper"} {
 			for _, end := range []string{"stop", "SIGKILL"} {
-				if way == "subreaper" && end == "SIGKILL" {
-					continue
-				}
 				t.Run(mode+"/"+way+"/"+end, func(t *testing.T) {
 					t.Parallel()
 					pidFile := filepath.Join(t.TempDir(), "escapee")
@@ -105,6 +110,9 @@ func TestNothingOutlivesFlower(t *testing.T) {
 					parent.Env = append(os.Environ(), envParent+"="+mode, envPidFile+"="+pidFile)
 					if way == "subreaper" {
 						parent.Env = append(parent.Env, envNoCgroup+"=1")
+						if end == "SIGKILL" {
+							parent.Env = append(parent.Env, envKeepEnv+"=1")
+						}
 					}
 					parent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 					in, err := parent.StdinPipe()
