@@ -184,6 +184,13 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 // PID returns the child's process id, which is also its process group id.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 
+// Grace is the grace period of each stage of Stop, as Config gave it or
+// the default.
+func (p *Process) Grace() time.Duration { return p.grace }
+
+// Logger is the logger Config gave, or one that discards.
+func (p *Process) Logger() *slog.Logger { return p.log }
+
 // PTY returns the pty's controlling side (nil for a child with pipes). The
 // caller closes it.
 func (p *Process) PTY() *os.File { return p.pty }

@@ -162,17 +162,6 @@ type Process struct {
 // Start starts the harness. The context bounds the process's life: when it
 // is cancelled the group gets SIGINT, then SIGKILL after the grace period.
 func Start(ctx context.Context, cfg Config) (*Process, error) {
-	if cfg.Path == "" {
-		return nil, errors.New("start harness: no executable given")
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	grace := cfg.Grace
-	if grace <= 0 {
-		grace = DefaultGrace
-	}
 	// Our own pipes, so that Wait never closes the read end under the
 	// reader (every line the harness wrote is read before Events closes),
 	// and never waits for a descendant that holds one open.
@@ -180,7 +169,20 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	c, err := child.Start(ctx, child.Config{
+		Path: cfg.Path, Args: cfg.Argv(), Dir: cfg.Dir, Env: cfg.Env,
+		Stdin: pipes.inR, Stdout: pipes.outW, Stderr: pipes.errW,
+		CancelSignal: syscall.SIGINT, Grace: cfg.Grace, Logger: cfg.Logger,
+	})
+	// The child holds its own copies now.
+	pipes.closeChildEnds()
+	if err != nil {
+		pipes.closeOurEnds()
+		return nil, fmt.Errorf("start harness: %w", err)
+	}
+	log, grace := c.Logger(), c.Grace()
 	p := &Process{
+		c:       c,
 		log:     log,
 		grace:   grace,
 		stdin:   pipes.inW,
@@ -192,18 +194,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		pending: map[string]chan transcript.Event{},
 		fired:   map[string]bool{},
 	}
-	c, err := child.Start(ctx, child.Config{
-		Path: cfg.Path, Args: cfg.Argv(), Dir: cfg.Dir, Env: cfg.Env,
-		Stdin: pipes.inR, Stdout: pipes.outW, Stderr: pipes.errW,
-		CancelSignal: syscall.SIGINT, Grace: grace, Logger: log,
-	})
-	// The child holds its own copies now.
-	pipes.closeChildEnds()
-	if err != nil {
-		pipes.closeOurEnds()
-		return nil, fmt.Errorf("start harness: %w", err)
-	}
-	p.c = c
 	log.Debug("harness started", "pid", c.PID(), "args", LoggedArgs(cfg.Argv()), "containment", c.Containment())
 
 	q := newQueue()
@@ -217,14 +207,11 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		_, _ = io.Copy(p.stderr, pipes.errR)
 	}()
 	go func() {
-		<-c.Exited()
-		p.err = c.Err()
-		close(p.exited)
-		log.Debug("harness exited", "pid", c.PID(), "err", p.err)
 		// Once the harness and all it left are gone, nothing holds its
-		// output open.
+		// output open: what it wrote to stderr is read before the exit is
+		// told, since the reason for it is there.
 		<-c.Done()
-		for _, done := range []chan struct{}{readerDone, stderrDone} {
+		for _, done := range []chan struct{}{stderrDone, readerDone} {
 			select {
 			case <-done:
 			case <-time.After(grace):
@@ -234,6 +221,11 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 				p.stdout.Close()
 				pipes.errR.Close()
 				<-done
+			}
+			if done == stderrDone {
+				p.err = c.Err()
+				close(p.exited)
+				log.Debug("harness exited", "pid", c.PID(), "err", p.err)
 			}
 		}
 		p.stdin.Close()

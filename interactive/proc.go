@@ -46,7 +46,6 @@ type proc struct {
 	pty    *os.File
 	out    *GoodbyeFilter
 	log    *slog.Logger
-	grace  time.Duration
 	copied chan struct{} // closed when the output copy ended
 	start  time.Time
 
@@ -59,25 +58,17 @@ type proc struct {
 // startProc starts the harness in a new pty of the given size, leading its
 // own session, and copies its output to screen.
 func startProc(ctx context.Context, cfg procConfig, screen io.Writer) (*proc, error) {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	grace := cfg.Grace
-	if grace <= 0 {
-		grace = child.DefaultGrace
-	}
 	c, err := child.Start(ctx, child.Config{
 		Path: cfg.Path, Args: cfg.argv(), Dir: cfg.Dir, Env: cfg.Env,
 		PTY: true, Size: cfg.Size,
-		CancelSignal: syscall.SIGTERM, Grace: grace, Logger: log,
+		CancelSignal: syscall.SIGTERM, Grace: cfg.Grace, Logger: cfg.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start harness: %w", err)
 	}
-	p := &proc{c: c, pty: c.PTY(), log: log, grace: grace, copied: make(chan struct{}),
+	p := &proc{c: c, pty: c.PTY(), log: c.Logger(), copied: make(chan struct{}),
 		out: NewGoodbyeFilter(screen), start: time.Now()}
-	log.Debug("interactive harness started", "pid", c.PID(), "args", len(cfg.argv()), "containment", c.Containment())
+	p.log.Debug("interactive harness started", "pid", c.PID(), "args", len(cfg.argv()), "containment", c.Containment())
 	go func() {
 		// Linux answers EIO once the last holder of the pty's other end is
 		// gone: that, not the process exit, ends the copy, so the final
