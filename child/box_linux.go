@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -219,6 +220,33 @@ func becomeSubreaper(log *slog.Logger) {
 		return
 	}
 	subreaperOn.Store(true)
+	// An orphan that ends on its own is a zombie of this process: reap it
+	// when it ends, not at the next harness's end.
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGCHLD)
+	go func() {
+		for range ch {
+			reapOrphans()
+		}
+	}()
+}
+
+// isOrphan: p is a child of this process (in session sid) that this
+// package did not start: it reparented here (see strays).
+func isOrphan(p procStat, self, sid int) bool {
+	return p.ppid == self && !isOurs(p.pid) && (p.sid != sid || wasOurGroup(p.pgrp))
+}
+
+// reapOrphans reaps the orphans that have ended, and no other child.
+func reapOrphans() {
+	self := os.Getpid()
+	sid, _ := unix.Getsid(0)
+	for _, p := range procs() {
+		if p.state == "Z" && isOrphan(p, self, sid) {
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(p.pid, &ws, unix.WNOHANG, nil)
+		}
+	}
 }
 
 func subreaper() bool { return subreaperOn.Load() }
@@ -241,7 +269,7 @@ func strays(tag string, reap bool) int {
 	for pass := 0; pass < 1000; pass++ {
 		found := 0
 		for _, p := range procs() {
-			if p.ppid != self || isOurs(p.pid) || (p.sid == sid && !wasOurGroup(p.pgrp)) {
+			if !isOrphan(p, self, sid) {
 				continue
 			}
 			if p.state != "Z" && syscall.Kill(p.pid, syscall.SIGKILL) == nil {

@@ -25,11 +25,16 @@ const (
 	envPidFile  = "CHILD_TEST_PIDFILE"
 	envNoCgroup = "CHILD_TEST_NO_CGROUP"
 	envKeepEnv  = "CHILD_TEST_KEEP_ENV" // the tool keeps its environment, and so the tag
+	envOrphan   = "CHILD_TEST_ORPHAN"   // the tool is an orphan that ends on its own (orphanScript)
 )
 
 // escapeeScript is the child: a tool that calls setsid and clears its
 // environment, then sleeps; $1 is where it writes its pid.
 const escapeeScript = `setsid env -i /bin/sh -c 'echo $$ > "$0"; exec /bin/sleep 1000' "$1" & trap '' INT TERM; sleep 1000`
+
+// orphanScript leaves a tool orphaned at once (its parent, a subshell,
+// exits) that ends by itself a moment later.
+const orphanScript = `(setsid /bin/sh -c 'echo $$ > "$0"; exec /bin/sleep 0.3' "$1" &); trap '' INT TERM; sleep 1000`
 
 // taggedScript is the same tool, keeping its environment.
 const taggedScript = `setsid /bin/sh -c 'echo $$ > "$0"; exec /bin/sleep 1000' "$1" & trap '' INT TERM; sleep 1000`
@@ -50,6 +55,9 @@ func parentMain(mode string) int {
 	if os.Getenv(envKeepEnv) != "" {
 		script = taggedScript
 	}
+	if os.Getenv(envOrphan) != "" {
+		script = orphanScript
+	}
 	p, err := Start(context.Background(), Config{
 		Path: "/bin/sh", Args: []string{"-c", script, "child", pidFile},
 		PTY: mode == "pty", Grace: 200 * time.Millisecond,
@@ -61,7 +69,7 @@ func parentMain(mode string) int {
 	if p.PTY() != nil {
 		go func() { _, _ = io.Copy(io.Discard, p.PTY()) }()
 	}
-	for deadline := time.Now().Add(5 * time.Second); readPid(pidFile) == 0; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); readPid(pidFile) == 0 && os.Getenv(envOrphan) == ""; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			fmt.Println("the tool did not start")
 			return 1
@@ -176,5 +184,52 @@ func TestNothingOutlivesFlower(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// Without a cgroup, flower is the subreaper of what its children leave: an
+// orphan that ends on its own is reaped when it ends, not left a zombie of
+// flower until the next harness ends.
+func TestOrphansAreReaped(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "orphan")
+	parent := exec.Command(os.Args[0], "-test.run=^$")
+	parent.Env = append(os.Environ(), envParent+"=pipes", envPidFile+"="+pidFile, envNoCgroup+"=1", envOrphan+"=1")
+	if _, err := parent.StdinPipe(); err != nil { // kept open: the child runs on
+		t.Fatal(err)
+	}
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
+	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "ready subreaper" {
+		t.Fatalf("the parent said %q", line)
+	}
+	var orphan int
+	for deadline := time.Now().Add(5 * time.Second); orphan == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the orphan did not start")
+		}
+		orphan = readPid(pidFile)
+	}
+	adopted := false
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(orphan) + "/stat")
+		if err != nil {
+			break // reaped
+		}
+		st := string(b)
+		if f := strings.Fields(st[strings.LastIndexByte(st, ')')+1:]); len(f) > 1 && f[1] == strconv.Itoa(parent.Process.Pid) {
+			adopted = true
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the orphan was not reaped 5s after it started: %s", st)
+		}
+	}
+	if !adopted {
+		t.Error("the orphan was never seen a child of flower: the premise, a subreaper, does not hold")
 	}
 }
