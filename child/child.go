@@ -143,9 +143,9 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		})
 	}
 	start(b)
-	if startErr != nil && b.fallible() {
-		// The kernel may have refused the cgroup (no clone3, say): the way
-		// down, if that starts it.
+	if startErr != nil && b.fallible() && refusedBox(startErr) {
+		// The kernel may have refused the cgroup (no clone3, no right to
+		// move a process there): the way down, if that starts it.
 		b.release()
 		b = fallbackBox(log)
 		first := startErr
@@ -179,6 +179,18 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// refusedBox reports whether a failed start may be the box's doing rather
+// than the executable's (which is missing, say): an errno that clone3 into
+// a cgroup gives. Not executable (EACCES) is among them, and is tried twice.
+func refusedBox(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.ENOSYS, syscall.EOPNOTSUPP, syscall.EBUSY, syscall.EPERM, syscall.EACCES, syscall.EINVAL} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
 }
 
 // PID returns the child's process id, which is also its process group id.

@@ -233,3 +233,19 @@ func TestOrphansAreReaped(t *testing.T) {
 		t.Error("the orphan was never seen a child of flower: the premise, a subreaper, does not hold")
 	}
 }
+
+// BenchmarkStart measures what starting a child costs: /bin/true, started
+// and gone, in a cgroup of its own (where one can be made here), or with
+// CHILD_BENCH_NO_CGROUP=1 in the process group, flower a subreaper.
+func BenchmarkStart(b *testing.B) {
+	if os.Getenv("CHILD_BENCH_NO_CGROUP") != "" {
+		NoCgroup()
+	}
+	for b.Loop() {
+		p, err := Start(context.Background(), Config{Path: "/bin/true"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-p.Done()
+	}
+}
