@@ -81,6 +81,30 @@ func parentMain(mode string) int {
 	return 0
 }
 
+// startParent starts the test binary as a small flower (parentMain) with
+// env added, in a process group of its own, and returns it, its stdin
+// (closing it stops the child) and the first line it wrote.
+func startParent(t *testing.T, env ...string) (*exec.Cmd, io.Closer, string) {
+	t.Helper()
+	parent := exec.Command(os.Args[0], "-test.run=^$")
+	parent.Env = append(os.Environ(), env...)
+	parent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, err := parent.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-parent.Process.Pid, syscall.SIGKILL); _ = parent.Wait() })
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	return parent, in, line
+}
+
 func readPid(file string) int {
 	b, _ := os.ReadFile(file)
 	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
@@ -114,28 +138,14 @@ func TestNothingOutlivesFlower(t *testing.T) {
 				t.Run(mode+"/"+way+"/"+end, func(t *testing.T) {
 					t.Parallel()
 					pidFile := filepath.Join(t.TempDir(), "escapee")
-					parent := exec.Command(os.Args[0], "-test.run=^$")
-					parent.Env = append(os.Environ(), envParent+"="+mode, envPidFile+"="+pidFile)
+					env := []string{envParent + "=" + mode, envPidFile + "=" + pidFile}
 					if way == "subreaper" {
-						parent.Env = append(parent.Env, envNoCgroup+"=1")
+						env = append(env, envNoCgroup+"=1")
 						if end == "SIGKILL" {
-							parent.Env = append(parent.Env, envKeepEnv+"=1")
+							env = append(env, envKeepEnv+"=1")
 						}
 					}
-					parent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-					in, err := parent.StdinPipe()
-					if err != nil {
-						t.Fatal(err)
-					}
-					out, err := parent.StdoutPipe()
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := parent.Start(); err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { _ = syscall.Kill(-parent.Process.Pid, syscall.SIGKILL); _ = parent.Wait() })
-					line, _ := bufio.NewReader(out).ReadString('\n')
+					parent, in, line := startParent(t, env...)
 					got, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
 					if !ok {
 						t.Fatalf("the parent said %q", line)
@@ -192,20 +202,8 @@ func TestNothingOutlivesFlower(t *testing.T) {
 // flower until the next harness ends.
 func TestOrphansAreReaped(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "orphan")
-	parent := exec.Command(os.Args[0], "-test.run=^$")
-	parent.Env = append(os.Environ(), envParent+"=pipes", envPidFile+"="+pidFile, envNoCgroup+"=1", envOrphan+"=1")
-	if _, err := parent.StdinPipe(); err != nil { // kept open: the child runs on
-		t.Fatal(err)
-	}
-	out, err := parent.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := parent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
-	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "ready subreaper" {
+	parent, _, line := startParent(t, envParent+"=pipes", envPidFile+"="+pidFile, envNoCgroup+"=1", envOrphan+"=1")
+	if strings.TrimSpace(line) != "ready subreaper" {
 		t.Fatalf("the parent said %q", line)
 	}
 	var orphan int
