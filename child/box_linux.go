@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -90,39 +91,49 @@ func ownCgroup() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var rel string
-	found := false
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			rel, found = p, true
-		}
+	rel, err := parseCgroupFile(b)
+	if err != nil {
+		return "", err
 	}
-	if !found {
-		return "", errors.New("no cgroup v2 in /proc/self/cgroup")
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
 	}
-	mount, err := cgroup2Mount()
+	defer f.Close()
+	mount, err := parseCgroup2Mount(f)
 	if err != nil {
 		return "", err
 	}
 	return filepath.Join(mount, rel), nil
 }
 
-// cgroup2Mount finds where the cgroup2 file system is mounted.
-func cgroup2Mount() (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", err
+// parseCgroupFile returns the cgroup v2 path of a /proc/PID/cgroup file:
+// its "0::" line.
+func parseCgroupFile(b []byte) (string, error) {
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok && strings.HasPrefix(p, "/") {
+			return p, nil
+		}
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	return "", errors.New("no cgroup v2 in /proc/self/cgroup")
+}
+
+// parseCgroup2Mount finds in a mountinfo file where the cgroup2 file
+// system is mounted with its root: all of /sys/fs/cgroup on a unified
+// system, /sys/fs/cgroup/unified on a hybrid one. A mount of a part of the
+// hierarchy (a container's, without a cgroup namespace) does not count:
+// /proc/self/cgroup's path would not be below it. A mount point that
+// mountinfo escaped (\040 for a space) is passed over, not unescaped.
+func parseCgroup2Mount(r io.Reader) (string, error) {
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		// id parent major:minor root mountpoint options... - fstype source super
+		// id parent major:minor root mountpoint options [optional...] - fstype source super
 		pre, post, ok := strings.Cut(sc.Text(), " - ")
 		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
 			continue
 		}
 		fields := strings.Fields(pre)
-		if len(fields) >= 5 && fields[3] == "/" {
+		if len(fields) >= 5 && fields[3] == "/" && !strings.Contains(fields[4], "\\") {
 			return fields[4], nil
 		}
 	}

@@ -247,3 +247,36 @@ func BenchmarkStart(b *testing.B) {
 		<-p.Done()
 	}
 }
+
+// Where the cgroup v2 hierarchy is found, on the layouts machines have.
+func TestCgroupPaths(t *testing.T) {
+	mounts := []struct {
+		name, mountinfo, want string
+	}{
+		{"unified", "25 30 0:23 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw,nsdelegate\n", "/sys/fs/cgroup"},
+		{"hybrid", "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n" +
+			"32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n" +
+			"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n", "/sys/fs/cgroup/unified"},
+		{"a part of the hierarchy", "41 31 0:38 /docker/abc /sys/fs/cgroup ro - cgroup2 cgroup2 rw\n", ""},
+		{"v1 alone", "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n", ""},
+	}
+	for _, m := range mounts {
+		got, err := parseCgroup2Mount(strings.NewReader(m.mountinfo))
+		if got != m.want || (err == nil) != (m.want != "") {
+			t.Errorf("%s: mount %q (%v), want %q", m.name, got, err, m.want)
+		}
+	}
+	files := []struct {
+		name, file, want string
+	}{
+		{"unified", "0::/user.slice/user-1000.slice/session-2.scope\n", "/user.slice/user-1000.slice/session-2.scope"},
+		{"hybrid", "4:memory:/process_api/ec87\n1:cpu:/\n0::/\n", "/"},
+		{"v1 alone", "4:memory:/x\n1:cpu:/\n", ""},
+	}
+	for _, f := range files {
+		got, err := parseCgroupFile([]byte(f.file))
+		if got != f.want || (err == nil) != (f.want != "") {
+			t.Errorf("%s: cgroup %q (%v), want %q", f.name, got, err, f.want)
+		}
+	}
+}
