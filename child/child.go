@@ -203,8 +203,8 @@ func (p *Process) Grace() time.Duration { return p.grace }
 // Logger is the logger Config gave, or one that discards.
 func (p *Process) Logger() *slog.Logger { return p.log }
 
-// PTY returns the pty's controlling side (nil for a child with pipes). The
-// caller closes it.
+// PTY returns flower's side of the pty, the master (nil for a child with
+// pipes). The caller closes it.
 func (p *Process) PTY() *os.File { return p.pty }
 
 // Exited is closed when the child itself has exited; what it left may still
