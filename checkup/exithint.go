@@ -6,17 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/creack/pty"
 
-	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/scriptedapi"
 )
@@ -90,18 +87,17 @@ func (c *Checkup) exitHint(ctx context.Context, tui string) error {
 	if spec.Model != "" {
 		args = append([]string{"--model", spec.Model}, args...)
 	}
-	cmd := exec.Command(spec.Path, args...)
-	cmd.Dir = spec.Dir
-	cmd.Env = append(append([]string(nil), spec.Env...), "TERM=xterm-256color")
-	var f *os.File
-	// As the interactive front starts it: leading its own session, and
-	// gone with flower (Pdeathsig holds for the thread that forks).
-	harness.Spawn(func() {
-		f, err = pty.StartWithAttrs(cmd, &pty.Winsize{Rows: 40, Cols: 120}, &syscall.SysProcAttr{Setsid: true, Setctty: true, Pdeathsig: syscall.SIGKILL})
+	// As the interactive front starts it: in a pty, leading its own
+	// session, and gone with flower with all it starts (package child).
+	h, err := child.Start(context.Background(), child.Config{
+		Path: spec.Path, Args: args, Dir: spec.Dir,
+		Env: append(append([]string(nil), spec.Env...), "TERM=xterm-256color"),
+		PTY: true, Size: &pty.Winsize{Rows: 40, Cols: 120},
 	})
 	if err != nil {
 		return fmt.Errorf("start the harness in a pty: %w", err)
 	}
+	f := h.PTY()
 	var mu sync.Mutex
 	var out bytes.Buffer
 	copied := make(chan struct{})
@@ -119,9 +115,10 @@ func (c *Checkup) exitHint(ctx context.Context, tui string) error {
 		}
 	}()
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { <-h.Exited(); exited <- h.Err() }()
 	defer func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		h.Kill()
+		<-h.Done()
 		_ = f.Close()
 	}()
 	seen := func(s string) bool {

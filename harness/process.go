@@ -1,16 +1,12 @@
 // Package harness owns one running Claude Code process in stream-json mode:
-// starting it in its own process group, writing user turns and control
-// requests to its stdin, turning its stdout into transcript events, and
-// stopping it — gracefully first, forcefully after a bounded wait. A new
-// generation is a new Process; a Process is never reused.
+// writing user turns and control requests to its stdin, turning its stdout
+// into transcript events, and stopping it — gracefully first, forcefully
+// after a bounded wait. A new generation is a new Process; a Process is
+// never reused.
 //
-// Nothing of a harness outlives its Process or the program that started it:
-// when the harness exits, whatever is left of it is killed — its process
-// group, and the tools it started in sessions of their own, found by a tag
-// in their environment (EnvTag); KillAll does the same at once for every
-// live harness (a second Ctrl-C); and if the program dies without cleaning
-// up, even by SIGKILL, the harness gets SIGKILL from the kernel (Pdeathsig)
-// and a small reaper process inside its group kills the rest.
+// The process itself is a child.Process: nothing of a harness outlives its
+// Process or the program that started it, whatever its tools do to their
+// session, group or environment (package child).
 //
 // What the package relies on of the harness is in DESIGN.md «Harness facts»
 // («Stream-json», «Interrupt», «Result lines»); how a harness is stopped
@@ -26,7 +22,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +30,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/transcript"
 )
@@ -44,7 +40,11 @@ var StreamArgs = []string{"-p", "--input-format", "stream-json", "--output-forma
 
 // DefaultGrace bounds each stage of stopping a harness (stdin closed →
 // SIGINT → SIGKILL) when no grace is given.
-const DefaultGrace = 5 * time.Second
+const DefaultGrace = child.DefaultGrace
+
+// EnvTag is set in the harness's environment, unique to its Process
+// (child.EnvTag).
+const EnvTag = child.EnvTag
 
 // ErrExited is returned by writes and control requests once the harness has
 // exited.
@@ -135,7 +135,7 @@ func looksLikeURL(s string) bool {
 // Process is one running harness. Events arrive on Events until the harness
 // exits; then Events is closed and Done is closed once Wait has returned.
 type Process struct {
-	cmd    *exec.Cmd
+	c      *child.Process
 	log    *slog.Logger
 	grace  time.Duration
 	stdin  *os.File
@@ -149,7 +149,6 @@ type Process struct {
 	err    error         // Wait's result, valid after exited
 
 	stderr *tail
-	guard  *Guard // tags the harness's processes and reaps them if this program dies
 
 	mu        sync.Mutex
 	pending   map[string]chan transcript.Event
@@ -157,42 +156,37 @@ type Process struct {
 	nextID    int
 	skipped   int
 	warming   bool // Warm's blank turn has not ended yet: its lines are dropped
-	stopOnce  sync.Once
 	drainOnce sync.Once
 }
 
 // Start starts the harness. The context bounds the process's life: when it
 // is cancelled the group gets SIGINT, then SIGKILL after the grace period.
 func Start(ctx context.Context, cfg Config) (*Process, error) {
-	if cfg.Path == "" {
-		return nil, errors.New("start harness: no executable given")
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	grace := cfg.Grace
-	if grace <= 0 {
-		grace = DefaultGrace
-	}
 	// Our own pipes, so that Wait never closes the read end under the
-	// reader: every line the harness wrote is read before Events closes.
-	inR, inW, err := os.Pipe()
+	// reader (every line the harness wrote is read before Events closes),
+	// and never waits for a descendant that holds one open.
+	pipes, err := newPipes()
 	if err != nil {
-		return nil, fmt.Errorf("stdin pipe: %w", err)
+		return nil, err
 	}
-	outR, outW, err := os.Pipe()
+	c, err := child.Start(ctx, child.Config{
+		Path: cfg.Path, Args: cfg.Argv(), Dir: cfg.Dir, Env: cfg.Env,
+		Stdin: pipes.inR, Stdout: pipes.outW, Stderr: pipes.errW,
+		CancelSignal: syscall.SIGINT, Grace: cfg.Grace, Logger: cfg.Logger,
+	})
+	// The child holds its own copies now.
+	pipes.closeChildEnds()
 	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, fmt.Errorf("stdout pipe: %w", err)
+		pipes.closeOurEnds()
+		return nil, fmt.Errorf("start harness: %w", err)
 	}
+	log, grace := c.Logger(), c.Grace()
 	p := &Process{
-		guard:   NewGuard(),
+		c:       c,
 		log:     log,
 		grace:   grace,
-		stdin:   inW,
-		stdout:  outR,
+		stdin:   pipes.inW,
+		stdout:  pipes.outR,
 		events:  make(chan transcript.Event),
 		done:    make(chan struct{}),
 		exited:  make(chan struct{}),
@@ -200,81 +194,82 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		pending: map[string]chan transcript.Event{},
 		fired:   map[string]bool{},
 	}
-	cmd := exec.CommandContext(ctx, cfg.Path, cfg.Argv()...)
-	cmd.Dir = cfg.Dir
-	env := cfg.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	cmd.Env = append(env[:len(env):len(env)], p.guard.Env())
-	cmd.Stdin = inR
-	cmd.Stdout = outW
-	cmd.Stderr = p.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid: true,
-		// If flower dies without cleaning up, the harness goes with it.
-		Pdeathsig: syscall.SIGKILL,
-	}
-	cmd.Cancel = func() error { return p.signalGroup(syscall.SIGINT) }
-	cmd.WaitDelay = grace
-	p.cmd = cmd
-	var startErr error
-	Spawn(func() { startErr = cmd.Start() })
-	if err := startErr; err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
-		return nil, fmt.Errorf("start harness %s: %w", cfg.Path, err)
-	}
-	// The child holds its own copies now.
-	inR.Close()
-	outW.Close()
-	log.Debug("harness started", "pid", cmd.Process.Pid, "args", LoggedArgs(cfg.Argv()))
-	p.guard.Watch(cmd.Process.Pid, log)
-	untrack := Track(func() {
-		_ = p.signalGroup(syscall.SIGKILL)
-		p.guard.KillTagged()
-	})
+	log.Debug("harness started", "pid", c.PID(), "args", LoggedArgs(cfg.Argv()), "containment", c.Containment())
 
 	q := newQueue()
 	readerDone := make(chan struct{})
+	stderrDone := make(chan struct{})
 	go p.read(cfg.MaxLine, q, readerDone)
 	go q.pump(p.events)
 	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-		log.Debug("harness exited", "pid", cmd.Process.Pid, "err", p.err)
-		// Once the harness is gone nothing of it may stay: its group (a
-		// tool's process, which may also hold stdout open, and the
-		// reaper) and the tools it started in sessions of their own go
-		// now. The group cannot have been reused: the reaper keeps it
-		// alive until this signal.
-		_ = p.signalGroup(syscall.SIGKILL)
-		if n := p.guard.KillTagged(); n > 0 {
-			log.Info("killed processes the harness left behind", "pid", cmd.Process.Pid, "count", n)
+		defer close(stderrDone)
+		defer pipes.errR.Close()
+		_, _ = io.Copy(p.stderr, pipes.errR)
+	}()
+	go func() {
+		// Once the harness and all it left are gone, nothing holds its
+		// output open: what it wrote to stderr is read before the exit is
+		// told, since the reason for it is there.
+		<-c.Done()
+		for _, done := range []chan struct{}{stderrDone, readerDone} {
+			select {
+			case <-done:
+			case <-time.After(grace):
+				// Something flower could not reach holds the pipe: stop
+				// waiting for it.
+				log.Warn("harness output still open after all it started was killed", "pid", c.PID())
+				p.stdout.Close()
+				pipes.errR.Close()
+				<-done
+			}
+			if done == stderrDone {
+				p.err = c.Err()
+				close(p.exited)
+				log.Debug("harness exited", "pid", c.PID(), "err", p.err)
+			}
 		}
-		p.guard.KillTaggedLate(p.log)
-		select {
-		case <-readerDone:
-		case <-time.After(grace):
-			// Something outside the group (it called setsid) holds
-			// stdout: stop waiting for it.
-			log.Warn("harness stdout still open after its group was killed", "pid", cmd.Process.Pid)
-			p.stdout.Close()
-			<-readerDone
-		}
-		p.guard.Release()
 		p.stdin.Close()
 		p.failPending()
-		untrack()
 		close(p.done)
 	}()
 	return p, nil
 }
 
+// pipes are a harness's standard files, both ends.
+type pipes struct{ inR, inW, outR, outW, errR, errW *os.File }
+
+func newPipes() (*pipes, error) {
+	var p pipes
+	var err error
+	if p.inR, p.inW, err = os.Pipe(); err != nil {
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	if p.outR, p.outW, err = os.Pipe(); err != nil {
+		p.closeChildEnds()
+		p.closeOurEnds()
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	if p.errR, p.errW, err = os.Pipe(); err != nil {
+		p.closeChildEnds()
+		p.closeOurEnds()
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	return &p, nil
+}
+
+func (p *pipes) closeChildEnds() { closeAll(p.inR, p.outW, p.errW) }
+func (p *pipes) closeOurEnds()   { closeAll(p.inW, p.outR, p.errR) }
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
 // PID returns the harness's process id (which is also its process group id).
-func (p *Process) PID() int { return p.cmd.Process.Pid }
+func (p *Process) PID() int { return p.c.PID() }
 
 // Events delivers every decoded stdout record in order. Control responses to
 // requests made with Control or Request are delivered to their caller, and
@@ -408,7 +403,7 @@ func (p *Process) CloseInput() error {
 }
 
 // Stop ends the harness: stdin is closed, then after the grace period the
-// process group gets SIGINT, then SIGKILL. It returns when the harness has
+// process group gets SIGINT, then SIGKILL (child.Process.Stop). It returns when the harness has
 // exited and is safe to call more than once and concurrently. Events not
 // read by the time Stop is called are discarded: nobody reads them, and a
 // harness whose output waits to be read could not exit.
@@ -419,39 +414,12 @@ func (p *Process) Stop() {
 			}
 		}()
 	})
-	p.stopOnce.Do(func() {
-		_ = p.CloseInput()
-		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
-			select {
-			case <-p.exited:
-				return
-			case <-time.After(p.grace):
-				p.log.Warn("harness did not exit, signalling its group", "pid", p.PID(), "signal", sig.String())
-				_ = p.signalGroup(sig)
-			}
-		}
-	})
+	p.c.Stop(p.CloseInput, syscall.SIGINT, syscall.SIGKILL)
 	<-p.done
 }
 
-// Kill sends SIGKILL to the whole process group at once.
-func (p *Process) Kill() { _ = p.signalGroup(syscall.SIGKILL) }
-
-func (p *Process) signalGroup(sig syscall.Signal) error {
-	if p.cmd.Process == nil {
-		return nil
-	}
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
-	err := syscall.Kill(-p.cmd.Process.Pid, sig)
-	if errors.Is(err, syscall.ESRCH) {
-		return os.ErrProcessDone
-	}
-	return err
-}
+// Kill sends SIGKILL at once to the harness and everything it started.
+func (p *Process) Kill() { p.c.Kill() }
 
 func (p *Process) newRequestID() string {
 	p.mu.Lock()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/harness/harnesstest"
 	"github.com/flowerhq/flower/transcript"
 )
@@ -267,10 +268,11 @@ func TestArgv(t *testing.T) {
 // The program that started the harness dies by SIGKILL, with no chance to
 // clean up: the harness and the tool it left running (a grandchild that
 // ignores SIGINT, in the harness's group or, as the real harness runs its
-// Bash commands, in a session of its own) must be gone within a few
-// seconds. Pdeathsig reaches only the harness; the reaper takes the rest.
+// Bash commands, in a session of its own, or there with its environment
+// cleared) must be gone within a few seconds. Pdeathsig reaches only the
+// harness; the guard takes the rest (package child).
 func TestHarnessDiesWithParent(t *testing.T) {
-	for _, grandchild := range []string{"1", "session"} {
+	for _, grandchild := range []string{"1", "session", "escape"} {
 		t.Run("grandchild="+grandchild, func(t *testing.T) {
 			parent := exec.Command(os.Args[0], "-test.run=^$")
 			parent.Env = append(os.Environ(), envParent+"="+grandchild)
@@ -288,8 +290,8 @@ func TestHarnessDiesWithParent(t *testing.T) {
 				t.Fatalf("parent said %q (%v)", line, err)
 			}
 			left := harnesstest.Descendants(parent.Process.Pid)
-			if len(left) < 3 { // harness, reaper, grandchild
-				t.Fatalf("the parent has %d descendants before the kill, want the harness, its reaper and its grandchild", len(left))
+			if len(left) < 3 { // harness, guard, grandchild
+				t.Fatalf("the parent has %d descendants before the kill, want the harness, its guard and its grandchild", len(left))
 			}
 			_ = parent.Process.Kill()
 			_ = parent.Wait()
@@ -316,7 +318,7 @@ func TestKillAll(t *testing.T) {
 	if len(left) != 1 {
 		t.Fatalf("the hanging fake has descendants %v, want its grandchild", left)
 	}
-	if n := KillAll(); n != 2 {
+	if n := child.KillAll(); n != 2 {
 		t.Errorf("KillAll signalled %d groups, want 2", n)
 	}
 	for _, p := range ps {
@@ -332,7 +334,7 @@ func TestKillAll(t *testing.T) {
 	if !goneWithin(left, time.Second) {
 		t.Errorf("the grandchild in its own session survived KillAll")
 	}
-	if n := KillAll(); n != 0 {
+	if n := child.KillAll(); n != 0 {
 		t.Errorf("KillAll found %d live groups after all were done", n)
 	}
 }
@@ -340,7 +342,7 @@ func TestKillAll(t *testing.T) {
 // A tool left running goes when the harness exits on its own: in its group
 // or in a session of its own.
 func TestToolsKilledWhenHarnessExits(t *testing.T) {
-	for _, grandchild := range []string{"1", "session"} {
+	for _, grandchild := range []string{"1", "session", "escape"} {
 		t.Run("grandchild="+grandchild, func(t *testing.T) {
 			p := startFake(t, harnesstest.ModeCrashMidLine, harnesstest.EnvGrandchild+"="+grandchild)
 			pgid := p.PID()

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/handoffwriter"
 	flowerharness "github.com/flowerhq/flower/harness"
@@ -221,7 +222,7 @@ type runProc struct {
 	comm, exe string
 	env       []byte
 	tag       string // its FLOWER_HARNESS_TAG
-	reaperTag string // the tag a flower reaper guards
+	reaperTag string // the tag a flower guard guards (child.GuardName)
 }
 
 func (p runProc) hasEnv(kv string) bool {
@@ -263,7 +264,7 @@ func allProcs() []runProc {
 		}
 		if cmd, err := os.ReadFile(dir + "/cmdline"); err == nil {
 			args := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
-			if i := slices.Index(args, "flower-reaper"); i >= 0 && i+1 < len(args) {
+			if i := slices.Index(args, child.GuardName); i >= 0 && i+1 < len(args) {
 				p.reaperTag = args[i+1]
 			}
 		}

@@ -96,7 +96,7 @@ func (f *flowerProc) wait(d time.Duration) int {
 }
 
 // descendants returns flower's running descendants: the harness, its
-// reaper, and the tools it runs (in sessions of their own).
+// guard, and the tools it runs (in sessions of their own).
 func (f *flowerProc) descendants() []int {
 	return harnesstest.Descendants(f.cmd.Process.Pid)
 }
@@ -425,7 +425,7 @@ func TestSecondSignalKillsAtOnce(t *testing.T) {
 	})
 	left := f.descendants()
 	if len(left) < 3 {
-		t.Fatalf("descendants %v: want the fake, its reaper and its grandchild", left)
+		t.Fatalf("descendants %v: want the fake, its guard and its grandchild", left)
 	}
 	_ = f.cmd.Process.Signal(syscall.SIGINT)
 	time.Sleep(300 * time.Millisecond)

@@ -558,15 +558,17 @@ func manifests(t *testing.T, workspace string) []string {
 
 // TestInteractiveSIGKILLLeavesNothing: flower killed with SIGKILL while the
 // interactive harness runs a tool. The tool runs in a session of its own
-// (the harness does that with Bash), out of reach of the harness's group and
-// of Pdeathsig; the reaper must still take it, within seconds.
+// (the harness does that with Bash, and the tool calls setsid again) with
+// its environment cleared, out of reach of the harness's group, of
+// Pdeathsig and of any tag; the guard must still take it, within seconds
+// (DESIGN.md «Signals and orphans»).
 func TestInteractiveSIGKILLLeavesNothing(t *testing.T) {
 	t.Parallel()
 	const marker = "timeout 97 tail -f /dev/null"
 	srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply {
 		if r.Kind == scriptedapi.KindMain && len(r.LastToolResults) == 0 {
 			return scriptedapi.Reply{Text: "waiting", Usage: scriptedapi.Usage{InputTokens: 20_000},
-				ToolUses: []scriptedapi.ToolUse{{Name: "Bash", Input: map[string]any{"command": marker, "description": "wait"}}}}
+				ToolUses: []scriptedapi.ToolUse{{Name: "Bash", Input: map[string]any{"command": "setsid env -i " + marker, "description": "wait"}}}}
 		}
 		return scriptedapi.Harmless(r)
 	})

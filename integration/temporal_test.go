@@ -115,7 +115,7 @@ func tryStartTemporal(t *testing.T) (*devServer, string, error) {
 	var out bytes.Buffer
 	var mu sync.Mutex
 	cmd.Stdout, cmd.Stderr = lockedWriter{&mu, &out}, lockedWriter{&mu, &out}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = diesWithTests()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

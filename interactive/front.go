@@ -108,18 +108,14 @@ func (f *Front) Close() {
 	f.keys.stop()
 	// The engine stops every harness it starts; one still running here was
 	// left by a run that ended without stopping it (a panic in the
-	// engine's goroutine, recovered by a caller): it goes now, with its
-	// group, rather than outlive the run.
+	// engine's goroutine, recovered by a caller): it goes now, with all it
+	// started, rather than outlive the run.
 	f.mu.Lock()
 	p := f.cur
 	f.mu.Unlock()
 	if p != nil {
-		select {
-		case <-p.Exited():
-		default:
-			_ = p.signal(syscall.SIGKILL)
-			<-p.Exited()
-		}
+		p.Kill()
+		<-p.Exited()
 	}
 	f.gate.Close() // every harness is stopped by now: its writer has ended
 	_ = f.term.Restore()
@@ -347,9 +343,7 @@ type keyReader struct {
 }
 
 func readKeys(in *os.File, g *Gate, onHandoff func()) (*keyReader, error) {
-	// Opening /proc/self/fd/N opens the terminal anew: O_NONBLOCK on this
-	// descriptor leaves the person's shell's own descriptor blocking.
-	f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", in.Fd()), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := reopenTerminal(in)
 	if err == nil {
 		if err = f.SetReadDeadline(time.Time{}); err != nil {
 			f.Close()

@@ -10,17 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/harness/harnesstest"
 )
 
 // A second Ctrl-C reaches the harness in a pty too: harness.KillAll kills
 // its session's group, signals ignored or not, and the tools it started in
-// sessions of their own. Not parallel: KillAll reaches every harness of the
+// sessions of their own, with their environment cleared. Not parallel: KillAll reaches every harness of the
 // test binary.
 func TestKillAllReachesThePTYHarness(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "escapee")
-	script := `trap '' INT TERM HUP; setsid sh -c 'echo $$ > "$1"; exec sleep 60' escapee "$1" & sleep 60`
+	script := `trap '' INT TERM HUP; setsid env -i /bin/sh -c 'echo $$ > "$0"; exec /bin/sleep 60' "$1" & sleep 60`
 	p, err := startProc(context.Background(), procConfig{
 		Path: "sh", Args: []string{"-c", script, "harness", pidFile},
 		Env: os.Environ(), Grace: 100 * time.Millisecond,
@@ -38,7 +38,7 @@ func TestKillAllReachesThePTYHarness(t *testing.T) {
 		escapee, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
 
-	if n := harness.KillAll(); n != 1 {
+	if n := child.KillAll(); n != 1 {
 		t.Errorf("KillAll reached %d harnesses, want 1", n)
 	}
 	select {
@@ -51,7 +51,7 @@ func TestKillAllReachesThePTYHarness(t *testing.T) {
 			t.Fatalf("left after KillAll: tool %v, group %v", harnesstest.Alive([]int{escapee}), harnesstest.GroupMembers(p.PID()))
 		}
 	}
-	if n := harness.KillAll(); n != 0 {
+	if n := child.KillAll(); n != 0 {
 		t.Errorf("KillAll reached %d harnesses after the harness exited, want 0", n)
 	}
 }

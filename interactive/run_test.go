@@ -82,7 +82,7 @@ func (p *person) seen() string {
 // raw reports whether the terminal is in raw mode now.
 func (p *person) raw() bool {
 	p.t.Helper()
-	tio, err := unix.IoctlGetTermios(int(p.slave.Fd()), unix.TCGETS)
+	tio, err := unix.IoctlGetTermios(int(p.slave.Fd()), ioctlGetTermios)
 	if err != nil {
 		p.t.Fatalf("termios: %v", err)
 	}

@@ -32,8 +32,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/harness/harnesstest"
 	"github.com/flowerhq/flower/scriptedapi"
@@ -503,13 +501,6 @@ func (b *bench) flowerRun(ctx context.Context, args, env []string) (flowerProc, 
 type writerFunc func([]byte) (int, error)
 
 func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
-
-// waitExit waits for pid to exit without reaping it: waitid(P_PID, pid,
-// WEXITED|WNOWAIT).
-func waitExit(pid int) error {
-	var info unix.Siginfo
-	return unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-}
 
 func exitCode(err error) int {
 	var ee *exec.ExitError

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/console"
-	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/supervisor"
 )
@@ -100,7 +100,7 @@ type signals struct {
 	cancel context.CancelCauseFunc
 	ch     chan os.Signal
 	killed chan struct{} // closed once a second signal killed the harness
-	kill   func() int    // kills every harness group (harness.KillAll)
+	kill   func() int    // kills every harness group (child.KillAll)
 	grace  time.Duration // secondSignalGrace
 }
 
@@ -114,7 +114,7 @@ func watchSignals() *signals {
 func newSignals() *signals {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &signals{ctx: ctx, cancel: cancel, ch: make(chan os.Signal, 2), killed: make(chan struct{}),
-		kill: harness.KillAll, grace: secondSignalGrace}
+		kill: child.KillAll, grace: secondSignalGrace}
 }
 
 // handle is the signal goroutine: it cancels, then kills, and never exits

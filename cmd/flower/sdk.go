@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/event"
@@ -112,7 +113,7 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	gone := func(err error) {
 		logger.Warn("the application is gone; stopping", "err", err)
 		cancel(fmt.Errorf("%w: the application is gone (%v)", context.Canceled, err))
-		harness.KillAll()
+		child.KillAll()
 	}
 	go watchParent(ctx, gone)
 	// A write to an application that is gone fails with EPIPE instead of

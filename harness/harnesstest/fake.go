@@ -61,7 +61,8 @@ const (
 	EnvFloor = "FLOWER_FAKE_FLOOR"
 	// EnvGrandchild=1 makes the fake start a child that ignores SIGINT and
 	// SIGTERM, holds stdout, and lives until killed; =session puts it in a
-	// session of its own, as the real harness does with its Bash commands.
+	// session of its own, as the real harness does with its Bash commands;
+	// =escape also clears its environment (setsid env -i), as a tool may.
 	// Its pid is logged (event "grandchild").
 	EnvGrandchild = "FLOWER_FAKE_GRANDCHILD"
 	// EnvExtraLine is a raw stdout line the fake prints before the first
@@ -297,7 +298,11 @@ func run(mode string) int {
 		// it ignores the signals a polite stop sends.
 		cmd := exec.Command("sh", "-c", "trap '' INT TERM; exec sleep 300")
 		cmd.Stdout = os.Stdout
-		if gc == "session" {
+		switch gc {
+		case "session":
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		case "escape":
+			cmd.Env = []string{}
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		}
 		if cmd.Start() == nil {
