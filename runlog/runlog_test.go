@@ -70,7 +70,7 @@ func TestEveryKeyOnce(t *testing.T) {
 		{"msg": "grouped", "k": "v", "step": "main"},
 	}
 	for i, line := range lines {
-		if dup := duplicateKeys([]byte(line)); len(dup) > 0 {
+		if dup := DuplicateKeys([]byte(line)); len(dup) > 0 {
 			t.Errorf("record %d repeats %v: %s", i, dup, line)
 		}
 		var rec map[string]any
@@ -94,55 +94,8 @@ func TestDuplicateKeys(t *testing.T) {
 		`{"a":1,"b":{"a":1}}`:                           "",
 		`not json`:                                      "",
 	} {
-		if got := strings.Join(duplicateKeys([]byte(in)), " "); got != want {
-			t.Errorf("duplicateKeys(%s) = %q, want %q", in, got, want)
+		if got := strings.Join(DuplicateKeys([]byte(in)), " "); got != want {
+			t.Errorf("DuplicateKeys(%s) = %q, want %q", in, got, want)
 		}
 	}
-}
-
-// duplicateKeys lists the keys a JSON record repeats, as path.key, in the
-// order met; nothing for a line that is not JSON.
-func duplicateKeys(line []byte) []string {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	var dups []string
-	var walk func(path string) error
-	walk = func(path string) error {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				key := k.(string)
-				if seen[key] {
-					dups = append(dups, path+key)
-				}
-				seen[key] = true
-				if err := walk(path + key + "."); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		case json.Delim('['):
-			for dec.More() {
-				if err := walk(path); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		}
-		return nil
-	}
-	if walk("") != nil {
-		return nil
-	}
-	return dups
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowerhq/flower/runlog"
 	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/workbench"
 )
@@ -103,60 +103,13 @@ func logKeysOnce(t *testing.T, log []byte) {
 	n := 0
 	for _, line := range bytes.Split(bytes.TrimSpace(log), []byte("\n")) {
 		n++
-		if dup := duplicateKeys(line); len(dup) > 0 {
+		if dup := runlog.DuplicateKeys(line); len(dup) > 0 {
 			t.Errorf("a log record repeats %v: %s", dup, line)
 		}
 	}
 	if n < 3 {
 		t.Errorf("the log has %d records: too few to check", n)
 	}
-}
-
-// duplicateKeys lists the keys a JSON record repeats, as path.key, in the
-// order met; nothing for a line that is not JSON.
-func duplicateKeys(line []byte) []string {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	var dups []string
-	var walk func(path string) error
-	walk = func(path string) error {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				key := k.(string)
-				if seen[key] {
-					dups = append(dups, path+key)
-				}
-				seen[key] = true
-				if err := walk(path + key + "."); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		case json.Delim('['):
-			for dec.More() {
-				if err := walk(path); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		}
-		return nil
-	}
-	if walk("") != nil {
-		return nil
-	}
-	return dups
 }
 
 // The Temporal API key from the environment never shows in the help of
