@@ -69,9 +69,22 @@ type Session interface {
 	Begin() error
 	// Send submits a prompt as a new turn of the same session.
 	Send(prompt string) error
-	// Interrupt ends the running turn at the next message boundary; the
-	// turn's result record follows.
-	Interrupt() error
+	// The engine ends a running turn early for one of three purposes, each
+	// its own command, so that no front has to guess which it is. Each
+	// ends the running turn at the next message boundary, and the turn's
+	// result record follows; a front may carry several out the same way.
+	//
+	// Cut ends a work turn because a handoff is due: the session is
+	// retiring, and its next turn is the writing turn (DESIGN.md «The cut»).
+	Cut() error
+	// StopTool ends the writing turn because it called a tool: the engine
+	// asks for the handoff again once (DESIGN.md «Writing turn»).
+	StopTool() error
+	// Cancel ends the running turn because the attempt ends without a
+	// handoff: the caller cancelled (the first Ctrl-C or SIGTERM), or
+	// the session is futile. No writing turn follows; EndAfterTurn or
+	// Stop does.
+	Cancel() error
 	// EndAfterTurn asks the harness to exit on its own once the running
 	// turn is over; its last records, then the end of Records, follow.
 	EndAfterTurn() error

@@ -186,7 +186,7 @@ func (a *attemptRun) setPhase(p phase) {
 func (a *attemptRun) futile(floor int, when string) outcome {
 	a.log.Error("futile handoff: the session starts above the threshold", "floor", floor, "at", a.rt.policy.At(), "when", when)
 	// Stop the turn where it is; closing stdin alone would let it run on.
-	_ = a.p.Interrupt()
+	_ = a.p.Cancel()
 	return outcome{kind: outcomeFutile, floor: floor, why: when, sessionID: a.meter.SessionID, context: floor}
 }
 
@@ -403,7 +403,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 					// ask again once (see result).
 					a.writingInterrupted = true
 					a.log.Warn("the writing turn called a tool; interrupting", "tool", ev.ToolUses[0].Name)
-					_ = a.p.Interrupt()
+					_ = a.p.StopTool()
 				}
 			}
 			return
@@ -484,8 +484,8 @@ func (a *attemptRun) cut(reason string) {
 	a.reason = reason
 	a.cutContext = a.meter.Context
 	a.log.Info("handoff due: interrupting at the message boundary", "reason", reason, "context", a.meter.Context, "at", a.rt.policy.At())
-	if err := a.p.Interrupt(); err != nil {
-		a.log.Warn("interrupt failed", "err", err)
+	if err := a.p.Cut(); err != nil {
+		a.log.Warn("the cut failed", "err", err)
 	}
 }
 

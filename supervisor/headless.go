@@ -64,10 +64,16 @@ func (h *headlessSession) Records() <-chan transcript.Event {
 }
 func (h *headlessSession) Begin() error             { return h.p.SendUser(h.prompt) }
 func (h *headlessSession) Send(prompt string) error { return h.p.SendUser(prompt) }
-func (h *headlessSession) Interrupt() error         { return h.p.Interrupt() }
-func (h *headlessSession) EndAfterTurn() error      { return h.p.CloseInput() }
-func (h *headlessSession) Stop()                    { h.p.Stop(); h.stopped = true }
-func (h *headlessSession) PersonDriven() bool       { return false }
+
+// Cut, StopTool and Cancel are all the harness's interrupt request: the
+// stream-json harness knows no purpose, and needs none.
+func (h *headlessSession) Cut() error      { return h.p.Interrupt() }
+func (h *headlessSession) StopTool() error { return h.p.Interrupt() }
+func (h *headlessSession) Cancel() error   { return h.p.Interrupt() }
+
+func (h *headlessSession) EndAfterTurn() error { return h.p.CloseInput() }
+func (h *headlessSession) Stop()               { h.p.Stop(); h.stopped = true }
+func (h *headlessSession) PersonDriven() bool  { return false }
 
 func (h *headlessSession) Probe(ctx context.Context) (gjson.Result, error) {
 	return h.p.Control(ctx, "get_context_usage")

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -277,6 +278,7 @@ func memGuaranteeTable() []memGuarantee {
 			st, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask)
 			r.checkDegraded(st, err, manifest.ReasonThreshold, "exit status 3")
 		}},
+		{"writing turn calls a tool: stopped, asked again", memWritingTool},
 		{"malformed lines are skipped and counted", memMalformedLines},
 		{"a person's edit reaches the successor", memEdit},
 		{"generation limit", memGenerationLimit},
@@ -388,6 +390,39 @@ func memFutile(t *testing.T) {
 		if q.Writing || strings.Contains(q.Prompt, "You are taking over") {
 			t.Errorf("request %d is a writing turn or a successor's", q.Seq)
 		}
+	}
+	// The engine ends the futile turn by saying so, not with a cut.
+	if log := r.front.Log(); !slices.Contains(log, "cancel 1") || slices.Contains(log, "cut 1") {
+		t.Errorf("the futile turn must be cancelled, not cut:\n%s", strings.Join(log, "\n"))
+	}
+	r.checkLineage(st)
+}
+
+// memWritingTool: the writing turn is for text only; a tool it calls is
+// stopped (the engine's StopTool, not a cut) and the handoff asked for
+// once more (DESIGN.md «Writing turn»).
+func memWritingTool(t *testing.T) {
+	var calls atomic.Int32
+	r := newMemRun(t, memTwoGens, func(g int) fronttest.Round {
+		if calls.Add(1) == 1 {
+			return memTool(156_000, "cat notes.txt")
+		}
+		return memHandoff(g)
+	})
+	st, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask)
+	if err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	if len(st.Generations) != 2 || st.Generations[0].Handoff == nil {
+		t.Fatalf("%d generations, first handoff %v: want 2, handed off", len(st.Generations), st.Generations[0].Handoff)
+	}
+	log := r.front.Log()
+	stop, cut := slices.Index(log, "stop-tool 1"), slices.Index(log, "cut 1")
+	if cut < 0 || stop < cut || slices.Contains(log, "cancel 1") || slices.Index(log[cut+1:], "cut 1") >= 0 {
+		t.Errorf("want one cut, then the writing turn's tool stopped, no cancel:\n%s", strings.Join(log, "\n"))
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d writing rounds: want the tool's, then the handoff asked again", n)
 	}
 	r.checkLineage(st)
 }
@@ -707,6 +742,11 @@ func memWarmCancelled(t *testing.T) {
 		if g.SessionID == procs[1].Session() {
 			t.Errorf("the unneeded successor's session reached the manifest")
 		}
+	}
+	// The work turn was cut, the writing turn cancelled.
+	log := r.front.Log()
+	if cut, cancelled := slices.Index(log, "cut 1"), slices.Index(log, "cancel 1"); cut < 0 || cancelled < cut {
+		t.Errorf("want the work turn cut, then the writing turn cancelled:\n%s", strings.Join(log, "\n"))
 	}
 	r.checkLineage(st)
 }

@@ -192,7 +192,8 @@ func (l *Launcher) logf(format string, args ...any) {
 
 // Log lists what the harnesses did, in order: "launch N", "prompt N"
 // (harness N was sent a prompt), "request N <session> turn T round R",
-// "result N", "stop N" (stopped by the engine), "kill N", "exit N".
+// "result N", "cut N", "stop-tool N", "cancel N" (the engine's commands
+// to end a turn), "stop N" (stopped by the engine), "kill N", "exit N".
 func (l *Launcher) Log() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -320,10 +321,24 @@ func (s *session) Send(prompt string) error {
 	}
 }
 
-// Interrupt is honoured at the next message boundary of a running turn:
+// Cut, StopTool and Cancel are the harness's one interrupt, as for the
+// stream-json harness; Log records each by its name.
+func (s *session) Cut() error      { return s.command("cut") }
+func (s *session) StopTool() error { return s.command("stop-tool") }
+func (s *session) Cancel() error   { return s.command("cancel") }
+
+// command is honoured at the next message boundary of a running turn:
 // during a request's latency or a tool's run. One sent while no turn runs
 // is ignored, as the harness ignores it.
-func (s *session) Interrupt() error {
+func (s *session) command(what string) error {
+	s.l.mu.Lock()
+	s.l.logf("%s %d", what, s.p.N)
+	s.l.mu.Unlock()
+	return s.interrupt()
+}
+
+// interrupt is the harness's interrupt.
+func (s *session) interrupt() error {
 	select {
 	case s.intr <- struct{}{}:
 	default:
@@ -423,7 +438,7 @@ func (s *session) run(ctx context.Context) {
 		// interrupt; it is killed if still there a grace period later (as
 		// harness.Start's Cmd.Cancel and WaitDelay do).
 		stop := context.AfterFunc(ctx, func() {
-			_ = s.Interrupt()
+			_ = s.interrupt()
 			t := time.NewTimer(cmp.Or(s.p.Spec.Grace, 5*time.Second))
 			defer t.Stop()
 			select {
