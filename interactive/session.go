@@ -135,9 +135,6 @@ func (s *session) Records() <-chan transcript.Event { return s.out }
 // start (or is typed once its screen is up).
 func (s *session) Begin() error { return nil }
 
-// PersonDriven implements front.Session: the person types the turns.
-func (s *session) PersonDriven() bool { return true }
-
 // Probe implements front.Prober. The harness's screen cannot be asked what
 // it knows of its context, but the same harness can: started with the same
 // executable, flags, model, directory and environment in stream-json mode,

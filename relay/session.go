@@ -417,8 +417,6 @@ func (s *session) Stop() {
 	r.mu.Unlock()
 }
 
-func (s *session) PersonDriven() bool { return true }
-
 func (s *session) Probe(ctx context.Context) (gjson.Result, error) {
 	return s.p.Control(ctx, "get_context_usage")
 }

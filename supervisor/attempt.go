@@ -370,7 +370,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 	if ev.Kind != transcript.KindAssistant && bytes.Contains(ev.Raw, []byte("Autocompact is thrashing")) {
 		a.compaction(`"Autocompact is thrashing"`)
 	}
-	a.rt.checkVersion(ev, a.p.PersonDriven())
+	a.rt.checkVersion(ev)
 	switch ev.Kind {
 	case transcript.KindInit:
 		a.sawInit = true
@@ -573,7 +573,7 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 			a.cutContext = a.meter.Context
 			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
 		}
-		if a.p.PersonDriven() {
+		if a.rt.caps.OutsideTurns {
 			// The person reads the turn's end (an error included) on the
 			// harness's screen and types the next one.
 			a.idle = true
@@ -672,7 +672,7 @@ func (a *attemptRun) handoffOutcome(h handoffwriter.Handoff, why string) outcome
 
 // endedAtCut: the cut turn ended on its own, not by the interrupt.
 func (a *attemptRun) endedAtCut(ev *transcript.Event) bool {
-	return !ev.IsError && gjson.GetBytes(ev.Raw, "stop_reason").String() == "end_turn" && !a.p.PersonDriven()
+	return !ev.IsError && gjson.GetBytes(ev.Raw, "stop_reason").String() == "end_turn" && !a.rt.caps.OutsideTurns
 }
 
 // startWriting begins the writing turn once the cut turn has ended.

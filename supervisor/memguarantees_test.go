@@ -837,7 +837,7 @@ func memPersonDriven(t *testing.T) {
 	last := memDone(20_000)
 	last.PersonExits = true
 	r := newMemRun(t, [][]fronttest.Round{{first, memTool(155_000, "echo two >> work.txt")}, {last}}, memHandoff)
-	r.front.PersonDriven, r.front.Late = true, true
+	r.front.PersonTypes, r.front.Late = true, true
 	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
 		t.Fatalf("RunStep: %v", err)
 	}

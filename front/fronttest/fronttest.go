@@ -98,7 +98,7 @@ type Round struct {
 	// status 3). Hang: it never answers, ignoring interrupts, until it
 	// is stopped.
 	Crash, Hang bool
-	// What the person at a person-driven harness (Launcher.PersonDriven)
+	// What the person at a harness a person types into (Launcher.PersonTypes)
 	// does once this round has ended its turn: types PersonNext as the
 	// next turn, or, with PersonExits, ends the harness in an orderly way.
 	PersonNext  string
@@ -137,9 +137,9 @@ type Launcher struct {
 	// context-usage answer); "claude-mem-1" when empty.
 	ModelName string
 	// Late: the front cannot start a harness before its first prompt
-	// (front.EarlyStarter answers false). PersonDriven: a person types
-	// the turns (front.Session.PersonDriven).
-	Late, PersonDriven bool
+	// (Capabilities.StartEarly is false). PersonTypes: a person types the
+	// turns (Capabilities.OutsideTurns and PersonTypes).
+	Late, PersonTypes bool
 
 	mu       sync.Mutex
 	modelMu  sync.Mutex
@@ -154,13 +154,15 @@ type Launcher struct {
 }
 
 var (
-	_ front.EarlyStarter = (*Launcher)(nil)
-	_ front.Session      = (*session)(nil)
-	_ front.Prober       = (*probingSession)(nil)
+	_ front.Launcher = (*Launcher)(nil)
+	_ front.Session  = (*session)(nil)
+	_ front.Prober   = (*probingSession)(nil)
 )
 
-// StartsEarly implements front.EarlyStarter.
-func (l *Launcher) StartsEarly() bool { return !l.Late }
+// Capabilities implements front.Launcher.
+func (l *Launcher) Capabilities() front.Capabilities {
+	return front.Capabilities{StartEarly: !l.Late, OutsideTurns: l.PersonTypes, PersonTypes: l.PersonTypes}
+}
 
 // Launch starts a scripted harness for s. A spec that resumes a session
 // the Launcher never saw is refused the way the harness refuses it.
@@ -367,8 +369,6 @@ func (s *session) Exit() front.Exit {
 	return s.exit
 }
 
-func (s *session) PersonDriven() bool { return s.l.PersonDriven }
-
 // Probe answers the context-usage request: the Launcher's window and
 // floor, the session's messages on top.
 func (s *probingSession) Probe(ctx context.Context) (gjson.Result, error) {
@@ -541,7 +541,7 @@ func (s *session) turn(prompt string) (last Round) {
 	l.mu.Unlock()
 	sid := p.session
 	s.emit(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "model": s.model(), "claude_code_version": "2.1.328"})
-	if l.PersonDriven {
+	if l.PersonTypes {
 		// The harness's own screen shows what the person typed (its
 		// transcript file has the line); a stream-json harness does not.
 		s.emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
