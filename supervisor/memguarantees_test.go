@@ -284,6 +284,7 @@ func memGuaranteeTable() []memGuarantee {
 		{"generation limit", memGenerationLimit},
 		{"warm successor", memWarm},
 		{"warm successor cancelled", memWarmCancelled},
+		{"one generation run starts no successor early", memGenerationNotEarly},
 		{"turn timeout", memTurnTimeout},
 		{"handoff now", memHandoffNow},
 		{"person-driven front", memPersonDriven},
@@ -425,6 +426,23 @@ func memWritingTool(t *testing.T) {
 		t.Errorf("%d writing rounds: want the tool's, then the handoff asked again", n)
 	}
 	r.checkLineage(st)
+}
+
+// memGenerationNotEarly: a generation run for a caller that starts the next
+// one itself (RunGeneration, perhaps on another machine) starts no successor
+// early, on a front that could; RunStep on the same front does (memWarm).
+func memGenerationNotEarly(t *testing.T) {
+	r := newMemRun(t, memTwoGens, memHandoff)
+	res, err := r.runtime(Options{Handoff: window(200_000)}).RunGeneration(t.Context(), GenerationInput{Step: memStep, Task: memTask})
+	if err != nil {
+		t.Fatalf("RunGeneration: %v", err)
+	}
+	if res.End != EndHandoff || res.N != 1 {
+		t.Fatalf("result: end %s, generation %d: want a handoff from generation 1", res.End, res.N)
+	}
+	if procs := r.front.Procs(); len(procs) != 1 {
+		t.Errorf("%d harnesses launched: want only the generation's own, no successor", len(procs))
+	}
 }
 
 func memWindow(t *testing.T) {
