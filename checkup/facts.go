@@ -344,7 +344,7 @@ func checkInterrupt(ctx context.Context, c *Checkup) (string, error) {
 		}
 	}
 	t0 := time.Now()
-	if err := s.s.Interrupt(); err != nil {
+	if err := s.s.Cut(); err != nil {
 		return "", err
 	}
 	evs, err := s.until(ctx, "a result after the interrupt", func(ev *transcript.Event) bool { return ev.Kind == transcript.KindResult })

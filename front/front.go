@@ -33,7 +33,7 @@ type Spec struct {
 	// Prompt is the generation's first prompt: the task, a handoff's
 	// prompt block, or a continuation message. Session.Begin sends it, or
 	// the front gives it to the harness at start. It is empty for a
-	// harness started early (see EarlyStarter): the engine then sends the
+	// harness started early (Capabilities.StartEarly): the engine then sends the
 	// first prompt with Session.Send once it is known.
 	Prompt string
 	Dir    string
@@ -50,6 +50,30 @@ type Spec struct {
 // of a generation and never reuses a Session.
 type Launcher interface {
 	Launch(ctx context.Context, s Spec) (Session, error)
+	// Capabilities says what the front can do and who starts its turns.
+	// The engine asks once, when it is built; the answer never changes.
+	Capabilities() Capabilities
+}
+
+// Capabilities is everything the engine asks a front about, in one value.
+type Capabilities struct {
+	// StartEarly: the harness can be started before its first prompt is
+	// known. Launch with an empty Spec.Prompt starts it idle, and the
+	// engine's first Send is its first turn. The engine starts a successor
+	// this way as soon as a handoff is certain, so that the harness's
+	// start-up overlaps the writing turn (DESIGN.md «Warm successor»). A
+	// harness that takes its first prompt only at start (its own screen)
+	// cannot.
+	StartEarly bool
+	// OutsideTurns: someone other than the engine starts the work turns
+	// (a person at the harness's own screen, an application through the
+	// relay). A turn's end is then not the step's end; the harness's
+	// orderly exit is.
+	OutsideTurns bool
+	// PersonTypes: a person types into the harness's own screen, and its
+	// records are the lines of the session's transcript file, each of
+	// which carries the harness's version.
+	PersonTypes bool
 }
 
 // Session is one running harness, as the engine sees it. Its methods are
@@ -69,9 +93,22 @@ type Session interface {
 	Begin() error
 	// Send submits a prompt as a new turn of the same session.
 	Send(prompt string) error
-	// Interrupt ends the running turn at the next message boundary; the
-	// turn's result record follows.
-	Interrupt() error
+	// The engine ends a running turn early for one of three purposes, each
+	// its own command, so that no front has to guess which it is. Each
+	// ends the running turn at the next message boundary, and the turn's
+	// result record follows; a front may carry several out the same way.
+	//
+	// Cut ends a work turn because a handoff is due: the session is
+	// retiring, and its next turn is the writing turn (DESIGN.md «The cut»).
+	Cut() error
+	// StopTool ends the writing turn because it called a tool: the engine
+	// asks for the handoff again once (DESIGN.md «Writing turn»).
+	StopTool() error
+	// Cancel ends the running turn because the attempt ends without a
+	// handoff: the caller cancelled (the first Ctrl-C or SIGTERM), or
+	// the session is futile. No writing turn follows; EndAfterTurn or
+	// Stop does.
+	Cancel() error
 	// EndAfterTurn asks the harness to exit on its own once the running
 	// turn is over; its last records, then the end of Records, follow.
 	EndAfterTurn() error
@@ -81,10 +118,6 @@ type Session interface {
 	Stop()
 	// Exit says how the harness ended; valid once Records is closed.
 	Exit() Exit
-	// PersonDriven reports whether a person types the turns (the harness's
-	// own screen): a turn's end is then not the step's end, the harness's
-	// orderly exit is.
-	PersonDriven() bool
 }
 
 // Exit is how a harness ended.
@@ -122,16 +155,4 @@ type Acknowledger interface {
 // prompt (DESIGN.md «Window from the harness»).
 type Prober interface {
 	Probe(ctx context.Context) (gjson.Result, error)
-}
-
-// EarlyStarter is a Launcher whose harness can be started before its first
-// prompt is known: Launch with an empty Spec.Prompt starts it idle, and the
-// engine's first Send is its first turn. The engine starts a successor this
-// way as soon as a handoff is certain, so that the harness's start-up
-// overlaps the writing turn (DESIGN.md «Warm successor»). A
-// front whose harness takes its first prompt only at start (the harness's
-// own screen) does not implement it, or answers false.
-type EarlyStarter interface {
-	Launcher
-	StartsEarly() bool
 }

@@ -6,7 +6,8 @@
 // key gate that keeps the person's keys out of what flower types, and
 // window-size changes. It translates: the transcript file, the harness's
 // state file and its exit become the engine's records, and the engine's
-// commands (interrupt, send a prompt, end the harness) become keys. The
+// commands become keys: a cut, a stopped tool and a cancel are each Esc, a
+// prompt is typed, the end of the harness is Ctrl-C twice. The
 // generation loop is the engine's (package supervisor, DESIGN.md «Fronts»):
 // the same policy, thresholds, events, handoff document and manifest as a
 // headless run.

@@ -248,6 +248,13 @@ func (f *Front) guard(fn func()) {
 // 128 KiB for one argument); a longer one is typed.
 const maxArgPrompt = 100 << 10
 
+// Capabilities implements front.Launcher: the harness's screen takes its
+// first prompt at start (it cannot be started early), and the person types
+// the work turns.
+func (f *Front) Capabilities() front.Capabilities {
+	return front.Capabilities{OutsideTurns: true, PersonTypes: true}
+}
+
 // Launch starts one harness in a pty on the person's terminal, which is raw
 // for exactly as long as a harness runs.
 func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error) {

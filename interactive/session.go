@@ -54,7 +54,7 @@ type turnState int
 
 const (
 	stateWorking   turnState = iota // the person's turns: results are made up at turn ends
-	stateCutting                    // Interrupt was called: the turn's end becomes a result
+	stateCutting                    // Cut (or StopTool, Cancel) was called: the turn's end becomes a result
 	stateWaiting                    // the cut turn ended; nothing more until Send
 	stateSubmitted                  // a prompt is being typed or has not arrived yet
 	stateWriting                    // the sent prompt arrived; its turn's end becomes a result
@@ -105,7 +105,7 @@ type session struct {
 	lastStop   string    // stop_reason of the latest main-thread reply
 	cost       float64   // the process's cost so far (cost-state lines)
 	booked     float64   // the cost the last result carried
-	cutStart   time.Time // when Interrupt was called
+	cutStart   time.Time // when Cut (or StopTool, Cancel) was called
 	escAt      time.Time // when to press Esc again; zero for never
 	submitBy   time.Time // a sent prompt must have arrived by then; zero while typing
 	writeStart time.Time
@@ -135,9 +135,6 @@ func (s *session) Records() <-chan transcript.Event { return s.out }
 // start (or is typed once its screen is up).
 func (s *session) Begin() error { return nil }
 
-// PersonDriven implements front.Session: the person types the turns.
-func (s *session) PersonDriven() bool { return true }
-
 // Probe implements front.Prober. The harness's screen cannot be asked what
 // it knows of its context, but the same harness can: started with the same
 // executable, flags, model, directory and environment in stream-json mode,
@@ -154,10 +151,18 @@ func (s *session) Probe(ctx context.Context) (gjson.Result, error) {
 	return p.Control(ctx, "get_context_usage")
 }
 
-// Interrupt ends the running turn at the message boundary as a person
-// would: Esc, pressed again while the turn runs on. From here on the
-// person's keys wait, so that nothing they type lands in flower's prompt.
-func (s *session) Interrupt() error {
+// Cut ends the running turn at the message boundary as a person would:
+// Esc, pressed again while the turn runs on. From here on the person's
+// keys wait, so that nothing they type lands in flower's prompt.
+func (s *session) Cut() error { return s.esc() }
+
+// StopTool and Cancel are carried out as the cut is: the harness's screen
+// has one way to end a turn, Esc.
+func (s *session) StopTool() error { return s.esc() }
+func (s *session) Cancel() error   { return s.esc() }
+
+// esc ends the running turn with Esc, pressed again while it runs on.
+func (s *session) esc() error {
 	s.f.gate.Hold()
 	now := time.Now()
 	s.mu.Lock()

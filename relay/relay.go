@@ -9,7 +9,11 @@
 // turn and the callbacks it causes), replays the application's settings to
 // a successor, queues the application's user messages until the live
 // harness is idle, and tells the application about a handoff with a system
-// line of its own. See docs/DESIGN.md «Agent SDK relay».
+// line of its own. Of the engine's commands, a cut and a cancel retire the
+// live harness (nothing more of it reaches the application), the engine's
+// only Send is the writing turn, and each of them is the harness's
+// interrupt request or a user line on its stdin. See docs/DESIGN.md
+// «Agent SDK relay».
 package relay
 
 import (
@@ -91,6 +95,11 @@ type Relay struct {
 }
 
 var _ front.Launcher = (*Relay)(nil)
+
+// Capabilities implements front.Launcher: the application sends the work
+// turns, and nobody types. A harness is started only with its first turn
+// known (a successor's is the handoff, read once it is frozen).
+func (r *Relay) Capabilities() front.Capabilities { return front.Capabilities{OutsideTurns: true} }
 
 // New makes the relay; Start begins reading the application.
 func New(cfg Config) *Relay {

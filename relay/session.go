@@ -32,7 +32,8 @@ type session struct {
 	stopped     bool
 	ended       bool // its cost is booked in r.costBefore
 	inputClosed bool // closed because the application closed its input
-	cutSeen     bool
+	cutSeen     bool // the cut turn's result came
+	writing     bool // the engine sent the writing turn
 	cutTurns    int
 	cutCost     float64
 	cost        float64 // total_cost_usd so far (cumulative per process)
@@ -262,7 +263,7 @@ func (s *session) enforced(ev transcript.Event) bool {
 		return false
 	}
 	s.r.mu.Lock()
-	writing := s.retiring && s.cutSeen && !s.stopped
+	writing := s.writing && !s.stopped
 	if writing {
 		s.swallow++
 	}
@@ -360,12 +361,28 @@ func (s *session) passInterrupts() {
 	s.r.interrupt = nil
 }
 
-// Send is the engine's turn (the handoff prompt); nothing of it reaches the
-// application.
-func (s *session) Send(prompt string) error { return s.p.SendUser(prompt) }
+// Send is the engine's turn: the relay starts no harness early and the
+// application sends the work turns, so the engine's only turn is the
+// writing turn, after a cut. Nothing of it reaches the application.
+func (s *session) Send(prompt string) error {
+	s.r.mu.Lock()
+	s.writing = true
+	s.r.mu.Unlock()
+	return s.p.SendUser(prompt)
+}
 
-// Interrupt is the engine's cut: from here on the session is retiring.
-func (s *session) Interrupt() error {
+// Cut is the engine's cut: from here on the session is retiring, and
+// nothing of it reaches the application.
+func (s *session) Cut() error { return s.retire() }
+
+// Cancel ends the attempt without a handoff: the session retires as on a
+// cut, since the engine gives up on it.
+func (s *session) Cancel() error { return s.retire() }
+
+// StopTool interrupts the writing turn, whose session is retiring already.
+func (s *session) StopTool() error { return s.p.Interrupt() }
+
+func (s *session) retire() error {
 	s.r.mu.Lock()
 	s.retiring = true
 	s.r.mu.Unlock()
@@ -399,8 +416,6 @@ func (s *session) Stop() {
 	}
 	r.mu.Unlock()
 }
-
-func (s *session) PersonDriven() bool { return true }
 
 func (s *session) Probe(ctx context.Context) (gjson.Result, error) {
 	return s.p.Control(ctx, "get_context_usage")

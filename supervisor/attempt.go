@@ -186,7 +186,7 @@ func (a *attemptRun) setPhase(p phase) {
 func (a *attemptRun) futile(floor int, when string) outcome {
 	a.log.Error("futile handoff: the session starts above the threshold", "floor", floor, "at", a.rt.policy.At(), "when", when)
 	// Stop the turn where it is; closing stdin alone would let it run on.
-	_ = a.p.Interrupt()
+	_ = a.p.Cancel()
 	return outcome{kind: outcomeFutile, floor: floor, why: when, sessionID: a.meter.SessionID, context: floor}
 }
 
@@ -370,7 +370,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 	if ev.Kind != transcript.KindAssistant && bytes.Contains(ev.Raw, []byte("Autocompact is thrashing")) {
 		a.compaction(`"Autocompact is thrashing"`)
 	}
-	a.rt.checkVersion(ev, a.p.PersonDriven())
+	a.rt.checkVersion(ev)
 	switch ev.Kind {
 	case transcript.KindInit:
 		a.sawInit = true
@@ -403,7 +403,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 					// ask again once (see result).
 					a.writingInterrupted = true
 					a.log.Warn("the writing turn called a tool; interrupting", "tool", ev.ToolUses[0].Name)
-					_ = a.p.Interrupt()
+					_ = a.p.StopTool()
 				}
 			}
 			return
@@ -484,8 +484,8 @@ func (a *attemptRun) cut(reason string) {
 	a.reason = reason
 	a.cutContext = a.meter.Context
 	a.log.Info("handoff due: interrupting at the message boundary", "reason", reason, "context", a.meter.Context, "at", a.rt.policy.At())
-	if err := a.p.Interrupt(); err != nil {
-		a.log.Warn("interrupt failed", "err", err)
+	if err := a.p.Cut(); err != nil {
+		a.log.Warn("the cut failed", "err", err)
 	}
 }
 
@@ -573,7 +573,7 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 			a.cutContext = a.meter.Context
 			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
 		}
-		if a.p.PersonDriven() {
+		if a.rt.caps.OutsideTurns {
 			// The person reads the turn's end (an error included) on the
 			// harness's screen and types the next one.
 			a.idle = true
@@ -672,7 +672,7 @@ func (a *attemptRun) handoffOutcome(h handoffwriter.Handoff, why string) outcome
 
 // endedAtCut: the cut turn ended on its own, not by the interrupt.
 func (a *attemptRun) endedAtCut(ev *transcript.Event) bool {
-	return !ev.IsError && gjson.GetBytes(ev.Raw, "stop_reason").String() == "end_turn" && !a.p.PersonDriven()
+	return !ev.IsError && gjson.GetBytes(ev.Raw, "stop_reason").String() == "end_turn" && !a.rt.caps.OutsideTurns
 }
 
 // startWriting begins the writing turn once the cut turn has ended.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/harness"
@@ -245,8 +244,7 @@ func (rt *Runtime) RunGeneration(ctx context.Context, in GenerationInput) (*Gene
 	defer s.reap()
 	// The successor is the caller's next generation, perhaps on another
 	// machine: none is started early here (DESIGN.md «Warm successor»).
-	defer func(f front.Launcher) { rt.opts.Front = f }(rt.opts.Front)
-	rt.opts.Front = lateStarter{rt.opts.Front}
+	s.late = true
 	now := rt.opts.Now()
 	st := rt.m.EnsureStep(in.Step, in.Task, now)
 	if st.Task == "" {
@@ -430,10 +428,6 @@ func (s *stepRun) launchFrom(in GenerationInput) (prompt, from, launched string)
 	}
 	return prompt, from, launched
 }
-
-// lateStarter is a front that starts no successor before the handoff is
-// frozen: it hides the front's front.EarlyStarter.
-type lateStarter struct{ front.Launcher }
 
 func parseHandoff(doc, step string) handoffwriter.Handoff {
 	h := handoffwriter.Parse(doc)

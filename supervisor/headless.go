@@ -12,18 +12,21 @@ import (
 
 // Headless is the default front: the harness as a stream-json process
 // (package harness), whose stdout already speaks the engine's vocabulary.
+// It translates nothing: a prompt is a user line on stdin, a cut, a stopped
+// tool and a cancel are each the interrupt request, the end after a turn is
+// stdin closed (DESIGN.md «Fronts»).
 type Headless struct{}
 
 var (
-	_ front.EarlyStarter = Headless{}
-	_ front.Session      = (*headlessSession)(nil)
-	_ front.Prober       = (*headlessSession)(nil)
+	_ front.Launcher = Headless{}
+	_ front.Session  = (*headlessSession)(nil)
+	_ front.Prober   = (*headlessSession)(nil)
 )
 
-// StartsEarly implements front.EarlyStarter: a stream-json harness waits
-// for its first user line on stdin, so it can be started before the line
-// is known.
-func (Headless) StartsEarly() bool { return true }
+// Capabilities implements front.Launcher: a stream-json harness waits for
+// its first user line on stdin, so it can be started before the line is
+// known; the engine sends every turn, and nobody types.
+func (Headless) Capabilities() front.Capabilities { return front.Capabilities{StartEarly: true} }
 
 // Launch starts a stream-json harness. The first prompt is sent by Begin
 // (or, for a harness started early, by the first Send).
@@ -64,10 +67,15 @@ func (h *headlessSession) Records() <-chan transcript.Event {
 }
 func (h *headlessSession) Begin() error             { return h.p.SendUser(h.prompt) }
 func (h *headlessSession) Send(prompt string) error { return h.p.SendUser(prompt) }
-func (h *headlessSession) Interrupt() error         { return h.p.Interrupt() }
-func (h *headlessSession) EndAfterTurn() error      { return h.p.CloseInput() }
-func (h *headlessSession) Stop()                    { h.p.Stop(); h.stopped = true }
-func (h *headlessSession) PersonDriven() bool       { return false }
+
+// Cut, StopTool and Cancel are all the harness's interrupt request: the
+// stream-json harness knows no purpose, and needs none.
+func (h *headlessSession) Cut() error      { return h.p.Interrupt() }
+func (h *headlessSession) StopTool() error { return h.p.Interrupt() }
+func (h *headlessSession) Cancel() error   { return h.p.Interrupt() }
+
+func (h *headlessSession) EndAfterTurn() error { return h.p.CloseInput() }
+func (h *headlessSession) Stop()               { h.p.Stop(); h.stopped = true }
 
 func (h *headlessSession) Probe(ctx context.Context) (gjson.Result, error) {
 	return h.p.Control(ctx, "get_context_usage")

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -277,11 +278,13 @@ func memGuaranteeTable() []memGuarantee {
 			st, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask)
 			r.checkDegraded(st, err, manifest.ReasonThreshold, "exit status 3")
 		}},
+		{"writing turn calls a tool: stopped, asked again", memWritingTool},
 		{"malformed lines are skipped and counted", memMalformedLines},
 		{"a person's edit reaches the successor", memEdit},
 		{"generation limit", memGenerationLimit},
 		{"warm successor", memWarm},
 		{"warm successor cancelled", memWarmCancelled},
+		{"one generation run starts no successor early", memGenerationNotEarly},
 		{"turn timeout", memTurnTimeout},
 		{"handoff now", memHandoffNow},
 		{"person-driven front", memPersonDriven},
@@ -389,7 +392,57 @@ func memFutile(t *testing.T) {
 			t.Errorf("request %d is a writing turn or a successor's", q.Seq)
 		}
 	}
+	// The engine ends the futile turn by saying so, not with a cut.
+	if log := r.front.Log(); !slices.Contains(log, "cancel 1") || slices.Contains(log, "cut 1") {
+		t.Errorf("the futile turn must be cancelled, not cut:\n%s", strings.Join(log, "\n"))
+	}
 	r.checkLineage(st)
+}
+
+// memWritingTool: the writing turn is for text only; a tool it calls is
+// stopped (the engine's StopTool, not a cut) and the handoff asked for
+// once more (DESIGN.md «Writing turn»).
+func memWritingTool(t *testing.T) {
+	var calls atomic.Int32
+	r := newMemRun(t, memTwoGens, func(g int) fronttest.Round {
+		if calls.Add(1) == 1 {
+			return memTool(156_000, "cat notes.txt")
+		}
+		return memHandoff(g)
+	})
+	st, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask)
+	if err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	if len(st.Generations) != 2 || st.Generations[0].Handoff == nil {
+		t.Fatalf("%d generations, first handoff %v: want 2, handed off", len(st.Generations), st.Generations[0].Handoff)
+	}
+	log := r.front.Log()
+	stop, cut := slices.Index(log, "stop-tool 1"), slices.Index(log, "cut 1")
+	if cut < 0 || stop < cut || slices.Contains(log, "cancel 1") || slices.Index(log[cut+1:], "cut 1") >= 0 {
+		t.Errorf("want one cut, then the writing turn's tool stopped, no cancel:\n%s", strings.Join(log, "\n"))
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d writing rounds: want the tool's, then the handoff asked again", n)
+	}
+	r.checkLineage(st)
+}
+
+// memGenerationNotEarly: a generation run for a caller that starts the next
+// one itself (RunGeneration, perhaps on another machine) starts no successor
+// early, on a front that could; RunStep on the same front does (memWarm).
+func memGenerationNotEarly(t *testing.T) {
+	r := newMemRun(t, memTwoGens, memHandoff)
+	res, err := r.runtime(Options{Handoff: window(200_000)}).RunGeneration(t.Context(), GenerationInput{Step: memStep, Task: memTask})
+	if err != nil {
+		t.Fatalf("RunGeneration: %v", err)
+	}
+	if res.End != EndHandoff || res.N != 1 {
+		t.Fatalf("result: end %s, generation %d: want a handoff from generation 1", res.End, res.N)
+	}
+	if procs := r.front.Procs(); len(procs) != 1 {
+		t.Errorf("%d harnesses launched: want only the generation's own, no successor", len(procs))
+	}
 }
 
 func memWindow(t *testing.T) {
@@ -708,6 +761,11 @@ func memWarmCancelled(t *testing.T) {
 			t.Errorf("the unneeded successor's session reached the manifest")
 		}
 	}
+	// The work turn was cut, the writing turn cancelled.
+	log := r.front.Log()
+	if cut, cancelled := slices.Index(log, "cut 1"), slices.Index(log, "cancel 1"); cut < 0 || cancelled < cut {
+		t.Errorf("want the work turn cut, then the writing turn cancelled:\n%s", strings.Join(log, "\n"))
+	}
 	r.checkLineage(st)
 }
 
@@ -797,7 +855,7 @@ func memPersonDriven(t *testing.T) {
 	last := memDone(20_000)
 	last.PersonExits = true
 	r := newMemRun(t, [][]fronttest.Round{{first, memTool(155_000, "echo two >> work.txt")}, {last}}, memHandoff)
-	r.front.PersonDriven, r.front.Late = true, true
+	r.front.PersonTypes, r.front.Late = true, true
 	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
 		t.Fatalf("RunStep: %v", err)
 	}

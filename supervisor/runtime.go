@@ -119,7 +119,9 @@ type Options struct {
 // Runtime runs steps under generational handoff, recording them in one
 // run directory's manifest.
 type Runtime struct {
-	opts         Options
+	opts Options
+	// caps is what opts.Front can do, asked once.
+	caps         front.Capabilities
 	policy       policy.HandoffPolicy
 	windowSource string
 	windowWarned bool // the flag-versus-harness warning was given
@@ -167,6 +169,7 @@ func New(opts Options) (*Runtime, error) {
 	if opts.Front == nil {
 		opts.Front = Headless{}
 	}
+	caps := opts.Front.Capabilities()
 	if opts.Env == nil {
 		opts.Env = os.Environ()
 	}
@@ -204,7 +207,7 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("handoff policy: %w", err)
 	}
-	rt := &Runtime{opts: opts, policy: pol, windowSource: windowSource(opts.Handoff), log: log}
+	rt := &Runtime{opts: opts, caps: caps, policy: pol, windowSource: windowSource(opts.Handoff), log: log}
 
 	if rt.levers = envinject.Effective(opts.Compact, pol.Enabled) == envinject.CompactNoSummary; rt.levers {
 		// The person's --settings is read once, here: a bad one fails
@@ -397,6 +400,9 @@ type stepRun struct {
 	// vouched: notes files used on the person's word before the step
 	// was known, for its errors (territory.go).
 	vouched []string
+	// late: no harness of this step starts before its first prompt is
+	// known, whatever the front can (warm.go).
+	late bool
 }
 
 // begin marks the step running under this Runtime's settings.
@@ -570,7 +576,7 @@ func (rt *Runtime) Launcher() front.Launcher { return rt.opts.Front }
 // (its init line; a transcript file's lines on the harness's own screen)
 // and says in one line when it is newer than any flower was tested on
 // (DESIGN.md «Doctor»).
-func (rt *Runtime) checkVersion(ev *transcript.Event, personDriven bool) {
+func (rt *Runtime) checkVersion(ev *transcript.Event) {
 	if rt.versionSeen || ev.Raw == nil {
 		return
 	}
@@ -578,7 +584,7 @@ func (rt *Runtime) checkVersion(ev *transcript.Event, personDriven bool) {
 	switch {
 	case ev.Kind == transcript.KindInit:
 		v = gjson.GetBytes(ev.Raw, "claude_code_version").String()
-	case personDriven && (ev.Kind == transcript.KindUser || ev.Kind == transcript.KindAssistant):
+	case rt.caps.PersonTypes && (ev.Kind == transcript.KindUser || ev.Kind == transcript.KindAssistant):
 		v = gjson.GetBytes(ev.Raw, "version").String()
 	}
 	if v == "" {

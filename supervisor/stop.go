@@ -17,7 +17,7 @@ import (
 // context's cancel kills it then); this waits twice that at most, then
 // kills the group itself.
 func (a *attemptRun) interrupted(ctx context.Context) outcome {
-	_ = a.p.Interrupt()
+	_ = a.p.Cancel()
 	_ = a.p.EndAfterTurn()
 	out := outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error(), sessionID: a.meter.SessionID}
 	deadline := time.After(2 * a.rt.opts.Grace)

@@ -18,14 +18,18 @@ import (
 // successor that turns out not to be needed is stopped and leaves nothing:
 // it never reached the manifest.
 
+// startsEarly: this step starts harnesses before their first prompt is
+// known (front.Capabilities.StartEarly), unless it is one generation run for
+// a caller that starts the next one itself (RunGeneration).
+func (s *stepRun) startsEarly() bool { return s.rt.caps.StartEarly && !s.late }
+
 // startSuccessor starts the next generation's harness with no prompt, when
-// the front can (front.EarlyStarter) and the generation limit leaves room
+// the front can (stepRun.startsEarly) and the generation limit leaves room
 // for a successor. A failure to start is logged: the successor is then
 // started at launch as usual.
 func (a *attemptRun) startSuccessor() {
 	rt := a.rt
-	es, ok := rt.opts.Front.(front.EarlyStarter)
-	if !ok || !es.StartsEarly() || a.early != nil || a.over || a.gen.N >= rt.policy.MaxGenerations || a.ctx.Err() != nil {
+	if !a.startsEarly() || a.early != nil || a.over || a.gen.N >= rt.policy.MaxGenerations || a.ctx.Err() != nil {
 		return
 	}
 	sess, err := rt.opts.Front.Launch(a.ctx, a.spec(a.gen.N+1, "", ""))
@@ -72,8 +76,7 @@ func stopUnused(sess front.Session) {
 // fails, it returns nil and the attempt starts the harness as usual.
 func (s *stepRun) startFirst(ctx context.Context, task string) front.Session {
 	rt := s.rt
-	es, ok := rt.opts.Front.(front.EarlyStarter)
-	if !ok || !es.StartsEarly() || ctx.Err() != nil || (rt.policy.Enabled && rt.runFloor() >= rt.policy.At()) {
+	if !s.startsEarly() || ctx.Err() != nil || (rt.policy.Enabled && rt.runFloor() >= rt.policy.At()) {
 		return nil
 	}
 	sess, err := rt.opts.Front.Launch(ctx, s.spec(len(s.st.Generations)+1, task, ""))

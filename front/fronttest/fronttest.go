@@ -98,7 +98,7 @@ type Round struct {
 	// status 3). Hang: it never answers, ignoring interrupts, until it
 	// is stopped.
 	Crash, Hang bool
-	// What the person at a person-driven harness (Launcher.PersonDriven)
+	// What the person at a harness a person types into (Launcher.PersonTypes)
 	// does once this round has ended its turn: types PersonNext as the
 	// next turn, or, with PersonExits, ends the harness in an orderly way.
 	PersonNext  string
@@ -137,9 +137,9 @@ type Launcher struct {
 	// context-usage answer); "claude-mem-1" when empty.
 	ModelName string
 	// Late: the front cannot start a harness before its first prompt
-	// (front.EarlyStarter answers false). PersonDriven: a person types
-	// the turns (front.Session.PersonDriven).
-	Late, PersonDriven bool
+	// (Capabilities.StartEarly is false). PersonTypes: a person types the
+	// turns (Capabilities.OutsideTurns and PersonTypes).
+	Late, PersonTypes bool
 
 	mu       sync.Mutex
 	modelMu  sync.Mutex
@@ -154,13 +154,15 @@ type Launcher struct {
 }
 
 var (
-	_ front.EarlyStarter = (*Launcher)(nil)
-	_ front.Session      = (*session)(nil)
-	_ front.Prober       = (*probingSession)(nil)
+	_ front.Launcher = (*Launcher)(nil)
+	_ front.Session  = (*session)(nil)
+	_ front.Prober   = (*probingSession)(nil)
 )
 
-// StartsEarly implements front.EarlyStarter.
-func (l *Launcher) StartsEarly() bool { return !l.Late }
+// Capabilities implements front.Launcher.
+func (l *Launcher) Capabilities() front.Capabilities {
+	return front.Capabilities{StartEarly: !l.Late, OutsideTurns: l.PersonTypes, PersonTypes: l.PersonTypes}
+}
 
 // Launch starts a scripted harness for s. A spec that resumes a session
 // the Launcher never saw is refused the way the harness refuses it.
@@ -192,7 +194,8 @@ func (l *Launcher) logf(format string, args ...any) {
 
 // Log lists what the harnesses did, in order: "launch N", "prompt N"
 // (harness N was sent a prompt), "request N <session> turn T round R",
-// "result N", "stop N" (stopped by the engine), "kill N", "exit N".
+// "result N", "cut N", "stop-tool N", "cancel N" (the engine's commands
+// to end a turn), "stop N" (stopped by the engine), "kill N", "exit N".
 func (l *Launcher) Log() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -320,10 +323,24 @@ func (s *session) Send(prompt string) error {
 	}
 }
 
-// Interrupt is honoured at the next message boundary of a running turn:
+// Cut, StopTool and Cancel are the harness's one interrupt, as for the
+// stream-json harness; Log records each by its name.
+func (s *session) Cut() error      { return s.command("cut") }
+func (s *session) StopTool() error { return s.command("stop-tool") }
+func (s *session) Cancel() error   { return s.command("cancel") }
+
+// command is honoured at the next message boundary of a running turn:
 // during a request's latency or a tool's run. One sent while no turn runs
 // is ignored, as the harness ignores it.
-func (s *session) Interrupt() error {
+func (s *session) command(what string) error {
+	s.l.mu.Lock()
+	s.l.logf("%s %d", what, s.p.N)
+	s.l.mu.Unlock()
+	return s.interrupt()
+}
+
+// interrupt is the harness's interrupt.
+func (s *session) interrupt() error {
 	select {
 	case s.intr <- struct{}{}:
 	default:
@@ -351,8 +368,6 @@ func (s *session) Exit() front.Exit {
 	<-s.done
 	return s.exit
 }
-
-func (s *session) PersonDriven() bool { return s.l.PersonDriven }
 
 // Probe answers the context-usage request: the Launcher's window and
 // floor, the session's messages on top.
@@ -423,7 +438,7 @@ func (s *session) run(ctx context.Context) {
 		// interrupt; it is killed if still there a grace period later (as
 		// harness.Start's Cmd.Cancel and WaitDelay do).
 		stop := context.AfterFunc(ctx, func() {
-			_ = s.Interrupt()
+			_ = s.interrupt()
 			t := time.NewTimer(cmp.Or(s.p.Spec.Grace, 5*time.Second))
 			defer t.Stop()
 			select {
@@ -526,7 +541,7 @@ func (s *session) turn(prompt string) (last Round) {
 	l.mu.Unlock()
 	sid := p.session
 	s.emit(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "model": s.model(), "claude_code_version": "2.1.328"})
-	if l.PersonDriven {
+	if l.PersonTypes {
 		// The harness's own screen shows what the person typed (its
 		// transcript file has the line); a stream-json harness does not.
 		s.emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
