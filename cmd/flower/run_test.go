@@ -222,9 +222,11 @@ func TestCLIEndToEnd(t *testing.T) {
 	logKeysOnce(t, b)
 }
 
-// Exit code 3 and the runaway guard's message when the generation limit stops a run.
-func TestCLIGenerationLimitExitCode(t *testing.T) {
-	t.Parallel()
+// generationLimitServer is a scripted model whose sessions each climb past
+// a 30000-token window's threshold in their second round and write a good
+// handoff when asked: with --max-generations 2, the limit stops the run.
+func generationLimitServer(t *testing.T) *scriptedapi.Server {
+	t.Helper()
 	var mu sync.Mutex
 	round := 0
 	srv, err := scriptedapi.Start(func(r *scriptedapi.Request) scriptedapi.Reply {
@@ -248,11 +250,18 @@ func TestCLIGenerationLimitExitCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// Exit code 3 and the runaway guard's message when the generation limit stops a run.
+func TestCLIGenerationLimitExitCode(t *testing.T) {
+	t.Parallel()
+	srv := generationLimitServer(t)
 	cmd := exec.Command(flowerBinary(t), "-q", "-C", t.TempDir(), "--window", "30000", "--max-generations", "2", "Loop forever.", "--", "--allowedTools", "Bash")
 	cmd.Env = cliEnv(t, srv)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != exitLimit {
 		t.Fatalf("exit %v, want %d\n%s", err, exitLimit, stderr.String())

@@ -229,29 +229,7 @@ func TestShowHTMLInBrowser(t *testing.T) {
 // session climbs to the threshold, so two generations are all it gets.
 func generationLimitRun(t *testing.T) string {
 	t.Helper()
-	var mu sync.Mutex
-	round := 0
-	srv, err := scriptedapi.Start(func(r *scriptedapi.Request) scriptedapi.Reply {
-		if r.Kind != scriptedapi.KindMain {
-			return scriptedapi.Harmless(r)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if strings.Contains(r.LastUserText, "<<flower:handoff-request>>") {
-			round = 0
-			return scriptedapi.Reply{Usage: scriptedapi.Usage{InputTokens: 21_000}, Text: "## doing\nLooping.\n\n## next\nLoop again.\n"}
-		}
-		round++
-		n := 5_000
-		if round > 1 {
-			n = 20_000
-		}
-		return scriptedapi.Reply{Usage: scriptedapi.Usage{InputTokens: n}, Text: "step", ToolUses: []scriptedapi.ToolUse{{Name: "Bash", Input: map[string]any{"command": "true", "description": "x"}}}}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := generationLimitServer(t)
 	ws := t.TempDir()
 	cmd := exec.Command(flowerBinary(t), "-q", "-C", ws, "--window", "30000", "--max-generations", "2", "Loop forever.", "--", "--allowedTools", "Bash")
 	cmd.Env = cliEnv(t, srv)
