@@ -3,17 +3,14 @@
 // process, the harness's own screen in a pty, and whatever comes next. The
 // engine decides every rule of a handoff (thresholds, the cut, the writing
 // turn, degrading, freezing, launching, retries); a front only starts a
-// harness, translates what it shows into records of the harness's
-// stream-json vocabulary, and carries out the engine's few commands. See
-// docs/DESIGN.md, «Fronts».
+// harness, translates what it shows into facts (fact.go), and carries out
+// the engine's few commands. See docs/DESIGN.md, «Fronts».
 package front
 
 import (
 	"context"
 	"log/slog"
 	"time"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/flowerhq/flower/transcript"
 )
@@ -70,33 +67,32 @@ type Capabilities struct {
 	// relay). A turn's end is then not the step's end; the harness's
 	// orderly exit is.
 	OutsideTurns bool
-	// PersonTypes: a person types into the harness's own screen, and its
-	// records are the lines of the session's transcript file, each of
-	// which carries the harness's version.
+	// PersonTypes: a person types into the harness's own screen: the
+	// task may be what they typed (a UserMessage), and their keys wait
+	// while flower types.
 	PersonTypes bool
 }
 
 // Session is one running harness, as the engine sees it. Its methods are
 // called from the engine's goroutine only.
 type Session interface {
-	// Records delivers what the harness did, in order, in the vocabulary
-	// of its stream-json output (transcript.Event): assistant and user
-	// lines, system lines, and a result record at the end of every turn.
-	// A front that reads something else makes the result records up. The
-	// channel is closed once the harness is gone and all it said has been
-	// delivered.
-	Records() <-chan transcript.Event
+	// Facts delivers what the harness did, in order, as facts (fact.go).
+	// Every turn, once started, ends with one TurnEnded. The channel is
+	// closed once the harness is gone and all it said has been delivered;
+	// then Exit says how it ended.
+	Facts() <-chan Fact
 	// Begin starts the first turn with the Spec's prompt (a no-op for a
 	// front that gave the prompt to the harness at start). A session
 	// started early, with no prompt, is never begun: its first turn is
-	// the first Send.
+	// the first Send, of kind TurnFirst.
 	Begin() error
-	// Send submits a prompt as a new turn of the same session.
-	Send(prompt string) error
+	// Send runs a new turn of the same session: its kind says what it is
+	// for, so that no front tells it from the prompt.
+	Send(t Turn) error
 	// The engine ends a running turn early for one of three purposes, each
 	// its own command, so that no front has to guess which it is. Each
 	// ends the running turn at the next message boundary, and the turn's
-	// result record follows; a front may carry several out the same way.
+	// TurnEnded follows; a front may carry several out the same way.
 	//
 	// Cut ends a work turn because a handoff is due: the session is
 	// retiring, and its next turn is the writing turn (DESIGN.md «The cut»).
@@ -110,13 +106,13 @@ type Session interface {
 	// Stop does.
 	Cancel() error
 	// EndAfterTurn asks the harness to exit on its own once the running
-	// turn is over; its last records, then the end of Records, follow.
+	// turn is over; its last facts, then the end of Facts, follow.
 	EndAfterTurn() error
 	// Stop ends the harness, gracefully then forcefully, and returns once
-	// it is gone. Records still unread stay readable until the channel is
+	// it is gone. Facts still unread stay readable until the channel is
 	// closed. Safe to call twice.
 	Stop()
-	// Exit says how the harness ended; valid once Records is closed.
+	// Exit says how the harness ended; valid once Facts is closed.
 	Exit() Exit
 }
 
@@ -132,27 +128,22 @@ type Exit struct {
 	Skipped int
 }
 
-// SubtypeSessionSwitch is the subtype of a system record a front makes up
-// when the harness moved to a new session inside one process (a person's
-// /clear): the old session is burned and the meter starts over.
-const SubtypeSessionSwitch = "flower_session_switch"
-
 // Acknowledger is a Session that must know when the engine has had its say
-// on a record: a relay that holds a turn's result back from its own client
+// on a fact: a relay that holds a turn's result back from its own client
 // until the engine has decided whether the turn ends a generation. Handled
-// is called, from the engine's goroutine, after each record the engine
-// folded in without ending the attempt; a record that ends it is followed
+// is called, from the engine's goroutine, after each fact the engine
+// folded in without ending the attempt; a fact that ends it is followed
 // by Stop instead.
 type Acknowledger interface {
 	Handled()
 }
 
 // Prober is a Session that can report the harness's view of its context
-// (the get_context_usage control request): window, start-up floor, and
-// whether auto-compact is on. Unlike the Session's other methods, Probe is
+// (the get_context_usage control request, read by transcript.ContextUsageOf):
+// window, start-up floor, and whether auto-compact is on. Unlike the Session's other methods, Probe is
 // called from a goroutine of its own while the engine goes on using the
 // session: the engine asks beside a running turn, never before the first
 // prompt (DESIGN.md «Window from the harness»).
 type Prober interface {
-	Probe(ctx context.Context) (gjson.Result, error)
+	Probe(ctx context.Context) (transcript.ContextUsage, error)
 }

@@ -1,8 +1,10 @@
 package transcript
 
 import (
+	"bytes"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -56,6 +58,22 @@ type ToolUse struct {
 	Input string // raw JSON
 }
 
+// Compaction is what a compact_boundary line says of a compaction.
+type Compaction struct {
+	Trigger    string // "auto" or "manual"
+	PreTokens  int
+	PostTokens int
+}
+
+// Retry is what an api_retry line says: the harness will ask the API again
+// after Delay, for the Attempt-th time of MaxRetries.
+type Retry struct {
+	Attempt, MaxRetries int
+	Delay               time.Duration
+	Status              int // the HTTP status that failed (429, 529, …)
+	Error               string
+}
+
 // Event is one decoded stream-json record. Only the fields of its Kind are set.
 type Event struct {
 	Kind      Kind
@@ -88,7 +106,24 @@ type Event struct {
 	TotalCostUSD   float64 // cumulative for the harness process
 	NumTurns       int
 	TerminalReason string
-	ContextWindow  int // largest modelUsage[*].contextWindow
+	ContextWindow  int            // largest modelUsage[*].contextWindow
+	Windows        map[string]int // modelUsage: each model's contextWindow
+	// StopReason (above) is also set on a result: the stop_reason of the
+	// turn's last reply ("end_turn" when the turn ended on its own).
+
+	// Version is the harness's version: claude_code_version on an init
+	// line, "version" on the lines of a transcript file.
+	Version string
+
+	// system
+	// Thrashing: a line other than a reply says "Autocompact is
+	// thrashing", the harness's word that its compaction keeps failing.
+	Thrashing bool
+	// Compact is set on a compact_boundary line (compact_metadata).
+	Compact *Compaction
+	// Retry is set on an api_retry line: the harness waits and asks the
+	// API again.
+	Retry *Retry
 
 	// control_response
 	RequestID    string
@@ -129,12 +164,24 @@ func Decode(line []byte) (Event, error) {
 		// Transcript files spell it sessionId.
 		ev.SessionID = root.Get("sessionId").String()
 	}
+	ev.Version = root.Get("version").String()
+	ev.Thrashing = ev.Type != "assistant" && bytes.Contains(line, []byte("Autocompact is thrashing"))
 	switch ev.Type {
 	case "system":
 		ev.Kind = KindSystem
-		if ev.Subtype == "init" {
+		switch ev.Subtype {
+		case "init":
 			ev.Kind = KindInit
 			ev.Model = root.Get("model").String()
+			ev.Version = root.Get("claude_code_version").String()
+		case "compact_boundary":
+			md := root.Get("compact_metadata")
+			ev.Compact = &Compaction{Trigger: md.Get("trigger").String(),
+				PreTokens: int(md.Get("pre_tokens").Int()), PostTokens: int(md.Get("post_tokens").Int())}
+		case "api_retry":
+			ev.Retry = &Retry{Attempt: int(root.Get("attempt").Int()), MaxRetries: int(root.Get("max_retries").Int()),
+				Delay:  time.Duration(root.Get("retry_delay_ms").Int()) * time.Millisecond,
+				Status: int(root.Get("error_status").Int()), Error: root.Get("error").String()}
 		}
 	case "assistant":
 		ev.Kind = KindAssistant
@@ -150,9 +197,17 @@ func Decode(line []byte) (Event, error) {
 		ev.TotalCostUSD = root.Get("total_cost_usd").Float()
 		ev.NumTurns = int(root.Get("num_turns").Int())
 		ev.TerminalReason = root.Get("terminal_reason").String()
-		root.Get("modelUsage").ForEach(func(_, mu gjson.Result) bool {
-			if w := int(mu.Get("contextWindow").Int()); w > ev.ContextWindow {
+		ev.StopReason = root.Get("stop_reason").String()
+		root.Get("modelUsage").ForEach(func(model, mu gjson.Result) bool {
+			w := int(mu.Get("contextWindow").Int())
+			if w > ev.ContextWindow {
 				ev.ContextWindow = w
+			}
+			if w > 0 {
+				if ev.Windows == nil {
+					ev.Windows = map[string]int{}
+				}
+				ev.Windows[model.String()] = w
 			}
 			return true
 		})
@@ -236,4 +291,40 @@ func UserText(ev *Event) string {
 		return true
 	})
 	return strings.Join(parts, "\n")
+}
+
+// ContextUsage is the harness's answer to the get_context_usage control
+// request: what it knows of the session's context (DESIGN.md «Window from
+// the harness»).
+type ContextUsage struct {
+	Model string
+	// Window is the model's context window (maxTokens).
+	Window int
+	// Floor is what a session holds before any message: the tokens the
+	// harness counts less its messages (system prompt, tools, skills,
+	// memory files). Asked before any turn, messages are nearly nil.
+	Floor int
+	// AutoCompact is whether the harness's auto-compact is on; nil when
+	// the answer does not say.
+	AutoCompact *bool
+	// Raw is the answer as the harness gave it, for logs.
+	Raw string
+}
+
+// ContextUsageOf reads the response of a get_context_usage request.
+func ContextUsageOf(resp gjson.Result) ContextUsage {
+	u := ContextUsage{Model: resp.Get("model").String(), Window: int(resp.Get("maxTokens").Int()), Raw: resp.Raw}
+	floor := int(resp.Get("totalTokens").Int())
+	resp.Get("categories").ForEach(func(_, c gjson.Result) bool {
+		if c.Get("id").String() == "messages" {
+			floor -= int(c.Get("tokens").Int())
+		}
+		return true
+	})
+	u.Floor = max(floor, 0)
+	if v := resp.Get("isAutoCompactEnabled"); v.Exists() {
+		on := v.Bool()
+		u.AutoCompact = &on
+	}
+	return u
 }

@@ -1,0 +1,290 @@
+package front
+
+import (
+	"time"
+
+	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/transcript"
+)
+
+// Fact is one thing a front saw its harness do, said in the engine's terms
+// rather than in the harness's vocabulary. The engine decides everything
+// from facts; a front decides nothing (DESIGN.md «Fronts»). Each fact is
+// one of the types below.
+type Fact interface{ isFact() }
+
+// Init: the harness named its session, model or version (a stream-json
+// init line, or the first lines of a session's transcript file). It comes
+// before the session's first Round, and again when any of them changes.
+type Init struct {
+	SessionID string
+	Model     string
+	// Version is the harness's version; "" when it did not say.
+	Version string
+}
+
+// Round is one API response of the harness: a reply of the main thread or
+// of a subagent. A response the harness writes as several lines (one per
+// content block) is one Round per line, all but the first with Repeat.
+type Round struct {
+	SessionID string
+	// MainThread: the main thread's reply, not a subagent's.
+	MainThread bool
+	// Repeat: another line of the response the previous Round reported;
+	// its Context was reported already.
+	Repeat bool
+	// Context is the prompt size that produced the response (input +
+	// cache creation + cache read tokens; DESIGN.md «Context meter»).
+	Context int
+	// Synthetic: the harness made the reply up (an API error turned into
+	// a message); it carries no usage and never moves the meter.
+	Synthetic  bool
+	Model      string
+	Text       string
+	ToolUses   []transcript.ToolUse
+	StopReason string
+}
+
+// UserMessage is a user line of the session: a prompt (whoever gave it), a
+// tool's result, or the harness's note that a turn was interrupted.
+type UserMessage struct {
+	MainThread  bool
+	Text        string
+	Interrupted bool
+}
+
+// Compacted: the harness compacted its context (a compact_boundary line),
+// or said that its compaction keeps failing ("Autocompact is thrashing").
+type Compacted struct {
+	// Boundary: a compaction happened; Trigger, PreTokens and PostTokens
+	// say which. Otherwise the harness only said it is thrashing.
+	Boundary   bool
+	Trigger    string
+	PreTokens  int
+	PostTokens int
+}
+
+// Retrying: the harness waits and asks the API again (a rate limit, an
+// overload).
+type Retrying struct{ transcript.Retry }
+
+// TurnEnded: the running turn is over, and how.
+type TurnEnded struct {
+	SessionID string
+	How       Ending
+	// Text is the turn's final text; for an error, the harness's message.
+	Text string
+	// Detail names the harness's own reason where it gave one (a
+	// terminal reason, a result subtype), for messages.
+	Detail string
+	// CostUSD is what the harness process has cost so far, this turn
+	// included (cumulative, as the harness reports it); Turns counts the
+	// API round trips of this turn.
+	CostUSD float64
+	Turns   int
+	// Windows is the context window the harness reports per model
+	// (empty when it reports none).
+	Windows map[string]int
+	// Limit is what the harness said of the limit that ended the turn
+	// (How is EndedLimited).
+	Limit *transcript.Limit
+}
+
+// Ending says how a turn ended.
+type Ending int
+
+const (
+	// EndedOnOwn: the turn ended on its own, the model done with it.
+	EndedOnOwn Ending = iota
+	// EndedInterrupted: the front ended it (Cut, StopTool, Cancel).
+	EndedInterrupted
+	// EndedError: the turn failed (an API error, a refused session).
+	EndedError
+	// EndedOverflow: the prompt no longer fits the window; the session
+	// cannot run another turn.
+	EndedOverflow
+	// EndedLimited: a usage or rate limit ended it (DESIGN.md «Limits»);
+	// the session is intact.
+	EndedLimited
+)
+
+func (e Ending) String() string {
+	return [...]string{"on its own", "interrupted", "error", "overflow", "limit"}[e]
+}
+
+// SessionSwitched: the harness moved to a new session inside one process (a
+// person's /clear): the old session is burned and the meter starts over.
+type SessionSwitched struct{ From, To string }
+
+// Output is one line the harness wrote, for programs that follow the run;
+// the engine passes it on and never reads it.
+type Output struct{ Raw []byte }
+
+func (Init) isFact()            {}
+func (Round) isFact()           {}
+func (UserMessage) isFact()     {}
+func (Compacted) isFact()       {}
+func (Retrying) isFact()        {}
+func (TurnEnded) isFact()       {}
+func (SessionSwitched) isFact() {}
+func (Output) isFact()          {}
+
+// Turn is a turn the engine asks a session to run.
+type Turn struct {
+	Kind   TurnKind
+	Prompt string
+}
+
+// TurnKind says what a turn is for, so that no front has to tell it from
+// the prompt.
+type TurnKind int
+
+const (
+	// TurnWork is a turn of the job: a continuation, a handoff's prompt
+	// block, the task.
+	TurnWork TurnKind = iota
+	// TurnFirst is the first prompt of a successor started early
+	// (Capabilities.StartEarly): its first turn, a work turn.
+	TurnFirst
+	// TurnWriting is the handoff-writing turn (asked again included): its
+	// reply is the handoff document (DESIGN.md «Writing turn»).
+	TurnWriting
+)
+
+func (k TurnKind) String() string { return [...]string{"work", "first", "writing"}[k] }
+
+// Translator turns the records of a harness's stream-json output (or the
+// lines of a session's transcript file, which speak the same vocabulary
+// without result records) into facts. It keeps the little state that takes:
+// the session, model and version named so far, the last response's id, and
+// whether the front interrupted the running turn. Not safe for concurrent
+// use: one goroutine feeds it.
+type Translator struct {
+	sessionID, model, version string
+	lastMsg                   string
+	interrupting              bool
+	// Now dates a limit's reset given as a clock time; nil is time.Now.
+	Now func() time.Time
+}
+
+// Interrupting tells the translator that the front ended the running turn
+// itself: the turn's result, unless it ended on its own, is EndedInterrupted.
+func (t *Translator) Interrupting() { t.interrupting = true }
+
+// SessionID is the latest session the harness named.
+func (t *Translator) SessionID() string { return t.sessionID }
+
+func (t *Translator) now() time.Time {
+	if t.Now != nil {
+		return t.Now()
+	}
+	return time.Now()
+}
+
+// Facts translates one record, passing each fact it makes to out in order.
+// A record with a line (Raw) yields its Output first.
+func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
+	if ev.Raw != nil {
+		out(Output{Raw: ev.Raw})
+	}
+	if ev.SessionID != "" && ev.Kind != transcript.KindControlResponse && ev.Kind != transcript.KindInit {
+		t.sessionID = ev.SessionID
+	}
+	if ev.Thrashing {
+		out(Compacted{})
+	}
+	switch ev.Kind {
+	case transcript.KindInit:
+		t.init(ev.SessionID, ev.Model, ev.Version, out)
+	case transcript.KindAssistant:
+		if ev.Version != "" { // a transcript file's line
+			t.init(ev.SessionID, ev.Model, ev.Version, out)
+		}
+		r := Round{SessionID: t.sessionID, MainThread: ev.MainThread(), Context: ev.Usage.Context(),
+			Synthetic: ev.Synthetic(), Model: ev.Model, Text: ev.Text, ToolUses: ev.ToolUses, StopReason: ev.StopReason}
+		if r.MainThread && !r.Synthetic {
+			r.Repeat = ev.MessageID != "" && ev.MessageID == t.lastMsg
+			t.lastMsg = ev.MessageID
+		}
+		if r.Synthetic {
+			r.Context = 0
+		}
+		out(r)
+	case transcript.KindUser:
+		if ev.Version != "" {
+			t.init(ev.SessionID, "", ev.Version, out)
+		}
+		out(UserMessage{MainThread: ev.MainThread(), Text: transcript.UserText(ev), Interrupted: ev.Interrupted})
+	case transcript.KindSystem:
+		switch {
+		case ev.Compact != nil:
+			out(Compacted{Boundary: true, Trigger: ev.Compact.Trigger, PreTokens: ev.Compact.PreTokens, PostTokens: ev.Compact.PostTokens})
+		case ev.Retry != nil:
+			out(Retrying{*ev.Retry})
+		}
+	case transcript.KindResult:
+		how, lim := t.ending(ev)
+		t.interrupting = false
+		out(TurnEnded{SessionID: t.sessionID, How: how, Text: ev.Result, Detail: firstOf(ev.TerminalReason, ev.Subtype),
+			CostUSD: ev.TotalCostUSD, Turns: ev.NumTurns, Windows: ev.Windows, Limit: lim})
+	}
+}
+
+func (t *Translator) init(sid, model, version string, out func(Fact)) {
+	changed := false
+	if sid != "" && sid != t.sessionID {
+		t.sessionID, changed = sid, true
+	}
+	if model != "" && model != "<synthetic>" && model != t.model {
+		t.model, changed = model, true
+	}
+	if version != "" && version != t.version {
+		t.version, changed = version, true
+	}
+	if changed {
+		out(Init{SessionID: t.sessionID, Model: t.model, Version: t.version})
+	}
+}
+
+// ending says how the turn a result (or, in a transcript file, a synthetic
+// error reply) ends came to its end.
+func (t *Translator) ending(ev *transcript.Event) (Ending, *transcript.Limit) {
+	return EndingOf(ev, t.interrupting, t.now())
+}
+
+// EndingOf says how a turn ended, from its result record, or from the
+// synthetic reply that carries its error in a transcript file: an overflow
+// (DESIGN.md «Overflow path»), a limit (DESIGN.md «Limits»), another error,
+// or its own end; interrupted, when the front ended it and it did not end
+// on its own first.
+func EndingOf(ev *transcript.Event, interrupted bool, now time.Time) (Ending, *transcript.Limit) {
+	text := ev.Result
+	if ev.Kind == transcript.KindAssistant {
+		text = ev.Text
+	}
+	isError := ev.IsError || ev.Kind == transcript.KindAssistant
+	switch {
+	case ev.TerminalReason == "prompt_too_long" || ev.TerminalReason == "blocking_limit" ||
+		(isError && handoffwriter.IsOverflow(text)):
+		return EndedOverflow, nil
+	}
+	if lim, ok := transcript.LimitOf(ev, now); ok {
+		return EndedLimited, &lim
+	}
+	if interrupted && !(!isError && ev.StopReason == "end_turn") {
+		return EndedInterrupted, nil
+	}
+	if isError {
+		return EndedError, nil
+	}
+	return EndedOnOwn, nil
+}
+
+func firstOf(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
