@@ -6,7 +6,12 @@
 // entry point (the seed's Runtime): RunStep runs a step, Continue picks one
 // up where it was stopped (the seed's 継続), Rerun starts it again from its
 // handoff file; one process at a time runs a given step of a workspace or
-// of a run directory (DESIGN.md «One step, one owner»).
+// of a run directory (DESIGN.md «One step, one owner»). It decides
+// everything from the facts a front reports (package front), and each
+// attempt is an explicit state machine whose timers all run on the
+// Runtime's Clock (DESIGN.md «Fronts», «Engine states»). The headless front
+// (Headless) lives here too: it translates the stream-json harness's
+// records into facts with front.Translator.
 package supervisor
 
 import (
