@@ -149,10 +149,6 @@ type Runtime struct {
 	// --settings, merged with ownSettings, the person's.
 	levers      bool
 	ownSettings levers.Own
-	// pollInbox: read step inboxes on the clock instead of watching them
-	// (inbox.go; the in-memory engine tests, whose fake clock cannot wait
-	// on a watch).
-	pollInbox bool
 }
 
 // New checks the options, creates the run directory and writes an initial
@@ -377,7 +373,7 @@ func (rt *Runtime) RunStepResuming(ctx context.Context, name, task, session stri
 	if session == "" {
 		// The first prompt goes out at once: the harness starts with the
 		// task before the step's bookkeeping is written (DESIGN.md «Warm successor»).
-		l.early = s.startFirst(ctx, task)
+		l.early, l.beginErr = s.startFirst(ctx, task)
 		l.begun = l.early != nil
 	}
 	s.begin()
@@ -457,8 +453,10 @@ type launch struct {
 	// «Warm successor»).
 	early       front.Session
 	predecessor *attemptRun
-	// begun: early was given its prompt already.
-	begun bool
+	// begun: early was given its prompt already, or failed to take it
+	// (beginErr).
+	begun    bool
+	beginErr error
 }
 
 func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, error) {
