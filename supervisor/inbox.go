@@ -118,7 +118,7 @@ func (a *attemptRun) blockedCompaction(r inbox.Request) (outcome, bool) {
 	default:
 		return outcome{}, false
 	}
-	return a.cutNow(manifest.ReasonCompactBlocked)
+	return a.cutNow(r, manifest.ReasonCompactBlocked)
 }
 
 // handoffAsked hands off at the next message boundary because a person
@@ -134,7 +134,7 @@ func (a *attemptRun) handoffAsked(r inbox.Request) (outcome, bool) {
 		a.handoffWanted = true
 		return outcome{}, false
 	}
-	return a.cutNow(manifest.ReasonRequested)
+	return a.cutNow(r, manifest.ReasonRequested)
 }
 
 // cutNow cuts for a reason of the inbox's. A session with no turn running
@@ -143,10 +143,17 @@ func (a *attemptRun) handoffAsked(r inbox.Request) (outcome, bool) {
 // as its prompt or its first round (onUserMessage, onRound): a /compact an
 // application sends is such a turn, and its end is waited for; one the
 // harness runs as a command of its own screen is none.
-func (a *attemptRun) cutNow(reason string) (outcome, bool) {
+//
+// The request is taken (inbox.Done) only once the cut is sent, so that a
+// hook holding the harness lets it go on only after the interrupt; with
+// no turn to cut, it is taken before the writing prompt goes out, so that
+// the harness is done with what it was doing (its /compact) when the
+// prompt comes.
+func (a *attemptRun) cutNow(r inbox.Request, reason string) (outcome, bool) {
 	at := cutAt{reason: reason, context: a.context()}
 	if _, idle := a.state.(*idle); idle {
 		a.log.Info("handoff due with no turn running: writing at once", "reason", reason, "context", at.context)
+		inbox.Done(a.inboxDir, r.Name)
 		return a.startWriting(at)
 	}
 	a.cut(at)
