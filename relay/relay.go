@@ -5,10 +5,11 @@
 // attempt of a generation. The engine (package supervisor) decides every
 // rule of a handoff, as for any front; the relay translates, both ways:
 //
-//   - Harness to engine: every record of the harness's output but the
-//     control protocol goes through a front.Translator into facts, and
-//     nothing else does: the relay makes up no record and hides none of
-//     the harness's from the engine. The application's user messages, which
+//   - Harness to engine: every record of the harness's output goes through
+//     a front.Translator into facts, but for the control protocol's lines
+//     and the partial-message stream events, which are the application's
+//     alone. Nothing else becomes a fact: the relay makes up no record and
+//     hides none of the harness's from the engine. The application's user messages, which
 //     the harness does not echo, become UserMessage facts: the prompts the
 //     harness was given.
 //   - Engine to harness: a turn (Begin, Send) is a user line on the
