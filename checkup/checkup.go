@@ -214,20 +214,33 @@ func (c *Checkup) start(ctx context.Context, p *place) (*session, error) {
 
 // turn sends text as a new turn and returns the records through its result.
 func (s *session) turn(ctx context.Context, text string) ([]transcript.Event, error) {
-	if err := s.s.Send(text); err != nil {
+	if err := s.s.Send(front.Turn{Kind: front.TurnWork, Prompt: text}); err != nil {
 		return nil, fmt.Errorf("send a turn: %w", err)
 	}
 	return s.until(ctx, "the turn's result", func(ev *transcript.Event) bool { return ev.Kind == transcript.KindResult })
 }
 
-// until reads records until match accepts one, and returns them all.
+// until reads records until match accepts one, and returns them all. The
+// checks are of the harness's own lines, so they read the front's Output
+// facts, each a line as the harness wrote it.
 func (s *session) until(ctx context.Context, what string, match func(*transcript.Event) bool) ([]transcript.Event, error) {
 	var got []transcript.Event
 	for {
 		select {
-		case ev, ok := <-s.s.Records():
+		case f, ok := <-s.s.Facts():
 			if !ok {
 				return got, fmt.Errorf("the harness ended before %s: %s", what, s.s.Exit().Why)
+			}
+			if ack, ok := s.s.(front.Acknowledger); ok {
+				ack.Handled()
+			}
+			out, isLine := f.(front.Output)
+			if !isLine {
+				continue
+			}
+			ev, err := transcript.Decode(out.Raw)
+			if err != nil {
+				continue
 			}
 			s.seen = append(s.seen, ev)
 			got = append(got, ev)

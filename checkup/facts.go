@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/transcript"
@@ -333,7 +334,7 @@ func checkInterrupt(ctx context.Context, c *Checkup) (string, error) {
 		return "", err
 	}
 	defer s.stop()
-	if err := s.s.Send("answer slowly"); err != nil {
+	if err := s.s.Send(front.Turn{Kind: front.TurnWork, Prompt: "answer slowly"}); err != nil {
 		return "", err
 	}
 	for len(p.srv.Requests()) == 0 {

@@ -1,14 +1,11 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/runlog"
@@ -19,7 +16,6 @@ import (
 	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
-	"github.com/flowerhq/flower/transcript"
 )
 
 type outcomeKind int
@@ -95,7 +91,7 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 	switch {
 	case l.begun:
 	case l.early != nil:
-		err = sess.Send(l.prompt)
+		err = sess.Send(front.Turn{Kind: front.TurnFirst, Prompt: l.prompt})
 		log.Info("first prompt sent to the successor started early")
 	default:
 		err = sess.Begin()
@@ -123,7 +119,7 @@ type attemptRun struct {
 	gen   *manifest.Generation
 	p     front.Session
 	log   *slog.Logger
-	meter transcript.Meter
+	meter meter
 	phase phase
 	// fresh: a new session, not a resumed one (the futile guard is for
 	// fresh sessions only).
@@ -204,12 +200,12 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 	ack, _ := a.p.(front.Acknowledger)
 	for {
 		select {
-		case ev, ok := <-a.p.Records():
+		case f, ok := <-a.p.Facts():
 			if !ok {
 				return a.exited()
 			}
 			before := a.phase
-			if out, end := a.handle(&ev); end {
+			if out, end := a.handle(f); end {
 				return out
 			}
 			if ack != nil {
@@ -270,11 +266,11 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 func (a *attemptRun) fold(ack front.Acknowledger) (outcome, bool) {
 	for {
 		select {
-		case ev, ok := <-a.p.Records():
+		case f, ok := <-a.p.Facts():
 			if !ok {
 				return a.exited(), true
 			}
-			if out, end := a.handle(&ev); end {
+			if out, end := a.handle(f); end {
 				return out, true
 			}
 			if ack != nil {
@@ -304,7 +300,7 @@ func (a *attemptRun) exitWhy() string {
 	deadline := time.After(a.rt.opts.Grace)
 	for {
 		select {
-		case _, ok := <-a.p.Records():
+		case _, ok := <-a.p.Facts():
 			if !ok {
 				return a.p.Exit().Why
 			}
@@ -338,24 +334,20 @@ func (a *attemptRun) event(kind EventKind) Event {
 		CostUSD: a.st.CostUSD}
 }
 
-// handle folds one record into the attempt; end reports that the attempt
+// handle folds one fact into the attempt; end reports that the attempt
 // is over with the returned outcome.
-func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
+func (a *attemptRun) handle(f front.Fact) (out outcome, end bool) {
 	rt, st := a.rt, a.st
-	prevSession, prevResponses := a.meter.SessionID, a.meter.Responses
-	a.meter.Observe(ev)
-	if a.meter.Responses != prevResponses {
+	prevSession := a.meter.SessionID
+	if a.meter.observe(f) {
 		// One small record per main-thread response, the points of a run's
 		// chart (DESIGN.md «Run page»); the phase says a writing turn's.
 		a.log.Info("response", "context", a.meter.Context, "window", a.rt.policy.Window,
 			"at", a.rt.policy.At(), "warn_at", a.rt.policy.WarnAt())
 	}
-	if a.phase != phaseWriting && ev.Raw != nil {
-		// The harness's own line, for programs following the run; the
-		// writing turn is not streamed (DESIGN.md «Writing turn»): its result is the done event.
-		e := a.event(KindRaw)
-		e.Raw = ev.Raw
-		rt.emit(e)
+	if sw, ok := f.(front.SessionSwitched); ok {
+		a.switchSession(sw.From)
+		return
 	}
 	if a.meter.SessionID != prevSession || (a.meter.SessionID != "" && a.gen.SessionID == "") {
 		st.SetSessionID(a.meter.SessionID)
@@ -363,22 +355,23 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 		rt.save(st)
 		rt.emit(a.event(KindSession))
 	}
-	if ev.Kind == transcript.KindSystem && ev.Subtype == front.SubtypeSessionSwitch {
-		a.switchSession(prevSession)
-		return
-	}
-	if ev.Kind != transcript.KindAssistant && bytes.Contains(ev.Raw, []byte("Autocompact is thrashing")) {
-		a.compaction(`"Autocompact is thrashing"`)
-	}
-	a.rt.checkVersion(ev)
-	switch ev.Kind {
-	case transcript.KindInit:
-		a.sawInit = true
-		if ev.Model != "" {
-			a.model = ev.Model
+	switch f := f.(type) {
+	case front.Output:
+		if a.phase != phaseWriting {
+			// The harness's own line, for programs following the run; the
+			// writing turn is not streamed (DESIGN.md «Writing turn»): its result is the done event.
+			e := a.event(KindRaw)
+			e.Raw = f.Raw
+			rt.emit(e)
 		}
-	case transcript.KindAssistant:
-		if !ev.MainThread() {
+	case front.Init:
+		a.sawInit = true
+		if f.Model != "" {
+			a.model = f.Model
+		}
+		rt.checkVersion(f.Version)
+	case front.Round:
+		if !f.MainThread {
 			return
 		}
 		a.idle = false
@@ -387,33 +380,33 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 		// the predecessor's harness (warm.go).
 		a.startProbe()
 		a.retirePredecessor()
-		if ev.Synthetic() {
+		if f.Synthetic {
 			return
 		}
 		if a.phase == phaseWriting {
 			// The writing turn is not streamed to the UI (DESIGN.md «Writing turn»).
-			if ev.Text != "" {
-				a.writing.WriteString(ev.Text)
+			if f.Text != "" {
+				a.writing.WriteString(f.Text)
 				a.writing.WriteString("\n")
 			}
-			if len(ev.ToolUses) > 0 {
-				a.writingTools += len(ev.ToolUses)
+			if len(f.ToolUses) > 0 {
+				a.writingTools += len(f.ToolUses)
 				if !a.writingInterrupted {
 					// The writing turn is for text only: stop the tool and
 					// ask again once (see result).
 					a.writingInterrupted = true
-					a.log.Warn("the writing turn called a tool; interrupting", "tool", ev.ToolUses[0].Name)
+					a.log.Warn("the writing turn called a tool; interrupting", "tool", f.ToolUses[0].Name)
 					_ = a.p.StopTool()
 				}
 			}
 			return
 		}
-		if ev.Text != "" {
+		if f.Text != "" {
 			e := a.event(KindText)
-			e.Text = ev.Text
+			e.Text = f.Text
 			rt.emit(e)
 		}
-		for _, tu := range ev.ToolUses {
+		for _, tu := range f.ToolUses {
 			e := a.event(KindTool)
 			e.Tool, e.Input = tu.Name, tu.Input
 			rt.emit(e)
@@ -421,35 +414,31 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 		if out, end := a.check(); end {
 			return out, true
 		}
-	case transcript.KindUser:
-		if st.Task == "" && a.phase == phaseWorking && ev.MainThread() {
+	case front.UserMessage:
+		if st.Task == "" && a.phase == phaseWorking && f.MainThread && isPrompt(f.Text) {
 			// A person typed the task on the harness's own screen: it is
 			// what a degraded handoff carries.
-			if text := transcript.UserText(ev); isPrompt(text) {
-				st.Task = text
-				a.books().FreezeTask() // saves
-			}
+			st.Task = f.Text
+			a.books().FreezeTask() // saves
 		}
-	case transcript.KindSystem:
-		if ev.Subtype == "compact_boundary" {
-			md := gjson.GetBytes(ev.Raw, "compact_metadata")
-			a.st.AddCompaction(manifest.Compaction{At: rt.opts.Now(), Trigger: md.Get("trigger").String(),
-				PreTokens: int(md.Get("pre_tokens").Int()), PostTokens: int(md.Get("post_tokens").Int())})
-			rt.save(st)
-			a.log.Warn("the harness compacted its context", "trigger", md.Get("trigger").String(), "pre_tokens", md.Get("pre_tokens").Int(), "post_tokens", md.Get("post_tokens").Int())
-			a.compaction("a compact_boundary line")
+	case front.Compacted:
+		if !f.Boundary {
+			a.compaction(`"Autocompact is thrashing"`)
+			return
 		}
-		if ev.Subtype == "api_retry" {
-			// The harness waits and asks the API again (a rate limit, an
-			// overload): the run's page marks the wait (DESIGN.md «Run page»).
-			r := gjson.ParseBytes(ev.Raw)
-			a.log.Info("api retry", "attempt", r.Get("attempt").Int(), "max_retries", r.Get("max_retries").Int(),
-				"retry_delay_ms", r.Get("retry_delay_ms").Int(), "error_status", r.Get("error_status").Int(), "error", r.Get("error").String())
-		}
-	case transcript.KindResult:
+		a.st.AddCompaction(manifest.Compaction{At: rt.opts.Now(), Trigger: f.Trigger, PreTokens: f.PreTokens, PostTokens: f.PostTokens})
+		rt.save(st)
+		a.log.Warn("the harness compacted its context", "trigger", f.Trigger, "pre_tokens", f.PreTokens, "post_tokens", f.PostTokens)
+		a.compaction("a compact_boundary line")
+	case front.Retrying:
+		// The harness waits and asks the API again (a rate limit, an
+		// overload): the run's page marks the wait (DESIGN.md «Run page»).
+		a.log.Info("api retry", "attempt", f.Attempt, "max_retries", f.MaxRetries,
+			"retry_delay_ms", f.Delay.Milliseconds(), "error_status", f.Status, "error", f.Error)
+	case front.TurnEnded:
 		a.startProbe()
 		a.retirePredecessor()
-		return a.result(ev)
+		return a.result(f)
 	}
 	return
 }
@@ -544,16 +533,16 @@ func (a *attemptRun) thresholds() (outcome, bool) {
 	return outcome{}, false
 }
 
-func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
+func (a *attemptRun) result(ev front.TurnEnded) (outcome, bool) {
 	rt, st := a.rt, a.st
-	st.AddUsage(a.meter.CostUSD-a.lastCost, ev.NumTurns)
+	st.AddUsage(a.meter.CostUSD-a.lastCost, ev.Turns)
 	a.lastCost = a.meter.CostUSD
 	st.SetContext(a.meter.Context)
 	if w := a.resultWindow(ev); w > 0 {
 		a.crossCheck(w)
 	}
-	overflow := ev.TerminalReason == "prompt_too_long" || ev.TerminalReason == "blocking_limit" ||
-		(ev.IsError && handoffwriter.IsOverflow(ev.Result))
+	overflow := ev.How == front.EndedOverflow
+	failed := ev.How != front.EndedOnOwn
 	if a.phase == phaseCutting && !overflow && !a.endedAtCut(ev) {
 		// The writing prompt goes out before the books are saved: their
 		// syncs are not on the cut's path.
@@ -562,16 +551,17 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 		return out, end
 	}
 	rt.save(st)
+	why := firstNonEmpty(ev.Text, ev.Detail)
 	switch a.phase {
 	case phaseWorking:
 		e := a.event(KindTurn)
-		e.Text, e.IsError = ev.Result, ev.IsError
+		e.Text, e.IsError = ev.Text, failed
 		rt.emit(e)
 		if overflow {
 			// DESIGN.md «Overflow path»: the session cannot run another turn; degrade and go on.
 			a.reason = manifest.ReasonOverflow
 			a.cutContext = a.meter.Context
-			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
+			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow: "+why), true
 		}
 		if a.rt.caps.OutsideTurns {
 			// The person reads the turn's end (an error included) on the
@@ -579,8 +569,10 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 			a.idle = true
 			return outcome{}, false
 		}
-		if ev.IsError {
-			why := "the turn ended in an error: " + firstNonEmpty(ev.Result, ev.Subtype, ev.TerminalReason)
+		if failed {
+			// EndedLimited is an error for now: the session is intact, and
+			// waiting out the limit belongs here (DESIGN.md «Limits»).
+			why := "the turn ended in an error: " + why
 			if !a.sawInit {
 				// A result before any init line: the harness refused the
 				// session (a resume of one it does not know, say). Its
@@ -593,19 +585,19 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 	case phaseCutting:
 		if overflow {
 			a.reason = manifest.ReasonOverflow
-			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow at the cut: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
+			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow at the cut: "+why), true
 		}
 		// The turn ended on its own before the interrupt reached it
 		// (the round over the threshold was the agent's last reply): the
 		// agent is done, and there is nothing to hand off (DESIGN.md «The cut»).
 		a.log.Info("the turn ended on its own at the cut; the step is done")
 		e := a.event(KindTurn)
-		e.Text = ev.Result
+		e.Text = ev.Text
 		rt.emit(e)
 		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
 	default: // writing
 		if overflow {
-			return a.handoffOutcome(handoffwriter.Handoff{}, "the writing turn overflowed: "+firstNonEmpty(ev.Result, ev.TerminalReason)), true
+			return a.handoffOutcome(handoffwriter.Handoff{}, "the writing turn overflowed: "+why), true
 		}
 		h := handoffwriter.Parse(a.writing.String())
 		if h.Complete() {
@@ -616,7 +608,7 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 			a.writingRetried, a.writingInterrupted = true, false
 			a.writing.Reset()
 			a.log.Warn("asking again for the handoff document only")
-			if err := a.p.Send(retryPrompt + handoff.WritingPrompt(a.cutContext, rt.policy.Window, a.st.Task, rt.opts.TaskCarry)); err != nil {
+			if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: retryPrompt + a.writingPrompt()}); err != nil {
 				return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt again: "+err.Error()), true
 			}
 			return outcome{}, false
@@ -625,8 +617,8 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 		switch {
 		case a.writingRetried && a.writingTools > 1:
 			why = fmt.Sprintf("the writing turn called tools instead of writing, also when asked again for the document only (%d tool calls)", a.writingTools)
-		case ev.IsError:
-			why = "the writing turn failed: " + firstNonEmpty(ev.Result, ev.Subtype, ev.TerminalReason)
+		case failed:
+			why = "the writing turn failed: " + firstNonEmpty(ev.Text, ev.Detail)
 		default:
 			why = "the handoff is missing " + strings.Join(h.Missing(), ", ")
 		}
@@ -671,8 +663,13 @@ func (a *attemptRun) handoffOutcome(h handoffwriter.Handoff, why string) outcome
 }
 
 // endedAtCut: the cut turn ended on its own, not by the interrupt.
-func (a *attemptRun) endedAtCut(ev *transcript.Event) bool {
-	return !ev.IsError && gjson.GetBytes(ev.Raw, "stop_reason").String() == "end_turn" && !a.rt.caps.OutsideTurns
+func (a *attemptRun) endedAtCut(ev front.TurnEnded) bool {
+	return ev.How == front.EndedOnOwn && !a.rt.caps.OutsideTurns
+}
+
+// writingPrompt is the handoff-writing prompt of this attempt's cut.
+func (a *attemptRun) writingPrompt() string {
+	return handoff.WritingPrompt(a.cutContext, a.rt.policy.Window, a.st.Task, a.rt.opts.TaskCarry)
 }
 
 // startWriting begins the writing turn once the cut turn has ended.
@@ -685,7 +682,7 @@ func (a *attemptRun) startWriting() (outcome, bool) {
 	e.Phase = PhaseWriting
 	e.Context = a.cutContext
 	rt.emit(e)
-	if err := a.p.Send(handoff.WritingPrompt(a.cutContext, rt.policy.Window, a.st.Task, rt.opts.TaskCarry)); err != nil {
+	if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt()}); err != nil {
 		return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
 	}
 	// The cut is over and the handoff certain: the successor's harness
@@ -723,8 +720,7 @@ func (a *attemptRun) switchSession(prev string) {
 	a.log.Info("the harness switched sessions", "from", prev, "to", a.meter.SessionID)
 	a.st.Retire(prev)
 	sid := a.meter.SessionID
-	cost, turns := a.meter.CostUSD, a.meter.Turns
-	a.meter = transcript.Meter{SessionID: sid, CostUSD: cost, Turns: turns}
+	a.meter = meter{SessionID: sid, CostUSD: a.meter.CostUSD, Turns: a.meter.Turns}
 	a.warned = false
 	a.st.SetSessionID(sid)
 	a.st.SetContext(0)
@@ -738,6 +734,5 @@ func (a *attemptRun) switchSession(prev string) {
 // interrupt notes) and from flower's handoff prompt.
 func isPrompt(text string) bool {
 	t := strings.TrimSpace(text)
-	return t != "" && !strings.HasPrefix(t, "<") && !strings.HasPrefix(t, "[Request interrupted") &&
-		!strings.Contains(t, handoffwriter.PromptTag)
+	return t != "" && !strings.HasPrefix(t, "<") && !strings.HasPrefix(t, "[Request interrupted")
 }

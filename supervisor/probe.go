@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/transcript"
 )
 
 // probeTimeout bounds the context-usage request. Past it the run goes on
@@ -18,7 +17,7 @@ import (
 const probeTimeout = 10 * time.Second
 
 type probeAnswer struct {
-	resp gjson.Result
+	resp transcript.ContextUsage
 	err  error
 	took time.Duration
 }
@@ -94,12 +93,8 @@ func (a *attemptRun) probed(ans probeAnswer) (outcome, bool) {
 		return outcome{}, false
 	}
 	resp := ans.resp
-	p := &manifest.Probe{Model: firstNonEmpty(a.model, resp.Get("model").String()), SessionID: a.meter.SessionID,
-		At: rt.opts.Now(), Seconds: ans.took.Seconds(), Window: int(resp.Get("maxTokens").Int()), Floor: startFloor(resp)}
-	if v := resp.Get("isAutoCompactEnabled"); v.Exists() {
-		on := v.Bool()
-		p.AutoCompactEnabled = &on
-	}
+	p := &manifest.Probe{Model: firstNonEmpty(a.model, resp.Model), SessionID: a.meter.SessionID,
+		At: rt.opts.Now(), Seconds: ans.took.Seconds(), Window: resp.Window, Floor: resp.Floor, AutoCompactEnabled: resp.AutoCompact}
 	rt.m.Probe = p
 	a.gen.HarnessWindow, a.gen.StartFloor, a.gen.AutoCompactEnabled = p.Window, p.Floor, p.AutoCompactEnabled
 	if p.Window > 0 {
@@ -115,24 +110,17 @@ func (a *attemptRun) probed(ans probeAnswer) (outcome, bool) {
 		rt.emit(Event{Kind: KindNotice, Step: st.Name, Generation: a.gen.N, Text: msg, IsError: true})
 	}
 	rt.save(st)
-	a.log.Info("session probed", "max_tokens", p.Window, "floor", p.Floor, "auto_compact", resp.Get("isAutoCompactEnabled").Raw,
+	a.log.Info("session probed", "max_tokens", p.Window, "floor", p.Floor, "auto_compact", autoCompact(resp.AutoCompact),
 		"model", p.Model, "seconds", p.Seconds)
 	return a.judge()
 }
 
-// startFloor is what a session holds before any message: the context the
-// harness counts (totalTokens) less its messages, i.e. system prompt,
-// tools, skills and memory files. The harness's answer breaks the count
-// down into categories; asked before any turn, messages are nearly nil.
-func startFloor(resp gjson.Result) int {
-	floor := int(resp.Get("totalTokens").Int())
-	resp.Get("categories").ForEach(func(_, c gjson.Result) bool {
-		if c.Get("id").String() == "messages" {
-			floor -= int(c.Get("tokens").Int())
-		}
-		return true
-	})
-	return max(floor, 0)
+// autoCompact says what the harness said of its auto-compact, for the log.
+func autoCompact(on *bool) string {
+	if on == nil {
+		return "unsaid"
+	}
+	return fmt.Sprint(*on)
 }
 
 // runFloor is the start-up floor the run measured, 0 when it has none.

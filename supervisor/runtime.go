@@ -19,11 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/runlog"
-	"github.com/flowerhq/flower/transcript"
 
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/handoff"
@@ -573,21 +570,10 @@ func (rt *Runtime) LaunchSpec(step string) front.Spec {
 func (rt *Runtime) Launcher() front.Launcher { return rt.opts.Front }
 
 // checkVersion looks once per Runtime at the version the harness reports
-// (its init line; a transcript file's lines on the harness's own screen)
-// and says in one line when it is newer than any flower was tested on
-// (DESIGN.md «Doctor»).
-func (rt *Runtime) checkVersion(ev *transcript.Event) {
-	if rt.versionSeen || ev.Raw == nil {
-		return
-	}
-	var v string
-	switch {
-	case ev.Kind == transcript.KindInit:
-		v = gjson.GetBytes(ev.Raw, "claude_code_version").String()
-	case rt.caps.PersonTypes && (ev.Kind == transcript.KindUser || ev.Kind == transcript.KindAssistant):
-		v = gjson.GetBytes(ev.Raw, "version").String()
-	}
-	if v == "" {
+// (front.Init) and says in one line when it is newer than any flower was
+// tested on (DESIGN.md «Doctor»).
+func (rt *Runtime) checkVersion(v string) {
+	if rt.versionSeen || v == "" {
 		return
 	}
 	rt.versionSeen = true

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flowerhq/flower/transcript"
+	"github.com/flowerhq/flower/front"
 )
 
 // interrupted ends the attempt when the caller cancelled (the first Ctrl-C
@@ -23,14 +23,17 @@ func (a *attemptRun) interrupted(ctx context.Context) outcome {
 	deadline := time.After(2 * a.rt.opts.Grace)
 	for {
 		select {
-		case ev, ok := <-a.p.Records():
+		case f, ok := <-a.p.Facts():
 			if !ok {
 				out.sessionID = a.meter.SessionID
 				return out
 			}
-			a.meter.Observe(&ev)
-			if ev.Kind == transcript.KindResult {
-				a.bookInterrupted(&ev)
+			a.meter.observe(f)
+			if te, ok := f.(front.TurnEnded); ok {
+				a.bookInterrupted(te)
+			}
+			if ack, ok := a.p.(front.Acknowledger); ok {
+				ack.Handled()
 			}
 		case <-deadline:
 			a.log.Warn("the harness did not exit after the interrupt; stopping it")
@@ -43,14 +46,14 @@ func (a *attemptRun) interrupted(ctx context.Context) outcome {
 
 // bookInterrupted books the interrupted turn's result: its cost and turns
 // count like any other (DESIGN.md «Manifest»).
-func (a *attemptRun) bookInterrupted(ev *transcript.Event) {
+func (a *attemptRun) bookInterrupted(ev front.TurnEnded) {
 	st := a.st
-	st.AddUsage(a.meter.CostUSD-a.lastCost, ev.NumTurns)
+	st.AddUsage(a.meter.CostUSD-a.lastCost, ev.Turns)
 	a.lastCost = a.meter.CostUSD
 	st.SetContext(a.meter.Context)
 	a.rt.save(st)
 	e := a.event(KindTurn)
-	e.Text, e.IsError = ev.Result, ev.IsError
+	e.Text, e.IsError = ev.Text, ev.How != front.EndedOnOwn
 	a.rt.emit(e)
 }
 
@@ -78,10 +81,10 @@ func (a *attemptRun) finish() {
 func (a *attemptRun) stop() {
 	a.p.Stop()
 	// Whatever the harness said after the attempt's end still counts.
-	for ev := range a.p.Records() {
-		a.meter.Observe(&ev)
-		if ev.Kind == transcript.KindResult {
-			a.bookInterrupted(&ev)
+	for f := range a.p.Facts() {
+		a.meter.observe(f)
+		if te, ok := f.(front.TurnEnded); ok {
+			a.bookInterrupted(te)
 		}
 	}
 	if n := a.p.Exit().Skipped; n > 0 {

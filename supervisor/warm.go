@@ -63,7 +63,7 @@ func stopUnused(sess front.Session) {
 		return
 	}
 	sess.Stop()
-	for range sess.Records() {
+	for range sess.Facts() {
 	}
 }
 

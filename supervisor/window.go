@@ -3,12 +3,9 @@ package supervisor
 import (
 	"fmt"
 	"log/slog"
-	"strings"
 
-	"github.com/tidwall/gjson"
-
+	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/manifest"
-	"github.com/flowerhq/flower/transcript"
 )
 
 // adoptWindow takes the harness's own figure for the context window. A
@@ -71,15 +68,16 @@ func (a *attemptRun) crossCheck(w int) {
 
 // resultWindow is the window a result reports for the session's model
 // (modelUsage.<model>.contextWindow), or the largest it reports when the
-// model is not known.
-func (a *attemptRun) resultWindow(ev *transcript.Event) int {
-	if a.model != "" && ev.Raw != nil {
-		key := strings.NewReplacer(".", `\.`, "*", `\*`, "?", `\?`).Replace(a.model)
-		if w := gjson.GetBytes(ev.Raw, "modelUsage."+key+".contextWindow").Int(); w > 0 {
-			return int(w)
-		}
+// model is not known or not among them.
+func (a *attemptRun) resultWindow(ev front.TurnEnded) int {
+	if w := ev.Windows[a.model]; a.model != "" && w > 0 {
+		return w
 	}
-	return ev.ContextWindow
+	w := 0
+	for _, v := range ev.Windows {
+		w = max(w, v)
+	}
+	return w
 }
 
 // disagree reports whether a and b differ by more than 10% of the larger.

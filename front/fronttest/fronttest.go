@@ -29,7 +29,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/flowerhq/flower/front"
-	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/transcript"
@@ -51,8 +50,8 @@ type Request struct {
 	// Turn numbers the session's turns from 1, across resumes; Round the
 	// requests of this turn from 1 (a tool's result asks again).
 	Turn, Round int
-	// Prompt is the turn's prompt; Writing: it is flower's handoff-writing
-	// prompt (it carries handoffwriter.PromptTag).
+	// Prompt is the turn's prompt; Writing: the engine sent it as the
+	// handoff-writing turn (front.TurnWriting).
 	Prompt  string
 	Writing bool
 	// History is what the request carries, in order: the prompts the
@@ -178,7 +177,7 @@ func (l *Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, err
 	}
 	l.logf("launch %d", p.N)
 	l.mu.Unlock()
-	ss := &session{l: l, p: p, out: make(chan transcript.Event), prompts: make(chan string, 16),
+	ss := &session{l: l, p: p, out: make(chan front.Fact), prompts: make(chan front.Turn, 16),
 		intr: make(chan struct{}, 1), endInput: make(chan struct{}), kill: make(chan struct{}), done: make(chan struct{})}
 	p.s = ss
 	go ss.run(ctx)
@@ -287,14 +286,20 @@ type session struct {
 	l *Launcher
 	p *Proc
 
-	out      chan transcript.Event
-	prompts  chan string
+	out      chan front.Fact
+	prompts  chan front.Turn
 	intr     chan struct{}
 	endInput chan struct{}
 	endOnce  sync.Once
 	kill     chan struct{}
 	killOnce sync.Once
 	done     chan struct{}
+
+	// trMu guards the translator: the session's goroutine feeds it, the
+	// engine's tells it of an interrupt of the running turn.
+	trMu    sync.Mutex
+	tr      front.Translator
+	running bool
 
 	// Owned by run until done is closed.
 	exit    front.Exit
@@ -305,18 +310,20 @@ type session struct {
 
 type probingSession struct{ *session }
 
-func (s *session) Records() <-chan transcript.Event { return s.out }
+func (s *session) Facts() <-chan front.Fact { return s.out }
 
-func (s *session) Begin() error { return s.Send(s.p.Spec.Prompt) }
+func (s *session) Begin() error {
+	return s.Send(front.Turn{Kind: front.TurnWork, Prompt: s.p.Spec.Prompt})
+}
 
-func (s *session) Send(prompt string) error {
+func (s *session) Send(t front.Turn) error {
 	select {
 	case <-s.done:
 		return harness.ErrExited
 	default:
 	}
 	select {
-	case s.prompts <- prompt:
+	case s.prompts <- t:
 		return nil
 	default:
 		return fmt.Errorf("fronttest: too many prompts queued")
@@ -336,6 +343,13 @@ func (s *session) command(what string) error {
 	s.l.mu.Lock()
 	s.l.logf("%s %d", what, s.p.N)
 	s.l.mu.Unlock()
+	// Told and sent under one lock: a turn starting now either drops the
+	// interrupt as sent while no turn ran, or is interrupted and knows it.
+	s.trMu.Lock()
+	defer s.trMu.Unlock()
+	if s.running {
+		s.tr.Interrupting()
+	}
 	return s.interrupt()
 }
 
@@ -371,21 +385,21 @@ func (s *session) Exit() front.Exit {
 
 // Probe answers the context-usage request: the Launcher's window and
 // floor, the session's messages on top.
-func (s *probingSession) Probe(ctx context.Context) (gjson.Result, error) {
+func (s *probingSession) Probe(ctx context.Context) (transcript.ContextUsage, error) {
 	if s.l.ProbeTook > 0 {
 		t := time.NewTimer(s.l.ProbeTook)
 		defer t.Stop()
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			return gjson.Result{}, ctx.Err()
+			return transcript.ContextUsage{}, ctx.Err()
 		case <-s.done:
-			return gjson.Result{}, harness.ErrExited
+			return transcript.ContextUsage{}, harness.ErrExited
 		}
 	}
 	select {
 	case <-s.done:
-		return gjson.Result{}, harness.ErrExited
+		return transcript.ContextUsage{}, harness.ErrExited
 	default:
 	}
 	s.l.mu.Lock()
@@ -397,7 +411,7 @@ func (s *probingSession) Probe(ctx context.Context) (gjson.Result, error) {
 			map[string]any{"id": "system_prompt", "tokens": s.l.Floor},
 			map[string]any{"id": "messages", "tokens": msgs},
 		}})
-	return gjson.ParseBytes(b), nil
+	return transcript.ContextUsageOf(gjson.ParseBytes(b)), nil
 }
 
 func (s *session) model() string {
@@ -462,7 +476,7 @@ func (s *session) run(ctx context.Context) {
 	}
 	for {
 		// Prompts queued before the input was closed are still taken.
-		var pr string
+		var pr front.Turn
 		select {
 		case pr = <-s.prompts:
 		default:
@@ -481,15 +495,16 @@ func (s *session) run(ctx context.Context) {
 			s.exit.ByPerson, s.exit.Why = true, "the person ended the harness"
 			return
 		case last.PersonNext != "":
-			_ = s.Send(last.PersonNext)
+			_ = s.Send(front.Turn{Kind: front.TurnWork, Prompt: last.PersonNext})
 		}
 	}
 }
 
 // emit hands one record to the engine, translated into the seam's
-// vocabulary: a stream-json line as the harness writes it, decoded. The
-// channel is unbuffered, so the session runs in step with the engine; a
-// record the engine has not taken when the harness is stopped or killed is
+// vocabulary: a stream-json line as the harness writes it, decoded and
+// translated into facts by a front.Translator, as the headless front does.
+// The channel is unbuffered, so the session runs in step with the engine;
+// a fact the engine has not taken when the harness is stopped or killed is
 // lost, as a dead process's unread output is.
 func (s *session) emit(v map[string]any) {
 	b, err := json.Marshal(v)
@@ -500,10 +515,21 @@ func (s *session) emit(v map[string]any) {
 	if err != nil {
 		panic(err)
 	}
-	select {
-	case s.out <- ev:
-	case <-s.kill:
-		panic(errKilled{})
+	var facts []front.Fact
+	s.trMu.Lock()
+	s.tr.Facts(&ev, func(f front.Fact) {
+		if _, ok := f.(front.TurnEnded); ok {
+			s.running = false
+		}
+		facts = append(facts, f)
+	})
+	s.trMu.Unlock()
+	for _, f := range facts {
+		select {
+		case s.out <- f:
+		case <-s.kill:
+			panic(errKilled{})
+		}
 	}
 }
 
@@ -529,12 +555,16 @@ func (s *session) wait(d time.Duration, until <-chan struct{}) bool {
 }
 
 // turn plays one turn and returns the round that ended it.
-func (s *session) turn(prompt string) (last Round) {
+func (s *session) turn(t front.Turn) (last Round) {
 	l, p := s.l, s.p
+	prompt := t.Prompt
+	s.trMu.Lock()
 	select {
 	case <-s.intr: // an interrupt sent while no turn ran
 	default:
 	}
+	s.running = true
+	s.trMu.Unlock()
 	l.mu.Lock()
 	p.prompts = append(p.prompts, prompt)
 	l.logf("prompt %d", p.N)
@@ -566,7 +596,7 @@ func (s *session) turn(prompt string) (last Round) {
 		l.mu.Lock()
 		l.seq++
 		req := Request{Seq: l.seq, Session: sid, Proc: p.N, Turn: turnN, Round: round, Prompt: prompt,
-			Writing: strings.Contains(prompt, handoffwriter.PromptTag), History: slices.Clone(l.history[sid])}
+			Writing: t.Kind == front.TurnWriting, History: slices.Clone(l.history[sid])}
 		l.requests = append(l.requests, req)
 		if !slices.Contains(l.order, sid) {
 			l.order = append(l.order, sid)

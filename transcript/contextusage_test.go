@@ -1,4 +1,4 @@
-package supervisor
+package transcript
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 // The start-up floor is the harness's count less its messages, so an
 // answer asked after the first round still gives it (answers as measured on
 // the pinned harness, categories abridged).
-func TestStartFloor(t *testing.T) {
+func TestContextUsageFloor(t *testing.T) {
 	for _, tc := range []struct {
 		name, answer string
 		want         int
@@ -19,8 +19,19 @@ func TestStartFloor(t *testing.T) {
 		{"no breakdown", `{"totalTokens":18000}`, 18000},
 		{"messages above the total", `{"totalTokens":10,"categories":[{"id":"messages","tokens":20}]}`, 0},
 	} {
-		if got := startFloor(gjson.Parse(tc.answer)); got != tc.want {
+		if got := ContextUsageOf(gjson.Parse(tc.answer)).Floor; got != tc.want {
 			t.Errorf("%s: floor %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The rest of the answer: window, model, and auto-compact said or unsaid.
+func TestContextUsageOf(t *testing.T) {
+	u := ContextUsageOf(gjson.Parse(`{"model":"claude-x","maxTokens":200000,"totalTokens":9000,"isAutoCompactEnabled":false}`))
+	if u.Model != "claude-x" || u.Window != 200000 || u.Floor != 9000 || u.AutoCompact == nil || *u.AutoCompact {
+		t.Errorf("answer read as %+v", u)
+	}
+	if u := ContextUsageOf(gjson.Parse(`{"maxTokens":1}`)); u.AutoCompact != nil {
+		t.Errorf("an answer that does not say reads auto-compact %v, want nil", *u.AutoCompact)
 	}
 }
