@@ -154,7 +154,7 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 	b.Save()
 	b.Log.Info("handoff written", "gen", gen.N, "reason", c.Reason, "context", c.Context, "degraded", rec.Degraded, "path", path)
 	f := Frozen{Handoff: h, Record: rec, Path: path}
-	if gen.N >= b.Policy.MaxGenerations {
+	if b.Policy.LastGeneration(gen.N) {
 		err := &policy.GenerationLimitError{Max: b.Policy.MaxGenerations, Window: b.Policy.Window, At: b.Policy.At(), Knobs: b.Policy.Knobs}
 		st.AddError(err.Error())
 		st.Finish(manifest.StatusGenerationLimit, b.Now())

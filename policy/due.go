@@ -52,6 +52,21 @@ func NearDue(s State) bool {
 		s.Context < s.Policy.At()
 }
 
+// Futile reports whether a fresh session that starts at context start
+// (its start-up floor, or its first round) would hand off at once: handoff
+// enabled and start at or above At() (DESIGN.md «Futile guard»). It is the
+// futile guard's one decision, wherever it is made.
+func (p HandoffPolicy) Futile(start int) bool {
+	return p.Enabled && start >= p.At()
+}
+
+// LastGeneration reports whether generation n is the last the runaway
+// guard allows (DESIGN.md «Runaway guard»): its handoff is frozen, and no
+// successor follows it. It is the generation limit's one decision.
+func (p HandoffPolicy) LastGeneration(n int) bool {
+	return n >= p.MaxGenerations
+}
+
 // ErrGenerationLimit is matched (with errors.Is) by every
 // *GenerationLimitError.
 var ErrGenerationLimit = errors.New("handoff generation limit reached")

@@ -48,14 +48,6 @@ type outcome struct {
 	predecessor *attemptRun
 }
 
-type phase int
-
-const (
-	phaseWorking phase = iota
-	phaseCutting       // interrupt sent, waiting for the turn's result
-	phaseWriting       // the handoff-writing turn (exempt from the threshold, DESIGN.md «Writing turn»)
-)
-
 // attempt runs one harness process for the current generation: it sends the
 // first prompt at once (nothing waits for the harness's context-usage answer,
 // DESIGN.md «Window from the harness») and follows the stream until the turn
@@ -84,8 +76,10 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 	// DESIGN.md «Futile guard»: the run's measured floor judges a fresh
 	// session before it costs a turn.
 	a.predecessor = l.predecessor // stopped once this session's first round is back, or at the end
-	if floor := rt.runFloor(); a.fresh && !l.begun && rt.policy.Enabled && floor >= rt.policy.At() {
-		return a.futile(floor, "before its first turn")
+	if !l.begun {
+		if out, end := a.futileAt(rt.runFloor(), "before its first turn"); end {
+			return out
+		}
 	}
 	var err error
 	switch {
@@ -99,7 +93,7 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 	if err != nil {
 		return a.died(fmt.Sprintf("send prompt: %v", err))
 	}
-	a.setPhase(phaseWorking)
+	a.startWork()
 	return a.follow(ctx)
 }
 
@@ -120,41 +114,27 @@ type attemptRun struct {
 	p     front.Session
 	log   *slog.Logger
 	meter meter
-	phase phase
+	// state is the attempt's state (state.go): what runs, with its data
+	// and deadline. Only enter changes it.
+	state state
 	// fresh: a new session, not a resumed one (the futile guard is for
 	// fresh sessions only).
 	fresh bool
-	// successorDue fires when the successor is to start early (warm.go).
-	successorDue <-chan time.Time
-	// model is the model the session runs, from its init line.
+	// model is the model the session runs, from its Init.
 	model   string
 	sawInit bool
-	// over: the attempt has returned its outcome; nothing may cut any more.
-	over bool
 	// warned: the near notice was shown in this generation (DESIGN.md «Near notice»).
 	warned bool
 
-	lastCost     float64 // meter.CostUSD already booked
-	reason       string
-	cutContext   int
-	writingStart time.Time
-	writingCost0 float64
-	writing      strings.Builder
-	writingTools int
-	// The writing turn called a tool: it was interrupted (once) and asked
-	// again for the document only.
-	writingInterrupted bool
-	writingRetried     bool
-	sawRound           bool // a main-thread round was seen (futile guard)
-	firstRound         int  // the context of the session's first main-thread round
-	compacted          bool // the backstop fired in this attempt
+	lastCost   float64 // meter.CostUSD already booked
+	sawRound   bool    // a main-thread round was seen (futile guard)
+	firstRound int     // the context of the session's first main-thread round
+	compacted  bool    // the backstop fired in this attempt
 	// autoBlocked counts the automatic compactions flower's hook blocked
 	// in this attempt; handoffWanted: a handoff was asked for before the
 	// session's first round (inbox.go).
 	autoBlocked   int
 	handoffWanted bool
-	// idle: a person-driven session's turn ended and no new one has shown.
-	idle bool
 
 	// The context-usage request, asked beside the turn (probe.go).
 	probeAsked bool
@@ -167,94 +147,56 @@ type attemptRun struct {
 	early    front.Session
 	detached bool
 	// predecessor is the burned attempt this session took over from; its
-	// harness is stopped once this session's first request is out.
+	// harness is retired once this session's first round is back.
 	predecessor *attemptRun
 }
 
-func (a *attemptRun) setPhase(p phase) {
-	a.phase = p
-	a.logState.SetPhase(p.String())
-}
-
-// futile ends the attempt because the fresh session already sits at or
-// above the threshold: every successor would hand off at once, burning the
-// remaining generations for nothing.
-func (a *attemptRun) futile(floor int, when string) outcome {
-	a.log.Error("futile handoff: the session starts above the threshold", "floor", floor, "at", a.rt.policy.At(), "when", when)
-	// Stop the turn where it is; closing stdin alone would let it run on.
-	_ = a.p.Cancel()
-	return outcome{kind: outcomeFutile, floor: floor, why: when, sessionID: a.meter.SessionID, context: floor}
-}
-
-func (a *attemptRun) follow(ctx context.Context) outcome {
-	rt := a.rt
-	var timer <-chan time.Time
-	arm := func(d time.Duration) {
-		if d > 0 {
-			timer = time.After(d)
-		} else {
-			timer = nil
-		}
+// futileAt is the futile guard (DESIGN.md «Futile guard»): a fresh session
+// that starts at start (the run's measured floor, its first round) ends
+// the attempt, for every successor would hand off at once, burning the
+// remaining generations for nothing. The turn is stopped where it is;
+// closing stdin alone would let it run on.
+func (a *attemptRun) futileAt(start int, when string) (outcome, bool) {
+	if !a.fresh || !a.rt.policy.Futile(start) {
+		return outcome{}, false
 	}
-	arm(rt.opts.TurnTimeout)
-	ack, _ := a.p.(front.Acknowledger)
+	a.log.Error("futile handoff: the session starts above the threshold", "floor", start, "at", a.rt.policy.At(), "when", when)
+	_ = a.p.Cancel()
+	return outcome{kind: outcomeFutile, floor: start, why: when, sessionID: a.meter.SessionID, context: start}, true
+}
+
+// follow runs the attempt's loop: facts, the probe's answer, the inbox,
+// and the state's timers, until an outcome.
+func (a *attemptRun) follow(ctx context.Context) outcome {
 	for {
 		select {
 		case f, ok := <-a.p.Facts():
 			if !ok {
 				return a.exited()
 			}
-			before := a.phase
 			if out, end := a.handle(f); end {
 				return out
 			}
-			if ack != nil {
-				ack.Handled()
-			}
-			if a.phase != before {
-				switch a.phase {
-				case phaseCutting:
-					arm(rt.opts.CutTimeout)
-				case phaseWriting:
-					arm(rt.opts.WritingTimeout)
-				}
-			}
+			a.handled()
 		case ans := <-a.probing:
 			if out, end := a.probed(ans); end {
 				return out
 			}
 		case r := <-a.requests:
-			before := a.phase
 			// What the harness said before it asked is folded in first:
 			// the request is judged against it (its context, its round).
-			if out, end := a.fold(ack); end {
+			if out, end := a.fold(); end {
 				inbox.Done(a.inboxDir, r.Name)
 				return out
 			}
 			if out, end := a.request(r); end {
 				return out
 			}
-			if a.phase != before {
-				switch a.phase {
-				case phaseCutting:
-					arm(rt.opts.CutTimeout)
-				case phaseWriting:
-					arm(rt.opts.WritingTimeout)
-				}
-			}
-		case <-a.successorDue:
-			a.successorDue = nil
+		case <-a.successorDue():
+			a.state.(*writing).successor = nil
 			a.startSuccessor()
-		case <-timer:
-			switch a.phase {
-			case phaseWorking:
-				return a.fail(fmt.Sprintf("turn exceeded the turn timeout of %v", rt.opts.TurnTimeout))
-			case phaseCutting:
-				// The session would not stop: it cannot write its handoff.
-				return a.handoffOutcome(handoffwriter.Handoff{}, fmt.Sprintf("the harness did not end the turn within %v of the interrupt", rt.opts.CutTimeout))
-			default:
-				return a.handoffOutcome(handoffwriter.Handoff{}, fmt.Sprintf("the writing turn did not finish within %v", rt.opts.WritingTimeout))
-			}
+		case <-expiry(a.state).C():
+			return a.expired()
 		case <-ctx.Done():
 			// Let the current turn end at a message boundary, then go.
 			return a.interrupted(ctx) // stop.go
@@ -262,8 +204,37 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 	}
 }
 
-// fold handles the records the front has delivered already.
-func (a *attemptRun) fold(ack front.Acknowledger) (outcome, bool) {
+// handled tells a front that must know that the engine has had its say on
+// a fact (front.Acknowledger).
+func (a *attemptRun) handled() {
+	if ack, ok := a.p.(front.Acknowledger); ok {
+		ack.Handled()
+	}
+}
+
+// successorDue fires when the writing state's successor is to start.
+func (a *attemptRun) successorDue() <-chan time.Time {
+	if w, ok := a.state.(*writing); ok {
+		return w.successor.C()
+	}
+	return nil
+}
+
+// expired ends the attempt whose state's deadline passed.
+func (a *attemptRun) expired() outcome {
+	rt := a.rt
+	switch s := a.state.(type) {
+	case *cutting:
+		// The session would not stop: it cannot write its handoff.
+		return a.handoff(s.at, handoffwriter.Handoff{}, fmt.Sprintf("the harness did not end the turn within %v of the interrupt", rt.opts.CutTimeout))
+	case *writing:
+		return a.handoff(s.at, handoffwriter.Handoff{}, fmt.Sprintf("the writing turn did not finish within %v", rt.opts.WritingTimeout))
+	}
+	return a.fail(fmt.Sprintf("turn exceeded the turn timeout of %v", rt.opts.TurnTimeout))
+}
+
+// fold handles the facts the front has delivered already.
+func (a *attemptRun) fold() (outcome, bool) {
 	for {
 		select {
 		case f, ok := <-a.p.Facts():
@@ -273,9 +244,7 @@ func (a *attemptRun) fold(ack front.Acknowledger) (outcome, bool) {
 			if out, end := a.handle(f); end {
 				return out, true
 			}
-			if ack != nil {
-				ack.Handled()
-			}
+			a.handled()
 		default:
 			return outcome{}, false
 		}
@@ -287,7 +256,7 @@ func (a *attemptRun) fold(ack front.Acknowledger) (outcome, bool) {
 // failure, and one in the middle of a handoff degrades it.
 func (a *attemptRun) exited() outcome {
 	x := a.p.Exit()
-	if x.ByPerson && a.phase == phaseWorking {
+	if x.ByPerson && a.working() {
 		a.log.Info("harness ended by the person")
 		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}
 	}
@@ -297,14 +266,15 @@ func (a *attemptRun) exited() outcome {
 // exitWhy waits a grace period for the harness to exit after a turn it
 // refused, and says how it ended.
 func (a *attemptRun) exitWhy() string {
-	deadline := time.After(a.rt.opts.Grace)
+	dl := a.rt.after(a.rt.opts.Grace, "exit")
+	defer dl.stop()
 	for {
 		select {
 		case _, ok := <-a.p.Facts():
 			if !ok {
 				return a.p.Exit().Why
 			}
-		case <-deadline:
+		case <-dl.C():
 			return "the harness is still running"
 		}
 	}
@@ -313,8 +283,8 @@ func (a *attemptRun) exitWhy() string {
 // died handles a harness that is gone. Mid-handoff, the handoff degrades
 // (the session cannot write any more); otherwise the attempt failed.
 func (a *attemptRun) died(why string) outcome {
-	if a.phase != phaseWorking {
-		return a.handoffOutcome(handoffwriter.Handoff{}, why)
+	if !a.working() {
+		return a.handoff(a.cutOf(), handoffwriter.Handoff{}, why)
 	}
 	return a.fail(why)
 }
@@ -323,8 +293,20 @@ func (a *attemptRun) fail(why string) outcome {
 	return outcome{kind: outcomeFailed, why: why, sessionID: a.meter.SessionID}
 }
 
-func (a *attemptRun) state() policy.State {
-	return policy.State{Policy: a.rt.policy, WritingTurn: a.phase == phaseWriting, Context: a.meter.Context,
+// cutOf is what the handoff under way was decided at.
+func (a *attemptRun) cutOf() cutAt {
+	switch s := a.state.(type) {
+	case *cutting:
+		return s.at
+	case *writing:
+		return s.at
+	}
+	return cutAt{reason: manifest.ReasonThreshold, context: a.meter.Context}
+}
+
+func (a *attemptRun) policyState() policy.State {
+	_, writing := a.state.(*writing)
+	return policy.State{Policy: a.rt.policy, WritingTurn: writing, Context: a.meter.Context,
 		SessionID: a.meter.SessionID, Warned: a.warned}
 }
 
@@ -334,10 +316,9 @@ func (a *attemptRun) event(kind EventKind) Event {
 		CostUSD: a.st.CostUSD}
 }
 
-// handle folds one fact into the attempt; end reports that the attempt
-// is over with the returned outcome.
-func (a *attemptRun) handle(f front.Fact) (out outcome, end bool) {
-	rt, st := a.rt, a.st
+// handle folds one fact into the attempt, with the handler of its type;
+// end reports that the attempt is over with the returned outcome.
+func (a *attemptRun) handle(f front.Fact) (outcome, bool) {
 	prevSession := a.meter.SessionID
 	if a.meter.observe(f) {
 		// One small record per main-thread response, the points of a run's
@@ -345,102 +326,154 @@ func (a *attemptRun) handle(f front.Fact) (out outcome, end bool) {
 		a.log.Info("response", "context", a.meter.Context, "window", a.rt.policy.Window,
 			"at", a.rt.policy.At(), "warn_at", a.rt.policy.WarnAt())
 	}
-	if sw, ok := f.(front.SessionSwitched); ok {
-		a.switchSession(sw.From)
-		return
+	if f, ok := f.(front.SessionSwitched); ok {
+		a.onSessionSwitched(f)
+		return outcome{}, false
 	}
-	if a.meter.SessionID != prevSession || (a.meter.SessionID != "" && a.gen.SessionID == "") {
-		st.SetSessionID(a.meter.SessionID)
-		a.logState.SetSession(a.meter.SessionID)
-		rt.save(st)
-		rt.emit(a.event(KindSession))
-	}
+	a.sessionNamed(prevSession)
 	switch f := f.(type) {
 	case front.Output:
-		if a.phase != phaseWriting {
-			// The harness's own line, for programs following the run; the
-			// writing turn is not streamed (DESIGN.md «Writing turn»): its result is the done event.
-			e := a.event(KindRaw)
-			e.Raw = f.Raw
-			rt.emit(e)
-		}
+		a.onOutput(f)
 	case front.Init:
-		a.sawInit = true
-		if f.Model != "" {
-			a.model = f.Model
-		}
-		rt.checkVersion(f.Version)
+		a.onInit(f)
 	case front.Round:
-		if !f.MainThread {
-			return
-		}
-		a.idle = false
-		// The first prompt's request is out and answered: the one
-		// context-usage request of the run may go now (probe.go), and
-		// the predecessor's harness (warm.go).
-		a.startProbe()
-		a.retirePredecessor()
-		if f.Synthetic {
-			return
-		}
-		if a.phase == phaseWriting {
-			// The writing turn is not streamed to the UI (DESIGN.md «Writing turn»).
-			if f.Text != "" {
-				a.writing.WriteString(f.Text)
-				a.writing.WriteString("\n")
-			}
-			if len(f.ToolUses) > 0 {
-				a.writingTools += len(f.ToolUses)
-				if !a.writingInterrupted {
-					// The writing turn is for text only: stop the tool and
-					// ask again once (see result).
-					a.writingInterrupted = true
-					a.log.Warn("the writing turn called a tool; interrupting", "tool", f.ToolUses[0].Name)
-					_ = a.p.StopTool()
-				}
-			}
-			return
-		}
-		if f.Text != "" {
-			e := a.event(KindText)
-			e.Text = f.Text
-			rt.emit(e)
-		}
-		for _, tu := range f.ToolUses {
-			e := a.event(KindTool)
-			e.Tool, e.Input = tu.Name, tu.Input
-			rt.emit(e)
-		}
-		if out, end := a.check(); end {
-			return out, true
-		}
+		return a.onRound(f)
 	case front.UserMessage:
-		if st.Task == "" && a.phase == phaseWorking && f.MainThread && isPrompt(f.Text) {
-			// A person typed the task on the harness's own screen: it is
-			// what a degraded handoff carries.
-			st.Task = f.Text
-			a.books().FreezeTask() // saves
-		}
+		return a.onUserMessage(f)
 	case front.Compacted:
-		if !f.Boundary {
-			a.compaction(`"Autocompact is thrashing"`)
-			return
-		}
-		a.st.AddCompaction(manifest.Compaction{At: rt.opts.Now(), Trigger: f.Trigger, PreTokens: f.PreTokens, PostTokens: f.PostTokens})
-		rt.save(st)
-		a.log.Warn("the harness compacted its context", "trigger", f.Trigger, "pre_tokens", f.PreTokens, "post_tokens", f.PostTokens)
-		a.compaction("a compact_boundary line")
+		return a.onCompacted(f)
 	case front.Retrying:
-		// The harness waits and asks the API again (a rate limit, an
-		// overload): the run's page marks the wait (DESIGN.md «Run page»).
-		a.log.Info("api retry", "attempt", f.Attempt, "max_retries", f.MaxRetries,
-			"retry_delay_ms", f.Delay.Milliseconds(), "error_status", f.Status, "error", f.Error)
+		a.onRetrying(f)
 	case front.TurnEnded:
-		a.startProbe()
-		a.retirePredecessor()
-		return a.result(f)
+		return a.onTurnEnded(f)
 	}
-	return
+	return outcome{}, false
+}
+
+// sessionNamed records the session the harness named, once it is new.
+func (a *attemptRun) sessionNamed(prev string) {
+	if a.meter.SessionID != prev || (a.meter.SessionID != "" && a.gen.SessionID == "") {
+		a.st.SetSessionID(a.meter.SessionID)
+		a.logState.SetSession(a.meter.SessionID)
+		a.rt.save(a.st)
+		a.rt.emit(a.event(KindSession))
+	}
+}
+
+// onOutput passes the harness's own line on, for programs following the
+// run; the writing turn is not streamed (DESIGN.md «Writing turn»): its
+// result is the done event.
+func (a *attemptRun) onOutput(f front.Output) {
+	if _, writing := a.state.(*writing); writing {
+		return
+	}
+	e := a.event(KindRaw)
+	e.Raw = f.Raw
+	a.rt.emit(e)
+}
+
+func (a *attemptRun) onInit(f front.Init) {
+	a.sawInit = true
+	if f.Model != "" {
+		a.model = f.Model
+	}
+	a.rt.checkVersion(f.Version)
+}
+
+func (a *attemptRun) onRetrying(f front.Retrying) {
+	// The harness waits and asks the API again (a rate limit, an
+	// overload): the run's page marks the wait (DESIGN.md «Run page»).
+	a.log.Info("api retry", "attempt", f.Attempt, "max_retries", f.MaxRetries,
+		"retry_delay_ms", f.Delay.Milliseconds(), "error_status", f.Status, "error", f.Error)
+}
+
+func (a *attemptRun) onRound(f front.Round) (outcome, bool) {
+	if !f.MainThread {
+		return outcome{}, false
+	}
+	if _, ok := a.state.(*idle); ok {
+		a.startWork() // someone started a turn
+	}
+	// The first prompt's request is out and answered: the one
+	// context-usage request of the run may go now (probe.go), and
+	// the predecessor's harness (warm.go).
+	a.startProbe()
+	a.retirePredecessor()
+	if f.Synthetic {
+		return outcome{}, false
+	}
+	if w, ok := a.state.(*writing); ok {
+		a.writingReply(w, f)
+		return outcome{}, false
+	}
+	if f.Text != "" {
+		e := a.event(KindText)
+		e.Text = f.Text
+		a.rt.emit(e)
+	}
+	for _, tu := range f.ToolUses {
+		e := a.event(KindTool)
+		e.Tool, e.Input = tu.Name, tu.Input
+		a.rt.emit(e)
+	}
+	return a.check()
+}
+
+// writingReply collects the writing turn's document. The writing turn is
+// for text only: a tool it calls is stopped, and the handoff asked for
+// again once (writingEnded). It is not streamed (DESIGN.md «Writing turn»).
+func (a *attemptRun) writingReply(w *writing, f front.Round) {
+	if f.Text != "" {
+		w.doc.WriteString(f.Text)
+		w.doc.WriteString("\n")
+	}
+	if len(f.ToolUses) == 0 {
+		return
+	}
+	w.tools += len(f.ToolUses)
+	if !w.stopped {
+		w.stopped = true
+		a.log.Warn("the writing turn called a tool; interrupting", "tool", f.ToolUses[0].Name)
+		_ = a.p.StopTool()
+	}
+}
+
+func (a *attemptRun) onUserMessage(f front.UserMessage) (outcome, bool) {
+	st := a.st
+	if st.Task == "" && a.working() && f.MainThread && isPrompt(f.Text) {
+		// A person typed the task on the harness's own screen: it is
+		// what a degraded handoff carries.
+		st.Task = f.Text
+		a.books().FreezeTask() // saves
+	}
+	return outcome{}, false
+}
+
+func (a *attemptRun) onCompacted(f front.Compacted) (outcome, bool) {
+	if !f.Boundary {
+		return a.compaction(`"Autocompact is thrashing"`)
+	}
+	a.st.AddCompaction(manifest.Compaction{At: a.rt.opts.Now(), Trigger: f.Trigger, PreTokens: f.PreTokens, PostTokens: f.PostTokens})
+	a.rt.save(a.st)
+	a.log.Warn("the harness compacted its context", "trigger", f.Trigger, "pre_tokens", f.PreTokens, "post_tokens", f.PostTokens)
+	return a.compaction("a compact_boundary line")
+}
+
+// onSessionSwitched retires the session the harness left and starts the
+// meter over for the one it moved to.
+func (a *attemptRun) onSessionSwitched(f front.SessionSwitched) {
+	if f.From == "" || f.From == f.To {
+		return
+	}
+	a.log.Info("the harness switched sessions", "from", f.From, "to", f.To)
+	a.st.Retire(f.From)
+	a.meter = meter{SessionID: f.To, CostUSD: a.meter.CostUSD, Turns: a.meter.Turns}
+	a.warned = false
+	a.st.SetSessionID(f.To)
+	a.st.SetContext(0)
+	a.logState.SetSession(f.To)
+	a.rt.save(a.st)
+	a.rt.emit(a.event(KindSession))
 }
 
 // backstopArmed: auto-compact must not run (handoff on, and the agent did
@@ -452,9 +485,9 @@ func (a *attemptRun) backstopArmed() bool {
 // compaction is the backstop: the harness compacted although handoff had
 // switched auto-compact off. The compacted context is not trusted: record
 // it loudly and hand off at the next message boundary.
-func (a *attemptRun) compaction(sign string) {
+func (a *attemptRun) compaction(sign string) (outcome, bool) {
 	if a.compacted || !a.backstopArmed() {
-		return
+		return outcome{}, false
 	}
 	a.compacted = true
 	msg := "auto-compact ran although handoff switched it off (" + sign + "); handing off at the next boundary instead of trusting the compacted context"
@@ -462,233 +495,239 @@ func (a *attemptRun) compaction(sign string) {
 	a.rt.save(a.st)
 	a.log.Error(msg)
 	a.rt.emit(Event{Kind: KindNotice, Step: a.st.Name, Generation: a.gen.N, Text: msg, IsError: true})
-	if a.phase == phaseWorking {
-		a.cut(manifest.ReasonCompaction)
+	if _, ok := a.state.(*working); ok {
+		a.cut(cutAt{reason: manifest.ReasonCompaction, context: a.meter.Context})
 	}
+	return outcome{}, false
 }
 
-// cut interrupts the running turn; its result starts the writing turn.
-func (a *attemptRun) cut(reason string) {
-	a.setPhase(phaseCutting)
-	a.reason = reason
-	a.cutContext = a.meter.Context
-	a.log.Info("handoff due: interrupting at the message boundary", "reason", reason, "context", a.meter.Context, "at", a.rt.policy.At())
+// cut interrupts the running work turn; its TurnEnded starts the writing
+// turn (DESIGN.md «The cut»).
+func (a *attemptRun) cut(at cutAt) {
+	a.enter(&cutting{at: at, dl: a.rt.after(a.rt.opts.CutTimeout, "cut")})
+	a.log.Info("handoff due: interrupting at the message boundary", "reason", at.reason, "context", at.context, "at", a.rt.policy.At())
 	if err := a.p.Cut(); err != nil {
 		a.log.Warn("the cut failed", "err", err)
 	}
 }
 
-// check applies the thresholds after a main-thread round (DESIGN.md «Threshold path», «Near notice») and the
-// futile guard to the session's first round.
+// check applies, after a main-thread round of a work turn, the futile
+// guard to the session's first round and then the thresholds (DESIGN.md
+// «Threshold path», «Near notice»). A budget or a deadline of the whole
+// step, checked at every round, cuts here too, with a reason of its own.
 func (a *attemptRun) check() (outcome, bool) {
-	if a.phase != phaseWorking || a.over {
+	if _, ok := a.state.(*working); !ok {
 		return outcome{}, false
 	}
 	if !a.sawRound {
 		a.sawRound = true
 		a.firstRound = a.meter.Context
-		if out, end := a.futileRound(); end {
-			return out, true
-		}
 	}
-	return a.thresholds()
+	return a.judge()
 }
 
-// judge applies the futile guard and the thresholds again after the window
-// moved (the harness answered the context-usage request): the rounds seen
-// before were judged against the window in force then.
+// judge applies the futile guard and the thresholds, after a round or
+// again after the window moved (the harness answered the context-usage
+// request: the rounds seen before were judged against the window in force
+// then).
 func (a *attemptRun) judge() (outcome, bool) {
-	if a.phase != phaseWorking || a.over || !a.sawRound {
+	if _, ok := a.state.(*working); !ok || !a.sawRound {
 		return outcome{}, false
 	}
-	if out, end := a.futileRound(); end {
+	if out, end := a.futileAt(a.firstRound, "in its first round"); end {
 		return out, true
 	}
-	return a.thresholds()
-}
-
-// futileRound is the futile guard on a fresh session's first round (DESIGN.md «Futile guard»).
-func (a *attemptRun) futileRound() (outcome, bool) {
-	if a.fresh && a.rt.policy.Enabled && a.firstRound >= a.rt.policy.At() {
-		return a.futile(a.firstRound, "in its first round"), true
-	}
-	return outcome{}, false
-}
-
-// thresholds shows the near notice and cuts when a handoff is due.
-func (a *attemptRun) thresholds() (outcome, bool) {
-	s := a.state()
+	s := a.policyState()
 	if policy.NearDue(s) {
 		a.warned = true
 		e := a.event(KindHandoff)
 		e.Phase = PhaseNear
 		a.rt.emit(e)
 	}
-	if policy.HandoffDue(s) {
-		a.cut(manifest.ReasonThreshold)
-	} else if a.handoffWanted && a.meter.SessionID != "" {
+	switch {
+	case policy.HandoffDue(s):
+		a.cut(cutAt{reason: manifest.ReasonThreshold, context: a.meter.Context})
+	case a.handoffWanted && a.meter.SessionID != "":
 		a.handoffWanted = false
-		a.cut(manifest.ReasonRequested)
+		a.cut(cutAt{reason: manifest.ReasonRequested, context: a.meter.Context})
 	}
 	return outcome{}, false
 }
 
-func (a *attemptRun) result(ev front.TurnEnded) (outcome, bool) {
-	rt, st := a.rt, a.st
-	st.AddUsage(a.meter.CostUSD-a.lastCost, ev.Turns)
+// onTurnEnded books the turn's cost and window, then ends the turn of the
+// state it finds.
+func (a *attemptRun) onTurnEnded(f front.TurnEnded) (outcome, bool) {
+	a.startProbe()
+	a.retirePredecessor()
+	st := a.st
+	st.AddUsage(a.meter.CostUSD-a.lastCost, f.Turns)
 	a.lastCost = a.meter.CostUSD
 	st.SetContext(a.meter.Context)
-	if w := a.resultWindow(ev); w > 0 {
+	if w := a.resultWindow(f); w > 0 {
 		a.crossCheck(w)
 	}
-	overflow := ev.How == front.EndedOverflow
-	failed := ev.How != front.EndedOnOwn
-	if a.phase == phaseCutting && !overflow && !a.endedAtCut(ev) {
-		// The writing prompt goes out before the books are saved: their
-		// syncs are not on the cut's path.
-		out, end := a.startWriting()
-		rt.save(st)
-		return out, end
+	switch s := a.state.(type) {
+	case *cutting:
+		return a.cutEnded(s, f)
+	case *writing:
+		return a.writingEnded(s, f)
 	}
-	rt.save(st)
-	why := firstNonEmpty(ev.Text, ev.Detail)
-	switch a.phase {
-	case phaseWorking:
-		e := a.event(KindTurn)
-		e.Text, e.IsError = ev.Text, failed
-		rt.emit(e)
-		if overflow {
-			// DESIGN.md «Overflow path»: the session cannot run another turn; degrade and go on.
-			a.reason = manifest.ReasonOverflow
-			a.cutContext = a.meter.Context
-			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow: "+why), true
-		}
-		if a.rt.caps.OutsideTurns {
-			// The person reads the turn's end (an error included) on the
-			// harness's screen and types the next one.
-			a.idle = true
-			return outcome{}, false
-		}
-		if failed {
-			// EndedLimited is an error for now: the session is intact, and
-			// waiting out the limit belongs here (DESIGN.md «Limits»).
-			why := "the turn ended in an error: " + why
-			if !a.sawInit {
-				// A result before any init line: the harness refused the
-				// session (a resume of one it does not know, say). Its
-				// reason is on stderr, and it exits now (DESIGN.md «Result lines»).
-				why += "; " + a.exitWhy()
-			}
-			return a.fail(why), true
-		}
-		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
-	case phaseCutting:
-		if overflow {
-			a.reason = manifest.ReasonOverflow
-			return a.handoffOutcome(handoffwriter.Handoff{}, "overflow at the cut: "+why), true
-		}
-		// The turn ended on its own before the interrupt reached it
-		// (the round over the threshold was the agent's last reply): the
-		// agent is done, and there is nothing to hand off (DESIGN.md «The cut»).
-		a.log.Info("the turn ended on its own at the cut; the step is done")
-		e := a.event(KindTurn)
-		e.Text = ev.Text
-		rt.emit(e)
-		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
-	default: // writing
-		if overflow {
-			return a.handoffOutcome(handoffwriter.Handoff{}, "the writing turn overflowed: "+why), true
-		}
-		h := handoffwriter.Parse(a.writing.String())
-		if h.Complete() {
-			return a.handoffOutcome(h, ""), true
-		}
-		if a.writingInterrupted && !a.writingRetried {
-			// It called a tool instead of writing: ask once more.
-			a.writingRetried, a.writingInterrupted = true, false
-			a.writing.Reset()
-			a.log.Warn("asking again for the handoff document only")
-			if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: retryPrompt + a.writingPrompt()}); err != nil {
-				return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt again: "+err.Error()), true
-			}
-			return outcome{}, false
-		}
-		var why string
-		switch {
-		case a.writingRetried && a.writingTools > 1:
-			why = fmt.Sprintf("the writing turn called tools instead of writing, also when asked again for the document only (%d tool calls)", a.writingTools)
-		case failed:
-			why = "the writing turn failed: " + firstNonEmpty(ev.Text, ev.Detail)
-		default:
-			why = "the handoff is missing " + strings.Join(h.Missing(), ", ")
-		}
-		return a.handoffOutcome(h, why), true
-	}
+	return a.workEnded(f)
 }
 
-// handoffOutcome ends the attempt with a handoff; a non-empty why degrades
-// it (DESIGN.md «Degraded handoff»). The process is stopped by attempt's deferred Stop.
-func (a *attemptRun) handoffOutcome(h handoffwriter.Handoff, why string) outcome {
-	if a.reason == "" {
-		a.reason = manifest.ReasonThreshold
+// workEnded ends a work turn (or a turn someone else started while idle).
+func (a *attemptRun) workEnded(f front.TurnEnded) (outcome, bool) {
+	a.rt.save(a.st)
+	e := a.event(KindTurn)
+	e.Text, e.IsError = f.Text, f.How != front.EndedOnOwn
+	a.rt.emit(e)
+	switch {
+	case f.How == front.EndedOverflow:
+		// DESIGN.md «Overflow path»: the session cannot run another turn; degrade and go on.
+		at := cutAt{reason: manifest.ReasonOverflow, context: a.meter.Context}
+		return a.handoff(at, handoffwriter.Handoff{}, "overflow: "+firstNonEmpty(f.Text, f.Detail)), true
+	case a.rt.caps.OutsideTurns:
+		// The person reads the turn's end (an error included) on the
+		// harness's screen and types the next one.
+		a.enter(&idle{})
+		return outcome{}, false
+	case f.How == front.EndedOnOwn:
+		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
 	}
-	if a.cutContext == 0 {
-		a.cutContext = a.meter.Context
+	// EndedLimited is, for now, the error it always was. Waiting out the
+	// limit goes here: a state that waits on the clock until the reset
+	// (f.Limit), then sends a TurnWork continuation in the same session.
+	why := "the turn ended in an error: " + firstNonEmpty(f.Text, f.Detail)
+	if !a.sawInit {
+		// A result before any init line: the harness refused the
+		// session (a resume of one it does not know, say). Its
+		// reason is on stderr, and it exits now (DESIGN.md «Result lines»).
+		why += "; " + a.exitWhy()
 	}
+	return a.fail(why), true
+}
+
+// cutEnded ends the cut turn: the writing turn starts, unless the turn
+// overflowed or ended on its own before the interrupt reached it.
+func (a *attemptRun) cutEnded(s *cutting, f front.TurnEnded) (outcome, bool) {
+	switch {
+	case f.How == front.EndedOverflow:
+		a.rt.save(a.st)
+		at := s.at
+		at.reason = manifest.ReasonOverflow
+		return a.handoff(at, handoffwriter.Handoff{}, "overflow at the cut: "+firstNonEmpty(f.Text, f.Detail)), true
+	case f.How == front.EndedOnOwn && !a.rt.caps.OutsideTurns:
+		// The round over the threshold was the agent's last reply: the
+		// agent is done, and there is nothing to hand off (DESIGN.md «The cut»).
+		a.rt.save(a.st)
+		a.log.Info("the turn ended on its own at the cut; the step is done")
+		e := a.event(KindTurn)
+		e.Text = f.Text
+		a.rt.emit(e)
+		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
+	}
+	// The writing prompt goes out before the books are saved: their
+	// syncs are not on the cut's path.
+	out, end := a.startWriting(s.at)
+	a.rt.save(a.st)
+	return out, end
+}
+
+// writingEnded ends a writing turn: the handoff, whole or degraded, or the
+// writing turn asked again once after it called a tool.
+func (a *attemptRun) writingEnded(w *writing, f front.TurnEnded) (outcome, bool) {
+	a.rt.save(a.st)
+	if f.How == front.EndedOverflow {
+		return a.handoff(w.at, handoffwriter.Handoff{}, "the writing turn overflowed: "+firstNonEmpty(f.Text, f.Detail)), true
+	}
+	h := handoffwriter.Parse(w.doc.String())
+	if h.Complete() {
+		return a.handoff(w.at, h, ""), true
+	}
+	if w.stopped && !w.again {
+		// It called a tool instead of writing: ask once more.
+		again := &writing{at: w.at, dl: w.dl, successor: w.successor, started: w.started, cost0: w.cost0, tools: w.tools, again: true}
+		a.enter(again)
+		a.log.Warn("asking again for the handoff document only")
+		if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: retryPrompt + a.writingPrompt(w.at)}); err != nil {
+			return a.handoff(w.at, handoffwriter.Handoff{}, "send the handoff prompt again: "+err.Error()), true
+		}
+		return outcome{}, false
+	}
+	// A limit (EndedLimited) is, for now, a failed writing turn. Waiting
+	// it out goes here too: the handoff is then not degraded for it.
+	var why string
+	switch {
+	case w.again && w.tools > 1:
+		why = fmt.Sprintf("the writing turn called tools instead of writing, also when asked again for the document only (%d tool calls)", w.tools)
+	case f.How != front.EndedOnOwn:
+		why = "the writing turn failed: " + firstNonEmpty(f.Text, f.Detail)
+	default:
+		why = "the handoff is missing " + strings.Join(h.Missing(), ", ")
+	}
+	return a.handoff(w.at, h, why), true
+}
+
+// handoff ends the attempt with a handoff decided at at; a non-empty why
+// degrades it (DESIGN.md «Degraded handoff»). The process is stopped by
+// attempt's deferred finish.
+func (a *attemptRun) handoff(at cutAt, h handoffwriter.Handoff, why string) outcome {
+	if at.reason == "" {
+		at.reason = manifest.ReasonThreshold
+	}
+	if at.context == 0 {
+		at.context = a.meter.Context
+	}
+	w, _ := a.state.(*writing)
 	// An overflow, or a harness that died, decides the handoff only now:
 	// the successor starts at once, beside the freeze.
 	a.startSuccessor()
 	out := outcome{kind: outcomeHandoff, handoff: h, why: why, sessionID: a.meter.SessionID,
-		reason: a.reason, context: a.cutContext, early: a.early}
+		reason: at.reason, context: at.context, early: a.early}
 	if a.early != nil {
 		// The successor takes it from here; this harness is stopped after
 		// the successor has its prompt (DESIGN.md «Warm successor»).
 		out.predecessor, a.early, a.detached = a, nil, true
 	}
 	switch {
-	case a.writingStart.IsZero():
+	case w == nil:
 		out.writeOutcome = manifest.OutcomeNoWritingTurn
 	case why != "":
 		out.writeOutcome = manifest.OutcomeDegraded
-	case a.writingRetried:
+	case w.again:
 		out.writeOutcome = manifest.OutcomeWrittenOnRetry
 	default:
 		out.writeOutcome = manifest.OutcomeWritten
 	}
-	if !a.writingStart.IsZero() {
-		out.writingSeconds = a.rt.opts.Now().Sub(a.writingStart).Seconds()
-		out.writingCost = a.meter.CostUSD - a.writingCost0
+	if w != nil {
+		out.writingSeconds = a.rt.opts.Now().Sub(w.started).Seconds()
+		out.writingCost = a.meter.CostUSD - w.cost0
 	}
 	return out
 }
 
-// endedAtCut: the cut turn ended on its own, not by the interrupt.
-func (a *attemptRun) endedAtCut(ev front.TurnEnded) bool {
-	return ev.How == front.EndedOnOwn && !a.rt.caps.OutsideTurns
+// writingPrompt is the handoff-writing prompt of a cut at at.
+func (a *attemptRun) writingPrompt(at cutAt) string {
+	return handoff.WritingPrompt(at.context, a.rt.policy.Window, a.st.Task, a.rt.opts.TaskCarry)
 }
 
-// writingPrompt is the handoff-writing prompt of this attempt's cut.
-func (a *attemptRun) writingPrompt() string {
-	return handoff.WritingPrompt(a.cutContext, a.rt.policy.Window, a.st.Task, a.rt.opts.TaskCarry)
-}
-
-// startWriting begins the writing turn once the cut turn has ended.
-func (a *attemptRun) startWriting() (outcome, bool) {
+// startWriting begins the writing turn once the cut turn has ended (or at
+// once, with no turn to cut).
+func (a *attemptRun) startWriting(at cutAt) (outcome, bool) {
 	rt := a.rt
-	a.setPhase(phaseWriting)
-	a.writingStart = rt.opts.Now()
-	a.writingCost0 = a.meter.CostUSD
+	w := &writing{at: at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: rt.opts.Now(), cost0: a.meter.CostUSD}
+	a.enter(w)
 	e := a.event(KindHandoff)
 	e.Phase = PhaseWriting
-	e.Context = a.cutContext
+	e.Context = at.context
 	rt.emit(e)
-	if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt()}); err != nil {
-		return a.handoffOutcome(handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
+	if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(at)}); err != nil {
+		return a.handoff(at, handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
 	}
 	// The cut is over and the handoff certain: the successor's harness
 	// starts beside the writing turn, once the writing request is out
 	// (DESIGN.md «Warm successor»).
-	a.successorDue = time.After(successorDelay)
+	w.successor = rt.after(successorDelay, "successor")
 	return outcome{}, false
 }
 
@@ -711,27 +750,10 @@ func lastLine(s string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// switchSession retires the session the harness left and starts the meter
-// over for the one it moved to.
-func (a *attemptRun) switchSession(prev string) {
-	if prev == "" || prev == a.meter.SessionID {
-		return
-	}
-	a.log.Info("the harness switched sessions", "from", prev, "to", a.meter.SessionID)
-	a.st.Retire(prev)
-	sid := a.meter.SessionID
-	a.meter = meter{SessionID: sid, CostUSD: a.meter.CostUSD, Turns: a.meter.Turns}
-	a.warned = false
-	a.st.SetSessionID(sid)
-	a.st.SetContext(0)
-	a.logState.SetSession(sid)
-	a.rt.save(a.st)
-	a.rt.emit(a.event(KindSession))
-}
-
 // isPrompt tells a prompt a person typed from the user records the harness
 // writes of its own (tool results, reminders, notifications, commands,
-// interrupt notes) and from flower's handoff prompt.
+// interrupt notes); the engine's own writing prompt comes only in the
+// writing state, where no task is taken.
 func isPrompt(text string) bool {
 	t := strings.TrimSpace(text)
 	return t != "" && !strings.HasPrefix(t, "<") && !strings.HasPrefix(t, "[Request interrupted")

@@ -4,20 +4,29 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+
 	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/manifest"
 )
 
-// inboxPoll is how often the step's inbox is read (DESIGN.md «Inbox»).
+// inboxPoll is how often the step's inbox is read when it cannot be
+// watched (DESIGN.md «Inbox»): the system has no watch left to give, or the
+// engine runs in a testing/synctest bubble, whose fake clock cannot wait on
+// a watch (a goroutine blocked on one is not durably blocked). It is read on
+// the engine's clock.
 const inboxPoll = 100 * time.Millisecond
 
 // openInbox empties the step's inbox (what is there was left by an earlier
-// flower) and reads it for as long as the step runs. A step whose inbox
-// cannot be made runs without one: its compactions are still blocked, only
-// not recorded, and a handoff cannot be asked for.
+// flower) and reads it for as long as the step runs: whenever a request
+// file appears in it (fsnotify), or every inboxPoll on the engine's clock
+// when it cannot be watched. A step whose inbox cannot be made runs without
+// one: its compactions are still blocked, only not recorded, and a handoff
+// cannot be asked for.
 func (s *stepRun) openInbox(name string) {
-	dir := inbox.Dir(s.rt.opts.RunDir, name)
+	rt := s.rt
+	dir := inbox.Dir(rt.opts.RunDir, name)
 	if err := inbox.Prepare(dir); err != nil {
 		s.log.Warn("inbox unavailable: blocked compactions go unrecorded, flower handoff now cannot reach this step", "err", err)
 		return
@@ -26,24 +35,67 @@ func (s *stepRun) openInbox(name string) {
 	s.requests = make(chan inbox.Request, 64)
 	stop := make(chan struct{})
 	s.inboxStop = stop
-	rd := inbox.NewReader(dir, time.Now(), s.log)
+	rd := inbox.NewReader(dir, rt.clock.Now(), s.log)
 	log := s.log
+	scan := func() {
+		for _, r := range rd.Scan() {
+			select {
+			case s.requests <- r:
+			default:
+				log.Warn("inbox: too many requests waiting; dropped one", "kind", r.Kind)
+				inbox.Done(dir, r.Name)
+			}
+		}
+	}
+	var w *fsnotify.Watcher
+	if !rt.pollInbox {
+		var err error
+		if w, err = fsnotify.NewWatcher(); err == nil {
+			if err = w.Add(dir); err != nil {
+				w.Close()
+				w = nil
+			}
+		}
+		if err != nil {
+			log.Warn("inbox: cannot watch it; reading it every "+inboxPoll.String(), "err", err)
+		}
+	}
+	if w != nil {
+		go func() {
+			defer w.Close()
+			scan() // what came before the watch
+			for {
+				select {
+				case <-stop:
+					return
+				case ev, ok := <-w.Events:
+					if !ok {
+						return
+					}
+					if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Rename) {
+						scan()
+					}
+				case err, ok := <-w.Errors:
+					if !ok {
+						return
+					}
+					// An overflowed queue lost events: read what is there.
+					log.Warn("inbox: watch error; reading it now", "err", err)
+					scan()
+				}
+			}
+		}()
+		return
+	}
 	go func() {
-		t := time.NewTicker(inboxPoll)
-		defer t.Stop()
 		for {
+			t := rt.clock.NewTimer(inboxPoll)
 			select {
 			case <-stop:
+				t.Stop()
 				return
-			case <-t.C:
-				for _, r := range rd.Scan() {
-					select {
-					case s.requests <- r:
-					default:
-						log.Warn("inbox: too many requests waiting; dropped one", "kind", r.Kind)
-						inbox.Done(dir, r.Name)
-					}
-				}
+			case <-t.C():
+				scan()
 			}
 		}
 	}()
@@ -94,11 +146,11 @@ func (a *attemptRun) blockedCompaction(r inbox.Request) (outcome, bool) {
 	ctx := a.context()
 	a.st.AddBlockedCompaction(manifest.BlockedCompaction{At: r.At, Trigger: r.Trigger, Context: ctx, SessionID: r.Session})
 	rt.save(a.st)
-	a.log.Warn("the harness tried to compact; flower's hook blocked it", "trigger", r.Trigger, "context", ctx, "phase", a.phase.String())
+	a.log.Warn("the harness tried to compact; flower's hook blocked it", "trigger", r.Trigger, "context", ctx, "phase", a.state.phase())
 	if r.Trigger == "auto" {
 		a.autoBlocked++
 	}
-	if a.phase != phaseWorking || a.over || !a.backstopArmed() {
+	if !a.working() || !a.backstopArmed() {
 		return outcome{}, false
 	}
 	switch {
@@ -115,7 +167,7 @@ func (a *attemptRun) blockedCompaction(r inbox.Request) (outcome, bool) {
 // handoffAsked hands off at the next message boundary because a person
 // asked (DESIGN.md «Handoff on request»).
 func (a *attemptRun) handoffAsked(r inbox.Request) (outcome, bool) {
-	if a.phase != phaseWorking || a.over {
+	if !a.working() {
 		a.log.Info("a handoff was asked for while one is under way; nothing more to do", "from", r.From)
 		return outcome{}, false
 	}
@@ -133,14 +185,12 @@ func (a *attemptRun) handoffAsked(r inbox.Request) (outcome, bool) {
 // interrupt: its writing turn starts at once, unless a turn's result is on
 // its way (a blocked /compact ends in one).
 func (a *attemptRun) cutNow(reason string, resultDue bool) (outcome, bool) {
-	if a.idle && !resultDue {
-		a.reason = reason
-		a.cutContext = a.context()
-		a.log.Info("handoff due with no turn running: writing at once", "reason", reason, "context", a.cutContext)
-		return a.startWriting()
+	at := cutAt{reason: reason, context: a.context()}
+	if _, idle := a.state.(*idle); idle && !resultDue {
+		a.log.Info("handoff due with no turn running: writing at once", "reason", reason, "context", at.context)
+		return a.startWriting(at)
 	}
-	a.cut(reason)
-	a.cutContext = a.context()
+	a.cut(at)
 	return outcome{}, false
 }
 

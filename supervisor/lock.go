@@ -204,7 +204,9 @@ func acquireLock(path, step, runDir string) (f *os.File, prev int, err error) {
 
 // readHolder reads a held lock's holder. The holder writes its name just
 // after it took the lock; a reader that came in between waits for it a
-// moment.
+// moment. The holder is another process, and a file tells nobody when it
+// is written: this polls, briefly (the one sleep of the engine, for an
+// external protocol; it runs before any harness starts).
 func readHolder(f *os.File) lockHolder {
 	deadline := time.Now().Add(200 * time.Millisecond)
 	for {

@@ -146,6 +146,9 @@ func (r *memRun) runtime(opts Options) *Runtime {
 	if err != nil {
 		r.t.Fatalf("New: %v", err)
 	}
+	// The bubble's fake clock cannot wait on a watch: the inbox is read
+	// on the clock (inbox.go).
+	rt.pollInbox = true
 	return rt
 }
 

@@ -12,8 +12,9 @@ import (
 	"github.com/flowerhq/flower/transcript"
 )
 
-// probeTimeout bounds the context-usage request. Past it the run goes on
-// with the fallback it records (DESIGN.md «Window from the harness»).
+// probeTimeout bounds the context-usage request, on the engine's clock.
+// Past it the run goes on with the fallback it records (DESIGN.md «Window
+// from the harness»).
 const probeTimeout = 10 * time.Second
 
 type probeAnswer struct {
@@ -39,7 +40,7 @@ func (a *attemptRun) wantProbe() bool {
 // after the first prompt's: the harness answers it with a burst of
 // count_tokens calls to the API, which must not delay the first request.
 func (a *attemptRun) startProbe() {
-	if a.probeAsked || a.over || !a.wantProbe() {
+	if a.probeAsked || a.over() || !a.wantProbe() {
 		return
 	}
 	pr, ok := a.p.(front.Prober)
@@ -49,12 +50,26 @@ func (a *attemptRun) startProbe() {
 	a.probeAsked = true
 	ch := make(chan probeAnswer, 1)
 	a.probing = ch
-	ctx, cancel := context.WithTimeout(a.ctx, probeTimeout)
-	start := time.Now()
+	// The request's bound is on the engine's clock.
+	ctx, cancel := context.WithCancelCause(a.ctx)
+	clock := a.rt.clock
+	timeout := clock.NewTimer(probeTimeout)
+	start := clock.Now()
 	go func() {
-		defer cancel()
+		select {
+		case <-timeout.C():
+			cancel(fmt.Errorf("no answer within %v: %w", probeTimeout, context.DeadlineExceeded))
+		case <-ctx.Done():
+		}
+	}()
+	go func() {
+		defer cancel(nil)
+		defer timeout.Stop()
 		resp, err := pr.Probe(ctx)
-		ch <- probeAnswer{resp: resp, err: err, took: time.Since(start)}
+		if err != nil && ctx.Err() != nil && a.ctx.Err() == nil {
+			err = context.Cause(ctx)
+		}
+		ch <- probeAnswer{resp: resp, err: err, took: clock.Now().Sub(start)}
 	}()
 	a.log.Info("asking the harness for its context usage", "model", a.model)
 }

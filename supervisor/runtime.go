@@ -109,14 +109,20 @@ type Options struct {
 	// first prompt carries verbatim next to the handoff: 0 means
 	// handoff.DefaultTaskCarry, a negative value carries nothing.
 	TaskCarry int
-	// Now is the clock (time.Now when nil).
+	// Now is the time of day (time.Now when nil), for records; Clock,
+	// when set, replaces it.
 	Now func() time.Time
+	// Clock runs every timer and deadline of the engine (the machine's
+	// when nil; DESIGN.md «Engine states»).
+	Clock Clock
 }
 
 // Runtime runs steps under generational handoff, recording them in one
 // run directory's manifest.
 type Runtime struct {
 	opts Options
+	// clock is opts.Clock: the engine's timers and deadlines.
+	clock Clock
 	// caps is what opts.Front can do, asked once.
 	caps         front.Capabilities
 	policy       policy.HandoffPolicy
@@ -138,6 +144,10 @@ type Runtime struct {
 	// --settings, merged with ownSettings, the person's.
 	levers      bool
 	ownSettings levers.Own
+	// pollInbox: read step inboxes on the clock instead of watching them
+	// (inbox.go; the in-memory engine tests, whose fake clock cannot wait
+	// on a watch).
+	pollInbox bool
 }
 
 // New checks the options, creates the run directory and writes an initial
@@ -160,9 +170,10 @@ func New(opts Options) (*Runtime, error) {
 	if opts.HarnessPath == "" {
 		return nil, ErrNoHarness
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = wallClock{now: opts.Now}
 	}
+	opts.Now = opts.Clock.Now
 	if opts.Front == nil {
 		opts.Front = Headless{}
 	}
@@ -204,7 +215,7 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("handoff policy: %w", err)
 	}
-	rt := &Runtime{opts: opts, caps: caps, policy: pol, windowSource: windowSource(opts.Handoff), log: log}
+	rt := &Runtime{opts: opts, caps: caps, policy: pol, windowSource: windowSource(opts.Handoff), log: log, clock: opts.Clock}
 
 	if rt.levers = envinject.Effective(opts.Compact, pol.Enabled) == envinject.CompactNoSummary; rt.levers {
 		// The person's --settings is read once, here: a bad one fails

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/flowerhq/flower/front"
 )
@@ -20,7 +19,8 @@ func (a *attemptRun) interrupted(ctx context.Context) outcome {
 	_ = a.p.Cancel()
 	_ = a.p.EndAfterTurn()
 	out := outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error(), sessionID: a.meter.SessionID}
-	deadline := time.After(2 * a.rt.opts.Grace)
+	s := &stopping{dl: a.rt.after(2*a.rt.opts.Grace, "stop")}
+	a.enter(s)
 	for {
 		select {
 		case f, ok := <-a.p.Facts():
@@ -32,10 +32,8 @@ func (a *attemptRun) interrupted(ctx context.Context) outcome {
 			if te, ok := f.(front.TurnEnded); ok {
 				a.bookInterrupted(te)
 			}
-			if ack, ok := a.p.(front.Acknowledger); ok {
-				ack.Handled()
-			}
-		case <-deadline:
+			a.handled()
+		case <-s.dl.C():
 			a.log.Warn("the harness did not exit after the interrupt; stopping it")
 			a.p.Stop()
 			out.sessionID = a.meter.SessionID
@@ -62,7 +60,7 @@ func (a *attemptRun) bookInterrupted(ev front.TurnEnded) {
 // (probe.go), and the harness is stopped, unless a successor took over
 // (then the step stops it once the successor has its prompt).
 func (a *attemptRun) finish() {
-	a.over = true
+	a.enter(&ended{})
 	a.retirePredecessor()
 	if a.early != nil {
 		a.dropSuccessor()

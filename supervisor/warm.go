@@ -29,7 +29,7 @@ func (s *stepRun) startsEarly() bool { return s.rt.caps.StartEarly && !s.late }
 // started at launch as usual.
 func (a *attemptRun) startSuccessor() {
 	rt := a.rt
-	if !a.startsEarly() || a.early != nil || a.over || a.gen.N >= rt.policy.MaxGenerations || a.ctx.Err() != nil {
+	if !a.startsEarly() || a.early != nil || a.over() || rt.policy.LastGeneration(a.gen.N) || a.ctx.Err() != nil {
 		return
 	}
 	sess, err := rt.opts.Front.Launch(a.ctx, a.spec(a.gen.N+1, "", ""))
@@ -76,7 +76,7 @@ func stopUnused(sess front.Session) {
 // fails, it returns nil and the attempt starts the harness as usual.
 func (s *stepRun) startFirst(ctx context.Context, task string) front.Session {
 	rt := s.rt
-	if !s.startsEarly() || ctx.Err() != nil || (rt.policy.Enabled && rt.runFloor() >= rt.policy.At()) {
+	if !s.startsEarly() || ctx.Err() != nil || rt.policy.Futile(rt.runFloor()) {
 		return nil
 	}
 	sess, err := rt.opts.Front.Launch(ctx, s.spec(len(s.st.Generations)+1, task, ""))
@@ -100,32 +100,28 @@ func (a *attemptRun) retirePredecessor() {
 	a.predecessor = nil
 }
 
-// retiring is a burned generation's harness being stopped in the
-// background.
-type retiring struct {
-	a    *attemptRun
-	done chan struct{}
-}
+// retiring is a burned generation's harness on its way out.
+type retiring struct{ a *attemptRun }
 
-// retire stops the harness of a burned generation in the background: its
-// successor's first request is out. reap waits for it.
+// retire lets the harness of a burned generation go: its successor's first
+// request is out. It is told to exit once its turn is over (its writing
+// turn is), which it does on its own, off the critical path; reap stops
+// what is left of it. Both run on the engine's goroutine, the only one
+// that calls a session.
 func (s *stepRun) retire(a *attemptRun) {
 	if a == nil {
 		return
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.p.Stop()
-	}()
-	s.retiring = append(s.retiring, retiring{a: a, done: done})
+	if err := a.p.EndAfterTurn(); err != nil {
+		a.log.Info("the burned generation's harness could not be told to exit; it is stopped at the step's end", "err", err)
+	}
+	s.retiring = append(s.retiring, retiring{a: a})
 }
 
-// reap waits for the harnesses retire is stopping and records what they
-// left (attemptRun.stop).
+// reap stops the harnesses retire let go (most are gone by now) and
+// records what they left (attemptRun.stop).
 func (s *stepRun) reap() {
 	for _, r := range s.retiring {
-		<-r.done
 		r.a.stop()
 	}
 	s.retiring = nil

@@ -1,0 +1,70 @@
+package supervisor
+
+import "time"
+
+// Clock is the engine's time. Every timer and deadline of the engine runs
+// on it: the turn, the cut, the writing turn, the successor's start, the
+// context-usage request, the wait for a stopping harness, the inbox's
+// fallback reading (DESIGN.md «Engine states»). Options.Clock gives it;
+// the default is the machine's (under testing/synctest that one is the
+// bubble's fake clock already).
+type Clock interface {
+	Now() time.Time
+	// NewTimer starts a timer that fires once, d from now.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is one timer of a Clock.
+type Timer interface {
+	// C fires once, when the timer expires.
+	C() <-chan time.Time
+	// Stop stops the timer; false when it had fired or was stopped.
+	Stop() bool
+}
+
+// wallClock is the machine's clock; now, when set, is Options.Now.
+type wallClock struct{ now func() time.Time }
+
+func (c wallClock) Now() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+func (wallClock) NewTimer(d time.Duration) Timer { return wallTimer{time.NewTimer(d)} }
+
+type wallTimer struct{ t *time.Timer }
+
+func (t wallTimer) C() <-chan time.Time { return t.t.C }
+func (t wallTimer) Stop() bool          { return t.t.Stop() }
+
+// deadline is a state's one timer: nil (no deadline) reads as a channel
+// that never fires.
+type deadline struct {
+	t Timer
+	// why says what expiring means, for the outcome.
+	why string
+}
+
+// after arms a deadline d from now on the runtime's clock; d <= 0 is none.
+func (rt *Runtime) after(d time.Duration, why string) *deadline {
+	if d <= 0 {
+		return nil
+	}
+	return &deadline{t: rt.clock.NewTimer(d), why: why}
+}
+
+// C is the deadline's channel; nil (never ready in a select) for none.
+func (d *deadline) C() <-chan time.Time {
+	if d == nil {
+		return nil
+	}
+	return d.t.C()
+}
+
+func (d *deadline) stop() {
+	if d != nil {
+		d.t.Stop()
+	}
+}

@@ -1,0 +1,151 @@
+package supervisor
+
+import (
+	"strings"
+	"time"
+)
+
+// The states of an attempt (DESIGN.md «Engine states»). An attempt is in
+// exactly one; each holds its own data, its deadline included, and
+// attemptRun.enter is the one place that moves from one to the next:
+//
+//	working  --a round at the threshold, a compaction, a handoff asked for-->  cutting (Session.Cut)
+//	working  --its turn ended, turns start outside the engine-->              idle
+//	idle     --a main-thread round (someone started a turn)-->                working
+//	idle     --a handoff due (no turn to cut)-->                              writing
+//	cutting  --the cut turn ended, not on its own-->                          writing (TurnWriting)
+//	writing  --the first ask ended after a tool was stopped-->                writing, asked again
+//	any      --the caller cancelled-->                                        stopping (stop.go)
+//	any      --the attempt returned its outcome-->                            ended
+//
+// Every other fact folds into the state it finds; a turn that ends the
+// attempt (done, failed, a handoff) returns its outcome from the handler
+// (attempt.go: one handler per fact type). Two states of the unattended
+// features have their places marked: a turn that ends on a usage limit
+// (front.EndedLimited) waits in a state of its own and then continues the
+// same session (see workEnded and writingEnded), and a budget or deadline
+// reached at a round cuts like the threshold, with its own reason (see
+// check).
+type state interface {
+	// phase names the state in log records (package runlog stamps it);
+	// the run page reads "writing" as the writing turn's.
+	phase() string
+	// deadlines are the state's timers: the first is its deadline
+	// (expired says what it means), the rest fire for other ends.
+	deadlines() []*deadline
+}
+
+// cutAt is what a handoff was decided at: its reason (manifest.Reason*)
+// and the context then.
+type cutAt struct {
+	reason  string
+	context int
+}
+
+// working: a work turn runs (the first prompt, a continuation, or a turn
+// someone else started), under the turn timeout.
+type working struct{ dl *deadline }
+
+// idle: the turn of a session whose turns start outside the engine
+// (front.Capabilities.OutsideTurns) ended, and none runs.
+type idle struct{}
+
+// cutting: the engine cut the work turn (Session.Cut) because a handoff is
+// due; its TurnEnded starts the writing turn, within the cut timeout.
+type cutting struct {
+	at cutAt
+	dl *deadline
+}
+
+// writing: the handoff-writing turn runs, within the writing timeout
+// (DESIGN.md «Writing turn»). again: it is the second ask, after the
+// first called a tool and was stopped.
+type writing struct {
+	at cutAt
+	dl *deadline
+	// successor fires when the successor's harness is to start beside
+	// the writing turn (warm.go); nil once it has.
+	successor *deadline
+	started   time.Time
+	cost0     float64 // the process's cost when the writing turn began
+	doc       strings.Builder
+	tools     int  // tool calls of the writing turn, both asks
+	stopped   bool // StopTool was sent in this ask
+	again     bool
+}
+
+// stopping: the caller cancelled; the running turn ends and the harness
+// exits, within twice the grace period (stop.go).
+type stopping struct{ dl *deadline }
+
+// ended: the attempt returned its outcome; nothing cuts, asks or starts
+// any more.
+type ended struct{}
+
+func (*working) phase() string  { return "working" }
+func (*idle) phase() string     { return "working" }
+func (*cutting) phase() string  { return "cutting" }
+func (*writing) phase() string  { return "writing" }
+func (*stopping) phase() string { return "stopping" }
+func (*ended) phase() string    { return "ended" }
+
+func (s *working) deadlines() []*deadline  { return []*deadline{s.dl} }
+func (*idle) deadlines() []*deadline       { return nil }
+func (s *cutting) deadlines() []*deadline  { return []*deadline{s.dl} }
+func (s *writing) deadlines() []*deadline  { return []*deadline{s.dl, s.successor} }
+func (s *stopping) deadlines() []*deadline { return []*deadline{s.dl} }
+func (*ended) deadlines() []*deadline      { return nil }
+
+// expiry is the deadline of state s; nil for none.
+func expiry(s state) *deadline {
+	if d := s.deadlines(); len(d) > 0 {
+		return d[0]
+	}
+	return nil
+}
+
+// enter makes s the attempt's state: the one place an attempt moves from
+// state to state. The old state's timers that s does not carry on are
+// stopped.
+func (a *attemptRun) enter(s state) {
+	if old := a.state; old != nil {
+		keep := s.deadlines()
+		for _, d := range old.deadlines() {
+			if d != nil && !containsDeadline(keep, d) {
+				d.stop()
+			}
+		}
+	}
+	a.state = s
+	a.logState.SetPhase(s.phase())
+}
+
+func containsDeadline(ds []*deadline, d *deadline) bool {
+	for _, x := range ds {
+		if x == d {
+			return true
+		}
+	}
+	return false
+}
+
+// working reports whether a work turn runs or may start: the engine has
+// not cut, is not writing, and has not ended.
+func (a *attemptRun) working() bool {
+	switch a.state.(type) {
+	case *working, *idle:
+		return true
+	}
+	return false
+}
+
+// over reports whether the attempt has returned its outcome.
+func (a *attemptRun) over() bool {
+	_, ok := a.state.(*ended)
+	return ok
+}
+
+// startWork enters working with a fresh turn timeout.
+func (a *attemptRun) startWork() {
+	a.enter(&working{dl: a.rt.after(a.rt.opts.TurnTimeout, "turn")})
+}
