@@ -17,11 +17,7 @@ import (
 	"github.com/flowerhq/flower/supervisor"
 )
 
-// TestMain lets this test binary be the fake harness too.
-func TestMain(m *testing.M) {
-	harnesstest.Main()
-	os.Exit(m.Run())
-}
+// The test binary is the fake harness too (TestMain, in main_test.go).
 
 // hangGuard bounds a relay run on the fake harness; the real harness and the
 // real SDK are in integration/sdk.
