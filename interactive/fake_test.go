@@ -44,6 +44,9 @@ type fakeScript struct {
 	Writing string
 	// CrashAfter makes the process exit with status 3 after this long.
 	CrashAfter time.Duration
+	// LoseTyped: a prompt typed with this in it never reaches the session
+	// (keys lost on their way into the input).
+	LoseTyped string
 }
 
 type fakeReply struct {
@@ -54,6 +57,9 @@ type fakeReply struct {
 	// tool call answered at once): the session's first round is then not
 	// already at the threshold.
 	Before int
+	// NoTurnEnd: the turn ends on its own, busy then idle, but its
+	// transcript has no turn_duration line (as when background work runs).
+	NoTurnEnd bool
 }
 
 // fakeRecord is what the fake leaves in FAKE_DIR for the test.
@@ -62,6 +68,8 @@ type fakeRecord struct {
 	Input   string   // what sat in the input when it exited
 	// ExitedByKeys: it exited on Ctrl-C twice, as a person ends it.
 	ExitedByKeys bool
+	// Escs counts the Esc keys it read.
+	Escs int
 }
 
 // fakeProbe is the fake started in stream-json mode, as Session.Probe
@@ -171,6 +179,7 @@ func (f *fake) setState(status string) {
 
 func (f *fake) line(v map[string]any) {
 	v["sessionId"] = f.sid
+	v["version"] = fakeVersion
 	b, _ := json.Marshal(v)
 	fh, err := os.OpenFile(f.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -189,6 +198,10 @@ func (f *fake) assistant(text string, ctx int, stop string) {
 	}})
 }
 
+// fakeVersion is the version the fake writes on its transcript lines, as
+// the real harness writes its own.
+const fakeVersion = "0.0.0-fake"
+
 func (f *fake) turnEnd() { f.line(map[string]any{"type": "system", "subtype": "turn_duration"}) }
 
 func (f *fake) save() {
@@ -204,6 +217,9 @@ func (f *fake) submit(text string) {
 		f.sid += "-cleared"
 		f.path = filepath.Join(filepath.Dir(f.path), f.sid+".jsonl")
 		f.setState("idle")
+		return
+	}
+	if f.sc.LoseTyped != "" && strings.Contains(text, f.sc.LoseTyped) {
 		return
 	}
 	f.rec.Prompts = append(f.rec.Prompts, text)
@@ -229,6 +245,10 @@ func (f *fake) submit(text string) {
 		f.assistant("running a tool", r.Context, "tool_use")
 		f.busy = true
 		f.setState("busy")
+	case r.NoTurnEnd:
+		f.setState("busy")
+		f.assistant("done with that", r.Context, "end_turn")
+		f.setState("idle")
 	default:
 		f.assistant("done with that", r.Context, "end_turn")
 		f.turnEnd()
@@ -264,6 +284,7 @@ func (f *fake) keys() int {
 				data, paste = data[len(pasteStart):], true
 			case data == keyEsc:
 				data = ""
+				f.rec.Escs++
 				if f.busy {
 					f.busy = false
 					f.line(map[string]any{"type": "user", "isSidechain": false, "message": map[string]any{"role": "user",

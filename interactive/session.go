@@ -15,29 +15,32 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/flowerhq/flower/front"
-	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/transcript"
 )
 
-// Timings of the harness's screen, from its observed behaviour (package doc).
+// The pace of typing and the harness's screen protocol (package doc). These
+// are the only waits of the front; none of them decides anything for the
+// engine.
 const (
-	pollEvery = 200 * time.Millisecond
-	// escAgain: a turn still running this long after Esc gets another one
-	// (far enough apart not to read as a double press).
-	escAgain = 3 * time.Second
-	// idleTurnEnd: the state file saying "idle" this long ends a turn whose
-	// end the transcript did not mark.
-	idleTurnEnd = 1500 * time.Millisecond
-	// clearWait outlasts the harness's Ctrl-C double-press window (~0.8 s).
+	// clearWait outlasts the harness's Ctrl-C double-press window (about
+	// 0.8 s) after the Ctrl-C that empties its input, so that no later key
+	// reads as the second press, which exits.
 	clearWait = 1200 * time.Millisecond
-	pasteGap  = 40 * time.Millisecond
-	settle    = 300 * time.Millisecond
-	// startTyping: how long after the harness is up a long first prompt
-	// is typed.
+	// pasteGap parts two pieces of a prompt, so that the harness reads two
+	// small pastes rather than one long one, which it collapses; settle
+	// lets it take the last piece in before Enter submits.
+	pasteGap = 40 * time.Millisecond
+	settle   = 300 * time.Millisecond
+	// exitGap parts the two Ctrl-C that end the harness: two presses, well
+	// inside its double-press window, not one burst.
+	exitGap = 150 * time.Millisecond
+	// startTyping: a first prompt too long for the command line is typed
+	// this long after the harness started, once its state file is there:
+	// the state file comes earlier in its start-up than its input box does.
 	startTyping = 1500 * time.Millisecond
 	// keysAfter: a harness that writes no state file gets the person's keys
-	// this long after it started.
+	// this long after it started (nothing else says its input box is up).
 	keysAfter = 3 * time.Second
 	// keysAfterPrompt: a harness started with its first prompt gets the
 	// person's keys once that prompt is in (its transcript appears), or
@@ -45,24 +48,13 @@ const (
 	// start-up than its input box does: keys released on the state file
 	// alone were lost on a loaded machine.
 	keysAfterPrompt = 20 * time.Second
+	// idleSettle: the harness's state file says "idle" before its last
+	// transcript lines of the turn are written; a turn whose end the
+	// transcript never marks (see endsOnIdle) is reported ended once the
+	// harness has said idle and written nothing for this long, so that a
+	// marker that is only late still says how it ended.
+	idleSettle = 1500 * time.Millisecond
 )
-
-// turnState is where the session stands in what the engine asked of it. It
-// decides only how the screen's signs translate into records; the engine
-// holds the handoff's phases.
-type turnState int
-
-const (
-	stateWorking   turnState = iota // the person's turns: results are made up at turn ends
-	stateCutting                    // Cut (or StopTool, Cancel) was called: the turn's end becomes a result
-	stateWaiting                    // the cut turn ended; nothing more until Send
-	stateSubmitted                  // a prompt is being typed or has not arrived yet
-	stateWriting                    // the sent prompt arrived; its turn's end becomes a result
-)
-
-func (s turnState) String() string {
-	return [...]string{"working", "cutting", "waiting", "submitted", "writing"}[s]
-}
 
 type sessionConfig struct {
 	configDir string
@@ -76,8 +68,14 @@ type sessionConfig struct {
 
 // session is one harness on the person's terminal as a front.Session. One
 // goroutine (follow) reads the transcript file, the harness's state file and
-// its exit, and makes records of them; the engine's calls change the state
-// under mu.
+// its exit, and translates them into facts; the engine's commands become
+// keys.
+//
+// What it keeps is translation, not the engine's phase: the turn the
+// transcript shows running (so that each ends with one TurnEnded, and how),
+// and the commands it carried out whose effect has not shown yet (a prompt
+// it typed that is not in the transcript yet; an Esc it pressed whose turn
+// has not ended).
 type session struct {
 	f   *Front
 	p   *proc
@@ -85,7 +83,8 @@ type session struct {
 	cfg sessionConfig
 	ctx context.Context
 
-	out  chan transcript.Event
+	out  chan front.Fact
+	wake chan struct{} // a command changed what follow waits for
 	done chan struct{} // follow has returned
 
 	// follow's own state
@@ -93,27 +92,44 @@ type session struct {
 	folCancel context.CancelFunc
 	following string // the session whose transcript fol reads
 	drained   bool
-	sessionID string
-	lastMsg   string
-	turns     int // main-thread API replies not yet in a result
-	ready     bool
-	released  bool
-	idleSince time.Time
+	ready     bool // the harness's state file has appeared
+	released  bool // the person's keys go to this harness
+	status    string
 
-	mu         sync.Mutex
-	state      turnState
-	lastStop   string    // stop_reason of the latest main-thread reply
-	cost       float64   // the process's cost so far (cost-state lines)
-	booked     float64   // the cost the last result carried
-	cutStart   time.Time // when Cut (or StopTool, Cancel) was called
-	escAt      time.Time // when to press Esc again; zero for never
-	submitBy   time.Time // a sent prompt must have arrived by then; zero while typing
-	writeStart time.Time
-	replies    int // replies in the writing turn
-	typed      string
-	endAfter   bool // EndAfterTurn waits for the turn to end
+	mu sync.Mutex
+	tr front.Translator
+	// turn is the turn the transcript shows running: from its prompt (or
+	// a first reply) to its end; nil between turns.
+	turn *turnRun
+	// pending is the prompt the front typed (or is typing) that has not
+	// shown up in the transcript yet.
+	pending *pendingPrompt
+	// escOnArrival: the engine asked to end the running turn while its
+	// prompt was still on its way; Esc goes when it shows up.
+	escOnArrival bool
+	held         bool      // an engine's command holds the person's keys
+	idleAt       time.Time // the idle sign ends the running turn then; zero for never
+	cost         float64   // the process's cost so far (cost-state lines)
+	typed        string    // the long first prompt, until typed
+	endAfter     bool      // EndAfterTurn waits for the turn to end
 
 	stopOnce sync.Once
+}
+
+// turnRun is what the transcript showed of the running turn.
+type turnRun struct {
+	replies  int    // the main thread's API responses
+	lastStop string // stop_reason of its latest reply
+	lastText string // text of its latest reply that had some
+	esc      bool   // the front pressed Esc for it
+	busy     bool   // the state file said "busy" during it
+}
+
+// pendingPrompt is a prompt the front typed, on its way to the transcript.
+type pendingPrompt struct {
+	kind front.TurnKind
+	text string    // as typed, spaces squeezed (promptText)
+	by   time.Time // it must have shown up by then; zero while typing
 }
 
 var (
@@ -123,13 +139,18 @@ var (
 
 func newSession(ctx context.Context, f *Front, p *proc, log *slog.Logger, cfg sessionConfig) *session {
 	s := &session{f: f, p: p, log: log, cfg: cfg, ctx: ctx, typed: cfg.typed,
-		out: make(chan transcript.Event, 64), done: make(chan struct{}), sessionID: cfg.resumed}
+		out: make(chan front.Fact, 64), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if cfg.resumed != "" {
+		// The resumed session is the one running until a line says
+		// otherwise.
+		s.tr.Facts(&transcript.Event{Kind: transcript.KindInit, SessionID: cfg.resumed}, func(front.Fact) {})
+	}
 	go f.guard(s.follow)
 	return s
 }
 
-// Records implements front.Session.
-func (s *session) Records() <-chan transcript.Event { return s.out }
+// Facts implements front.Session.
+func (s *session) Facts() <-chan front.Fact { return s.out }
 
 // Begin implements front.Session: the first prompt went to the harness at
 // start (or is typed once its screen is up).
@@ -142,94 +163,129 @@ func (s *session) Begin() error { return nil }
 // API (DESIGN.md «Context usage request»), and is stopped again. Its window
 // and auto-compact are this session's; its start-up floor is a fresh
 // session's with the same tools, which is what the futile guard weighs.
-func (s *session) Probe(ctx context.Context) (gjson.Result, error) {
+func (s *session) Probe(ctx context.Context) (transcript.ContextUsage, error) {
 	p, err := harness.Start(ctx, s.cfg.probe)
 	if err != nil {
-		return gjson.Result{}, fmt.Errorf("start the probe: %w", err)
+		return transcript.ContextUsage{}, fmt.Errorf("start the probe: %w", err)
 	}
 	defer p.Stop()
-	return p.Control(ctx, "get_context_usage")
+	resp, err := p.Control(ctx, "get_context_usage")
+	if err != nil {
+		return transcript.ContextUsage{}, err
+	}
+	return transcript.ContextUsageOf(resp), nil
 }
 
-// Cut ends the running turn at the message boundary as a person would:
-// Esc, pressed again while the turn runs on. From here on the person's
-// keys wait, so that nothing they type lands in flower's prompt.
-func (s *session) Cut() error { return s.esc() }
+// Cut, StopTool and Cancel implement front.Session. The harness's screen
+// has one way to end a turn at a message boundary, Esc, so all three are
+// carried out the same way (see interrupt).
+func (s *session) Cut() error      { return s.interrupt("cut") }
+func (s *session) StopTool() error { return s.interrupt("stop the tool") }
+func (s *session) Cancel() error   { return s.interrupt("cancel") }
 
-// StopTool and Cancel are carried out as the cut is: the harness's screen
-// has one way to end a turn, Esc.
-func (s *session) StopTool() error { return s.esc() }
-func (s *session) Cancel() error   { return s.esc() }
-
-// esc ends the running turn with Esc, pressed again while it runs on.
-func (s *session) esc() error {
+// interrupt ends the running turn as a person would: Esc, once. From here
+// on the person's keys wait, so that nothing they type lands in flower's
+// prompt. No Esc is pressed when none is needed, since a second Esc on the
+// harness's screen opens its message selector: when no turn runs (its
+// TurnEnded went out before this call), when the turn's last reply already
+// ended it (its end follows on its own), or when Esc was pressed for this
+// turn already. A turn whose prompt is still on its way gets its Esc when
+// the prompt shows up. A turn that does not stop is the engine's to judge
+// (its cut timeout).
+func (s *session) interrupt(purpose string) error {
 	s.f.gate.Hold()
-	now := time.Now()
 	s.mu.Lock()
-	s.state, s.cutStart, s.escAt = stateCutting, now, time.Time{}
-	ended := s.lastStop == "end_turn"
-	if !ended {
-		s.escAt = now.Add(escAgain)
+	s.held = true
+	s.tr.Interrupting()
+	t := s.turn
+	var skip string
+	switch {
+	case t == nil && s.pending != nil:
+		s.escOnArrival = true
+		skip = "its prompt has not shown up yet; Esc goes when it does"
+	case t == nil:
+		skip = "no turn is running"
+	case t.esc:
+		skip = "Esc was pressed for this turn already"
+	case t.lastStop == "end_turn":
+		skip = "the turn's last reply ended it"
+	default:
+		t.esc = true
 	}
 	s.mu.Unlock()
-	if ended {
-		// The turn ends with the reply just seen: no key needed.
+	if skip != "" {
+		s.log.Info("ending the turn: no key needed", "for", purpose, "why", skip)
 		return nil
 	}
+	s.log.Info("ending the turn: Esc", "for", purpose)
 	return s.f.gate.Type([]byte(keyEsc))
 }
 
-// Send types a prompt as the person would. One Ctrl-C first empties
-// whatever sits in the input (a prompt the harness put back after the
-// interrupt, keys typed before the gate closed); then the double-press
-// window is waited out so no later key reads as the second press.
-func (s *session) Send(prompt string) error {
+// Send implements front.Session: it types the prompt as the person would.
+// One Ctrl-C first empties whatever sits in the input (a prompt the harness
+// put back after the interrupt, keys typed before the gate closed); then
+// the double-press window is waited out so no later key reads as the
+// second press. The turn starts when the prompt shows up in the transcript.
+// One that does not within Options.SubmitTimeout ends as an error, with
+// what the front saw: the prompt typed and not arrived. That check is the
+// front's own, on its own command (the keys may be lost on their way into
+// the harness's input); it stays here rather than with the engine's writing
+// timeout, which is minutes long and would say only that the turn took
+// too long.
+func (s *session) Send(t front.Turn) error {
 	s.f.gate.Hold()
+	p := &pendingPrompt{kind: t.Kind, text: promptText(strings.Join(PasteChunks(t.Prompt), ""))}
 	s.mu.Lock()
-	s.state, s.submitBy, s.replies = stateSubmitted, time.Time{}, 0
+	s.held = true
+	s.pending = p
 	s.mu.Unlock()
 	err := s.f.gate.Type([]byte(keyCtrlC))
 	if err == nil {
 		err = sleep(s.ctx, clearWait)
 	}
 	if err == nil {
-		err = Typist{Type: s.f.gate.Type, Gap: pasteGap, Settle: settle}.Submit(s.ctx, prompt)
+		err = Typist{Type: s.f.gate.Type, Gap: pasteGap, Settle: settle}.Submit(s.ctx, t.Prompt)
 	}
+	s.mu.Lock()
+	if s.pending == p {
+		if err != nil {
+			s.pending = nil
+		} else {
+			p.by = time.Now().Add(s.f.opts.SubmitTimeout)
+		}
+	}
+	s.mu.Unlock()
+	s.nudge()
 	if err != nil {
 		return fmt.Errorf("type the prompt: %w", err)
 	}
-	s.mu.Lock()
-	if s.state == stateSubmitted {
-		s.submitBy = time.Now().Add(s.f.opts.SubmitTimeout)
-	}
-	s.mu.Unlock()
+	s.log.Info("prompt typed", "turn", t.Kind.String())
 	return nil
 }
 
 // EndAfterTurn ends the harness as a person would, once its turn is over:
 // Ctrl-C twice. Pressed while a turn runs, the first Ctrl-C would only end
-// the turn and the harness would stay; so a busy harness gets the keys from
-// tick when its state file says idle.
+// the turn and the harness would stay; so follow types them once no turn
+// runs, no typed prompt is on its way, and the state file does not say
+// busy.
 func (s *session) EndAfterTurn() error {
-	if st, err := readState(s.cfg.configDir, s.p.PID()); err == nil && st.Status == "busy" {
-		s.mu.Lock()
-		s.endAfter = true
-		s.mu.Unlock()
-		return nil
-	}
-	return s.exitKeys()
+	s.mu.Lock()
+	s.endAfter = true
+	s.mu.Unlock()
+	s.nudge()
+	return nil
 }
 
 func (s *session) exitKeys() error {
 	if err := s.f.gate.Type([]byte(keyCtrlC)); err != nil {
 		return err
 	}
-	time.Sleep(150 * time.Millisecond)
+	time.Sleep(exitGap)
 	return s.f.gate.Type([]byte(keyCtrlC))
 }
 
 // Stop ends the harness (Ctrl-C twice, then signals) and gives the terminal
-// back. follow then reads the transcript to its end and closes Records.
+// back. follow then reads the transcript to its end and closes Facts.
 func (s *session) Stop() {
 	s.stopOnce.Do(func() {
 		s.f.gate.Hold()
@@ -250,67 +306,184 @@ func (s *session) Exit() front.Exit {
 	return front.Exit{Why: why, ByPerson: err == nil || endedByPerson(err)}
 }
 
-// emit hands a record to the engine. It waits for the engine to take it:
-// the engine always reads Records to their end.
-func (s *session) emit(ev transcript.Event) { s.out <- ev }
-
-// result makes up the result record that ends a turn on the screen (the
-// transcript file has none): the process's cost so far and the replies
-// since the last result.
-func (s *session) result(isError bool, text, terminal string) {
-	s.mu.Lock()
-	cost := s.cost
-	s.booked = cost
-	s.mu.Unlock()
-	subtypeName := "success"
-	if isError {
-		subtypeName = "error_during_execution"
+// nudge wakes follow after a command changed what it waits for.
+func (s *session) nudge() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
-	s.emit(transcript.Event{Kind: transcript.KindResult, Type: "result", Subtype: subtypeName, SessionID: s.sessionID,
-		IsError: isError, Result: text, TerminalReason: terminal, TotalCostUSD: cost, NumTurns: s.turns})
-	s.turns = 0
 }
 
-// follow watches the harness and its transcript until the harness is gone,
-// then reads the transcript to its end and closes Records.
+// emit hands facts to the engine, in order. It waits for the engine to
+// take each: the engine always reads Facts to their end.
+func (s *session) emit(facts []front.Fact) {
+	for _, f := range facts {
+		s.out <- f
+	}
+}
+
+// follow watches the harness and its files until the harness is gone, then
+// reads the transcript to its end and closes Facts.
 func (s *session) follow() {
 	defer close(s.done)
 	defer close(s.out)
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
+	w := newWatch(s.cfg.configDir, s.cfg.cwd)
+	defer w.close()
+	s.look()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
 		var events <-chan transcript.Event
 		if s.fol != nil {
 			events = s.fol.Events()
 		}
+		timer.Reset(time.Until(s.nextDue()))
 		select {
 		case <-s.p.Exited():
 			s.drain()
-			if s.turns > 0 || s.costUnbooked() {
-				// What the last turns cost is booked like any other.
-				s.result(false, "", "")
-			}
+			s.exited()
 			return
 		case ev, ok := <-events:
 			if !ok {
-				// A read error; the next tick starts over from the top.
+				// A read error; the next look starts over from the top.
 				s.log.Warn("transcript follower stopped", "err", s.fol.Err())
 				s.folCancel()
 				s.fol, s.following = nil, ""
 				continue
 			}
 			s.translate(&ev)
-		case <-tick.C:
-			s.tick()
+		case ev := <-w.events():
+			w.saw(ev)
+			s.look()
+		case err := <-w.errors():
+			// An overflow lost events: look now for what they said.
+			s.log.Debug("watch", "err", err)
+			s.look()
+		case <-w.look.C:
+			w.ensure()
+			s.look()
+		case <-s.wake:
+		case <-timer.C:
+		}
+		s.due(time.Now())
+	}
+}
+
+// nextDue is the earliest moment something waits for: a prompt's arrival,
+// the idle sign, the person's keys, the long first prompt.
+func (s *session) nextDue() time.Time {
+	next := time.Now().Add(time.Hour)
+	earlier := func(t time.Time) {
+		if !t.IsZero() && t.Before(next) {
+			next = t
+		}
+	}
+	s.mu.Lock()
+	if s.pending != nil {
+		earlier(s.pending.by)
+	}
+	earlier(s.idleAt)
+	typed, held := s.typed != "", s.held
+	s.mu.Unlock()
+	if typed && s.ready {
+		earlier(s.p.start.Add(startTyping))
+	}
+	if !s.released && !typed && !held {
+		if s.cfg.argPrompt {
+			earlier(s.p.start.Add(keysAfterPrompt))
+		} else {
+			earlier(s.p.start.Add(keysAfter))
+		}
+	}
+	return next
+}
+
+// due does what waits on time: a prompt that did not show up, a turn the
+// idle sign ends, the person's keys, the long first prompt; then the exit
+// keys EndAfterTurn asked for, once nothing runs.
+func (s *session) due(now time.Time) {
+	var facts []front.Fact
+	s.mu.Lock()
+	if p := s.pending; p != nil && !p.by.IsZero() && now.After(p.by) {
+		s.pending = nil
+		s.escOnArrival = false
+		s.log.Warn("the typed prompt did not show up in the transcript", "turn", p.kind.String(), "within", s.f.opts.SubmitTimeout)
+		facts = append(facts, front.TurnEnded{SessionID: s.tr.SessionID(), How: front.EndedError, CostUSD: s.cost,
+			Text:   fmt.Sprintf("the prompt did not reach the session within %v", s.f.opts.SubmitTimeout),
+			Detail: "prompt not delivered"})
+	}
+	if t := s.turn; t != nil && !s.idleAt.IsZero() && !now.Before(s.idleAt) {
+		s.log.Info("the turn ended: the harness is idle and its transcript marked no end")
+		facts = append(facts, s.endOnIdle(t))
+	}
+	typed, held := s.typed, s.held
+	exitNow := s.endAfter && s.turn == nil && s.pending == nil && s.status != "busy"
+	if exitNow {
+		s.endAfter = false
+	}
+	s.mu.Unlock()
+	s.emit(facts)
+
+	if typed != "" && s.ready && !now.Before(s.p.start.Add(startTyping)) {
+		s.typeFirst(typed)
+	}
+	keysReady, wait := s.ready, keysAfter
+	if s.cfg.argPrompt {
+		keysReady, wait = s.following != "", keysAfterPrompt
+	}
+	if !s.released && !held && typed == "" && (keysReady || now.Sub(s.p.start) >= wait) {
+		// The harness is up: the person's keys go straight to it now.
+		s.released = true
+		if err := s.f.gate.Release(); err != nil {
+			s.log.Debug("deliver held keys", "err", err)
+		}
+	}
+	if exitNow {
+		s.log.Info("the turn is over; ending the harness")
+		if err := s.exitKeys(); err != nil {
+			s.log.Debug("exit keys", "err", err)
 		}
 	}
 }
 
-// costUnbooked: a cost-state line moved the cost since the last result.
-func (s *session) costUnbooked() bool {
+// endOnIdle ends a turn the harness said it is done with (its state file
+// says idle) while its transcript marked no end: no turn_duration line,
+// which it leaves out, for one, when the turn ended otherwise than
+// "completed", or while background work it started still runs. How it
+// ended is read from what the transcript did show. Called with mu held.
+func (s *session) endOnIdle(t *turnRun) front.TurnEnded {
+	switch {
+	case t.lastStop == "end_turn":
+		return s.endTurn(front.EndedOnOwn, t.lastText, "idle with no turn_duration line", nil)
+	case t.esc:
+		return s.endTurn(front.EndedInterrupted, "", "idle after Esc, with no interrupt note", nil)
+	default:
+		return s.endTurn(front.EndedError, "the harness went idle without ending the turn in its transcript", "idle with no end of the turn", nil)
+	}
+}
+
+// endTurn reports the running turn ended. Called with mu held.
+func (s *session) endTurn(how front.Ending, text, detail string, lim *transcript.Limit) front.TurnEnded {
+	t := s.turn
+	s.turn, s.idleAt = nil, time.Time{}
+	return front.TurnEnded{SessionID: s.tr.SessionID(), How: how, Text: text, Detail: detail,
+		CostUSD: s.cost, Turns: t.replies, Limit: lim}
+}
+
+// exited ends what the harness's exit ended: a turn still running (its
+// transcript marked no end before the harness went).
+func (s *session) exited() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cost > s.booked
+	var facts []front.Fact
+	if t := s.turn; t != nil {
+		how := front.EndedError
+		if t.esc {
+			how = front.EndedInterrupted
+		}
+		facts = append(facts, s.endTurn(how, "the harness exited before the turn ended", "exited during the turn", nil))
+	}
+	s.mu.Unlock()
+	s.emit(facts)
 }
 
 // drain stops following and translates the lines still unread.
@@ -330,6 +503,40 @@ func (s *session) drain() {
 		s.translate(&ev)
 	}
 	s.fol = nil
+}
+
+// look reads the harness's state file and finds its transcript.
+func (s *session) look() {
+	st, err := readState(s.cfg.configDir, s.p.PID())
+	if err == nil {
+		s.ready = true
+		s.sawStatus(st.Status)
+		if s.following != "" && st.SessionID != "" && st.SessionID != s.following {
+			s.switchSession(st.SessionID)
+		}
+	}
+	if s.fol == nil {
+		s.locate()
+	}
+}
+
+// sawStatus takes what the state file says of the harness: "busy" while a
+// turn runs, "idle" otherwise. Idle after a turn that ran (or whose last
+// reply ended it) is a sign of its end; the transcript has idleSettle to
+// say how (see endOnIdle).
+func (s *session) sawStatus(status string) {
+	s.status = status
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.turn
+	switch {
+	case t == nil:
+	case status == "busy":
+		t.busy = true
+		s.idleAt = time.Time{}
+	case status == "idle" && (t.busy || t.lastStop == "end_turn") && s.idleAt.IsZero():
+		s.idleAt = time.Now().Add(idleSettle)
+	}
 }
 
 // locate starts following the transcript once it can be found.
@@ -354,205 +561,149 @@ func (s *session) locate() {
 }
 
 // switchSession follows the harness to a new session in the same process
-// (/clear starts one, with a transcript of its own), and tells the engine
-// with a record of its own.
+// (/clear starts one, with a transcript of its own), and says so.
 func (s *session) switchSession(sid string) {
 	if !exists(transcript.FilePath(s.cfg.configDir, s.cfg.cwd, sid)) {
 		if m, _ := filepath.Glob(filepath.Join(s.cfg.configDir, "projects", "*", sid+".jsonl")); len(m) == 0 {
-			return // not written yet; look again at the next tick
+			return // not written yet; a notification says when it is
 		}
 	}
-	s.log.Info("the harness switched sessions", "from", s.following, "to", sid)
+	from := s.following
+	s.log.Info("the harness switched sessions", "from", from, "to", sid)
 	s.folCancel()
 	for ev := range s.fol.Events() {
 		s.translate(&ev)
 	}
-	s.fol, s.following, s.lastMsg = nil, "", ""
-	s.sessionID = sid
-	s.emit(transcript.Event{Kind: transcript.KindSystem, Type: "system", Subtype: front.SubtypeSessionSwitch, SessionID: sid})
+	s.fol, s.following = nil, ""
+	s.mu.Lock()
+	s.tr.Facts(&transcript.Event{Kind: transcript.KindInit, SessionID: sid}, func(front.Fact) {})
+	s.mu.Unlock()
+	s.emit([]front.Fact{front.SessionSwitched{From: from, To: sid}})
 	s.locate()
 }
 
-// translate passes a transcript line on, and makes up the result records
-// that end turns.
+// translate turns one transcript line into facts: the Translator's, and the
+// end of a turn where the line marks one (the file has no result lines).
 func (s *session) translate(ev *transcript.Event) {
-	if ev.SessionID != "" {
-		s.sessionID = ev.SessionID
-	}
+	var facts []front.Fact
+	add := func(f front.Fact) { facts = append(facts, f) }
+	var escNow bool
 	s.mu.Lock()
-	state := s.state
-	s.mu.Unlock()
+	s.tr.Facts(ev, func(f front.Fact) {
+		add(f)
+		if r, ok := f.(front.Round); ok && r.MainThread && !r.Synthetic && !r.Repeat {
+			s.running().replies++
+		}
+	})
+	if s.turn != nil && !s.idleAt.IsZero() {
+		// The harness is still writing the turn down.
+		s.idleAt = time.Now().Add(idleSettle)
+	}
 	switch {
 	case ev.Type == "cost-state":
-		s.mu.Lock()
 		s.cost = gjson.GetBytes(ev.Raw, "totalCostUSD").Float()
-		s.mu.Unlock()
-		return
-	case ev.Kind == transcript.KindAssistant && ev.MainThread() && !ev.Synthetic():
-		if state == stateSubmitted {
-			return // the end of the cut turn, not the reply to flower's prompt
+	case ev.Kind == transcript.KindAssistant && ev.MainThread():
+		t := s.running()
+		if ev.Synthetic() {
+			// The harness turned an API error into a reply: the turn
+			// ended in it (front.EndingOf tells an overflow or a limit
+			// from the rest).
+			how, lim := front.EndingOf(ev, t.esc, time.Now())
+			add(s.endTurn(how, ev.Text, "the harness's error reply", lim))
+			break
 		}
-		if ev.MessageID == "" || ev.MessageID != s.lastMsg {
-			s.turns++
-			s.lastMsg = ev.MessageID
-			if state == stateWriting {
-				s.mu.Lock()
-				s.replies++
-				s.mu.Unlock()
-			}
+		t.lastStop = ev.StopReason
+		if ev.Text != "" {
+			t.lastText = ev.Text
 		}
-		s.mu.Lock()
-		s.lastStop = ev.StopReason
-		s.mu.Unlock()
-	}
-	s.emit(*ev)
-
-	switch ev.Kind {
-	case transcript.KindAssistant:
-		if ev.MainThread() && ev.Synthetic() && state != stateSubmitted {
-			// The harness turned an API error into a reply: the turn ended
-			// in that error (the engine tells an overflow from the rest).
-			if state != stateWorking {
-				s.setState(stateWaiting)
-			}
-			s.result(true, ev.Text, "")
-		}
-	case transcript.KindUser:
-		if !ev.MainThread() {
-			return
-		}
+	case ev.Kind == transcript.KindUser && ev.MainThread():
 		text := transcript.UserText(ev)
 		switch {
-		case state == stateSubmitted && strings.Contains(text, handoffwriter.PromptTag):
-			s.mu.Lock()
-			s.state, s.writeStart, s.replies, s.submitBy = stateWriting, time.Now(), 0, time.Time{}
-			s.mu.Unlock()
-			s.log.Info("the prompt arrived; its turn runs")
-		case ev.Interrupted && state == stateCutting:
-			s.endCut()
-		case ev.Interrupted && state == stateWriting:
-			s.setState(stateWaiting)
-			s.result(true, "the writing turn was interrupted", "")
-		}
-	case transcript.KindSystem:
-		if ev.Subtype != "turn_duration" {
-			return
-		}
-		switch state {
-		case stateWorking:
-			s.result(false, "", "")
-		case stateCutting:
-			s.endCut()
-		case stateWriting:
-			s.setState(stateWaiting)
-			s.result(false, "", "")
-		}
-	}
-}
-
-func (s *session) setState(st turnState) {
-	s.mu.Lock()
-	s.state = st
-	s.mu.Unlock()
-}
-
-// endCut ends the cut turn: its result tells the engine the boundary is
-// reached.
-func (s *session) endCut() {
-	s.mu.Lock()
-	s.state, s.escAt = stateWaiting, time.Time{}
-	s.mu.Unlock()
-	s.result(false, "", "")
-}
-
-// tick does what waits on time rather than on lines: the person's keys, a
-// long first prompt, the turn ends the transcript does not mark, Esc again,
-// and a prompt that never arrived.
-func (s *session) tick() {
-	now := time.Now()
-	state, err := readState(s.cfg.configDir, s.p.PID())
-	if err == nil {
-		s.ready = true
-		if state.Status == "idle" {
-			if s.idleSince.IsZero() {
-				s.idleSince = now
+		case ev.Interrupted:
+			if t := s.turn; t != nil {
+				who := "a person's Esc"
+				if t.esc {
+					who = "flower's Esc"
+				}
+				s.log.Info("the turn was interrupted", "by", who)
+				add(s.endTurn(front.EndedInterrupted, "", text, nil))
 			}
-		} else {
-			s.idleSince = time.Time{}
+		case isPrompt(ev, text):
+			if p := s.pending; p != nil && promptArrived(p.text, text) {
+				s.pending = nil
+				s.log.Info("the typed prompt arrived; its turn runs", "turn", p.kind.String())
+			}
+			t := s.running()
+			if s.escOnArrival && !t.esc {
+				s.escOnArrival, t.esc, escNow = false, true, true
+			}
 		}
-	}
-	s.mu.Lock()
-	st, cutStart, escAt, submitBy, writeStart, replies, typed := s.state, s.cutStart, s.escAt, s.submitBy, s.writeStart, s.replies, s.typed
-	endNow := s.endAfter && err == nil && state.Status == "idle"
-	if endNow {
-		s.endAfter = false
+	case ev.Kind == transcript.KindSystem && ev.Subtype == "turn_duration":
+		if t := s.turn; t != nil {
+			add(s.endTurn(front.EndedOnOwn, t.lastText, "", nil))
+		}
 	}
 	s.mu.Unlock()
-	if endNow {
-		s.log.Info("the turn is over; ending the harness")
-		if err := s.exitKeys(); err != nil {
-			s.log.Debug("exit keys", "err", err)
+	s.emit(facts)
+	if escNow {
+		s.log.Info("ending the turn: Esc, now that its prompt showed up")
+		if err := s.f.gate.Type([]byte(keyEsc)); err != nil {
+			s.log.Debug("esc", "err", err)
 		}
 	}
+}
 
-	keysReady, wait := s.ready, keysAfter
-	if s.cfg.argPrompt {
-		keysReady, wait = s.following != "", keysAfterPrompt
+// running is the running turn, begun now if none was: a prompt or a reply
+// of the main thread shows that one runs. Called with mu held.
+func (s *session) running() *turnRun {
+	if s.turn == nil {
+		s.turn = &turnRun{busy: s.status == "busy"}
 	}
-	if !s.released && st == stateWorking && typed == "" && (keysReady || now.Sub(s.p.start) >= wait) {
-		// The harness is up: the person's keys go straight to it now.
-		s.released = true
-		if err := s.f.gate.Release(); err != nil {
-			s.log.Debug("deliver held keys", "err", err)
-		}
-	}
-	if err == nil && st == stateWorking && s.following != "" && state.SessionID != "" && state.SessionID != s.following {
-		s.switchSession(state.SessionID)
-	}
-	if s.fol == nil {
-		s.locate()
-	}
-	idle := !s.idleSince.IsZero() && now.Sub(s.idleSince) >= idleTurnEnd
-	switch st {
-	case stateWorking:
-		if typed != "" && s.ready && now.Sub(s.p.start) >= startTyping {
-			s.typeFirst(typed)
-		}
-	case stateCutting:
-		if idle && now.Sub(cutStart) >= time.Second {
-			s.endCut()
-			return
-		}
-		if !escAt.IsZero() && now.After(escAt) {
-			s.log.Info("turn still running; pressing Esc again")
-			_ = s.f.gate.Type([]byte(keyEsc))
-			s.mu.Lock()
-			s.escAt = now.Add(escAgain)
-			s.mu.Unlock()
-		}
-	case stateSubmitted:
-		if !submitBy.IsZero() && now.After(submitBy) {
-			s.setState(stateWaiting)
-			s.result(true, fmt.Sprintf("the prompt did not reach the session within %v", s.f.opts.SubmitTimeout), "")
-		}
-	case stateWriting:
-		if idle && replies > 0 && s.idleSince.After(writeStart) {
-			s.log.Info("the turn ended (the harness is idle; no turn_duration line)")
-			s.setState(stateWaiting)
-			s.result(false, "", "")
-		}
-	}
+	return s.turn
+}
+
+// isPrompt: a user line that starts a turn, typed by someone: not a tool's
+// result, not the harness's own note (a slash command's echo, a caveat,
+// "[Request interrupted…]").
+func isPrompt(ev *transcript.Event, text string) bool {
+	t := strings.TrimSpace(text)
+	return t != "" && !strings.HasPrefix(t, "<") && !strings.HasPrefix(t, "[Request interrupted") &&
+		!gjson.GetBytes(ev.Raw, "isMeta").Bool()
+}
+
+// promptText is a prompt with its white space squeezed, to be told again in
+// the transcript whatever the harness did to its line ends and margins.
+func promptText(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// promptArrived: the user line text is the prompt typed (typed is
+// promptText's).
+func promptArrived(typed, text string) bool {
+	got := promptText(text)
+	return got == typed || (typed != "" && strings.Contains(got, typed))
 }
 
 // typeFirst types a first prompt too long for the command line.
 func (s *session) typeFirst(prompt string) {
 	s.f.gate.Hold()
+	p := &pendingPrompt{kind: front.TurnWork, text: promptText(strings.Join(PasteChunks(prompt), ""))}
+	s.mu.Lock()
+	s.typed, s.pending = "", p
+	s.mu.Unlock()
 	err := Typist{Type: s.f.gate.Type, Gap: pasteGap, Settle: settle}.Submit(s.ctx, prompt)
 	s.mu.Lock()
-	s.typed = ""
+	if s.pending == p {
+		if err != nil {
+			s.pending = nil
+		} else {
+			p.by = time.Now().Add(s.f.opts.SubmitTimeout)
+		}
+	}
+	held := s.held
 	s.mu.Unlock()
-	s.released = true
-	_ = s.f.gate.Release()
+	if !held {
+		s.released = true
+		_ = s.f.gate.Release()
+	}
 	if err != nil {
 		s.log.Error("type the first prompt", "err", err)
 		s.p.Stop(nil) // the generation cannot start: the engine sees the exit

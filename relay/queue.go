@@ -4,30 +4,31 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/flowerhq/flower/transcript"
+	"github.com/flowerhq/flower/front"
 )
 
-// queue hands records to the engine in order without ever blocking the one
+// queue hands facts to the engine in order without ever blocking the one
 // who pushes: the relay's reader must go on passing the application's
 // callbacks while the engine is busy elsewhere (probing the session, say).
 type queue struct {
 	mu     sync.Mutex
-	items  []transcript.Event
-	n      int // records pushed so far
+	items  []front.Fact
+	n      int // facts pushed so far
 	closed bool
 	wake   chan struct{}
-	out    chan transcript.Event
+	out    chan front.Fact
 }
 
 func newQueue() *queue {
-	return &queue{wake: make(chan struct{}, 1), out: make(chan transcript.Event)}
+	return &queue{wake: make(chan struct{}, 1), out: make(chan front.Fact)}
 }
 
-// push adds a record and returns its number (1 for the first).
-func (q *queue) push(ev transcript.Event) int {
+// push adds facts and returns the number of the last one (1 for the
+// first fact ever pushed); with none, the number of the last fact so far.
+func (q *queue) push(facts ...front.Fact) int {
 	q.mu.Lock()
-	q.items = append(q.items, ev)
-	q.n++
+	q.items = append(q.items, facts...)
+	q.n += len(facts)
 	n := q.n
 	q.mu.Unlock()
 	q.signal()
@@ -48,7 +49,7 @@ func (q *queue) signal() {
 	}
 }
 
-// pump moves records to out and closes it after the last one.
+// pump moves facts to out and closes it after the last one.
 func (q *queue) pump() {
 	defer close(q.out)
 	for {
@@ -56,8 +57,8 @@ func (q *queue) pump() {
 		items, closed := q.items, q.closed
 		q.items = nil
 		q.mu.Unlock()
-		for _, ev := range items {
-			q.out <- ev
+		for _, f := range items {
+			q.out <- f
 		}
 		if closed && len(items) == 0 {
 			return

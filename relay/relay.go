@@ -3,17 +3,36 @@
 // SDK's cli_path) speaks the harness's streaming protocol on its own stdin
 // and stdout, and relays it to a real harness beneath, one process per
 // attempt of a generation. The engine (package supervisor) decides every
-// rule of a handoff as for any front; the relay translates: it forwards
-// the application's lines to the live harness and the harness's lines back,
-// hides the handoff from the application (the cut's result, the writing
-// turn and the callbacks it causes), replays the application's settings to
-// a successor, queues the application's user messages until the live
-// harness is idle, and tells the application about a handoff with a system
-// line of its own. Of the engine's commands, a cut and a cancel retire the
-// live harness (nothing more of it reaches the application), the engine's
-// only Send is the writing turn, and each of them is the harness's
-// interrupt request or a user line on its stdin. See docs/DESIGN.md
-// «Agent SDK relay».
+// rule of a handoff, as for any front; the relay translates, both ways:
+//
+//   - Harness to engine: every record of the harness's output goes through
+//     a front.Translator into facts, but for the control protocol's lines
+//     and the partial-message stream events, which are the application's
+//     alone. Nothing else becomes a fact: the relay makes up no record and
+//     hides none of the harness's from the engine. The application's user messages, which
+//     the harness does not echo, become UserMessage facts: the prompts the
+//     harness was given.
+//   - Engine to harness: a turn (Begin, Send) is a user line on the
+//     harness's stdin; Cut, StopTool and Cancel are its interrupt request
+//     (the translator told first, so that the turn ends interrupted);
+//     EndAfterTurn closes its stdin; Probe is its get_context_usage
+//     request.
+//   - Application to harness: the application's lines go to the live
+//     harness; its user messages wait in a queue until that harness is
+//     idle; its initialize and lasting settings are replayed to every
+//     successor and retry; its answers go to the harness that asked.
+//   - Harness to application: the live harness's lines go back, a line the
+//     engine may act on (a turn's result, an API error shown as a message)
+//     only once the engine has had its say (front.Acknowledger). Of a
+//     session the engine retired (Cut, Cancel, the writing turn) nothing
+//     more reaches the application, and flower answers the callbacks it
+//     causes. Results carry the step's cost and flower's summary; the
+//     handoff and a retry are system lines of flower's own; and where the
+//     application's turn got no harness's result, Finish writes one, since
+//     the SDK waits for one per turn.
+//
+// The relay keeps no phase of the engine's: the commands say their purpose
+// and a turn says its kind. See docs/DESIGN.md «Agent SDK relay».
 package relay
 
 import (
@@ -84,6 +103,10 @@ type Relay struct {
 	busy      bool     // the live harness runs a turn
 	eof       bool     // the application closed its input
 	asked     map[string]*session
+	// keptResult is the harness's result of the application's latest
+	// turn while it has not reached the application (the engine cut the
+	// session under it); nil once a result did.
+	keptResult []byte
 
 	gen         int
 	costBefore  float64 // cost of the harness processes that ended
@@ -392,19 +415,27 @@ func (r *Relay) summary() map[string]any {
 }
 
 // Finish ends the application's view of the step: a handoff still waiting
-// for its successor is reported, and a step that failed (the generation
-// limit, say) ends in an error result, since the application waits for
-// one.
+// for its successor is reported, and a turn of the application still open
+// gets its result. The SDK waits for one result per turn it started, and
+// ends its run on it; a result of flower's own is the relay's protocol
+// toward its client, never a record to the engine. A step that failed (the
+// generation limit, attempts used up, a cancel) ends in an error result. A
+// step the engine ended on a turn it had cut ends with that turn's own
+// result, kept back at the cut and patched as any other.
 func (r *Relay) Finish(sessionID string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.doneLine("")
-	if err == nil {
-		return
-	}
 	cost := r.costBefore
 	if s := r.last; s != nil && !s.ended {
 		cost += s.cost
+	}
+	if err == nil {
+		if r.busy && r.keptResult != nil {
+			r.write(patchResult(r.keptResult, cost, r.summary()))
+			r.keptResult, r.busy = nil, false
+		}
+		return
 	}
 	r.writeJSON(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true,
 		"result": err.Error(), "session_id": sessionID, "total_cost_usd": cost, "num_turns": 0,

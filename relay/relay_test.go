@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +18,7 @@ import (
 	"github.com/flowerhq/flower/supervisor"
 )
 
-// TestMain lets this test binary be the fake harness too.
-func TestMain(m *testing.M) {
-	harnesstest.Main()
-	os.Exit(m.Run())
-}
+// The test binary is the fake harness too (TestMain, in main_test.go).
 
 // hangGuard bounds a relay run on the fake harness; the real harness and the
 // real SDK are in integration/sdk.
@@ -34,17 +31,19 @@ type app struct {
 }
 
 // startRelay runs one step of the relay on the fake harness, whose first
-// turn reports context (the window is 200k, the handoff at 150k).
-func startRelay(t *testing.T, firstContext string) (*app, <-chan error) {
+// turn reports context (the window is 200k, the handoff at 150k); the
+// application gives the harness's flags and extra, and the fake logs to
+// fakeLog.
+func startRelay(t *testing.T, firstContext, fakeLog string, extra ...string) (*app, <-chan error) {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	rl := relay.New(relay.Config{In: inR, Out: outW,
-		Args: []string{"--output-format", "stream-json", "--verbose", "--input-format", "stream-json"}})
+	args := append([]string{"--output-format", "stream-json", "--verbose", "--input-format", "stream-json"}, extra...)
+	rl := relay.New(relay.Config{In: inR, Out: outW, Args: args})
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: t.TempDir(), Workbench: true, Front: rl, OnEvent: rl.Event,
 		Handoff:     policy.HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 4},
-		HarnessPath: os.Args[0], Env: harnesstest.Env(harnesstest.ModeStream, harnesstest.EnvContext+"="+firstContext, harnesstest.EnvFloor+"=1"),
+		HarnessPath: os.Args[0], HarnessArgs: args, Env: harnesstest.Env(harnesstest.ModeStream, harnesstest.EnvContext+"="+firstContext, harnesstest.EnvFloor+"=1", harnesstest.EnvLog+"="+fakeLog),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -107,10 +106,12 @@ func isType(typ string) func(gjson.Result) bool {
 
 // A handoff under the relay on the fake harness (which also runs it under
 // the race detector): the app's initialize is answered once, a line that is
-// not JSON is skipped, the writing turn stays hidden, and the one result is
-// the successor's, with flower's summary.
+// not JSON is skipped, the writing turn stays hidden, the one result is
+// the successor's, with flower's summary, and the successor's budgets are
+// what the cut turn left (the writing turn exempt).
 func TestRelayHandsOffOnFakeHarness(t *testing.T) {
-	a, done := startRelay(t, "160000")
+	fakeLog := filepath.Join(t.TempDir(), "fake.log")
+	a, done := startRelay(t, "160000", fakeLog, "--max-turns=10", "--max-budget-usd=1")
 	a.send(t, `{"type":"control_request","request_id":"app-init","request":{"subtype":"initialize","hooks":{}}}`)
 	a.send(t, `this is not JSON`)
 	a.send(t, `{"type":"user","session_id":"","parent_tool_use_id":null,"message":{"role":"user","content":"the task"}}`)
@@ -165,5 +166,19 @@ func TestRelayHandsOffOnFakeHarness(t *testing.T) {
 	// the successor one.
 	if c := result.Get("total_cost_usd").Float(); c < 0.029 || c > 0.031 {
 		t.Errorf("total_cost_usd %v, want the sum over both harnesses, 0.03", c)
+	}
+	// The cut turn was one turn costing 0.01; the writing turn's do not
+	// count against the application's budgets.
+	var starts [][]string
+	for _, e := range harnesstest.ReadLog(fakeLog) {
+		if e.Event == "start" {
+			starts = append(starts, e.Args)
+		}
+	}
+	if len(starts) != 2 {
+		t.Fatalf("harness starts %v, want two", starts)
+	}
+	if succ := strings.Join(starts[1], " "); !strings.Contains(succ, "--max-turns=9") || !strings.Contains(succ, "--max-budget-usd=0.99") {
+		t.Errorf("the successor's arguments %q: want --max-turns=9 and --max-budget-usd=0.99", succ)
 	}
 }

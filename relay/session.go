@@ -28,18 +28,26 @@ type session struct {
 
 	// Guarded by r.mu.
 	begun       bool
-	retiring    bool // the engine cut it: nothing of it reaches the application any more
+	retiring    bool // Cut, Cancel or the writing turn: nothing of it reaches the application any more
 	stopped     bool
-	ended       bool // its cost is booked in r.costBefore
-	inputClosed bool // closed because the application closed its input
-	cutSeen     bool // the cut turn's result came
-	writing     bool // the engine sent the writing turn
-	cutTurns    int
-	cutCost     float64
+	ended       bool    // its cost is booked in r.costBefore
+	inputClosed bool    // closed because the application closed its input
+	cut         bool    // the engine cut it (Cut)
+	writing     bool    // the engine sent the writing turn (Send of a TurnWriting)
 	cost        float64 // total_cost_usd so far (cumulative per process)
-	sessionID   string  // the latest the harness reported
-	held        [][]byte
-	swallow     int // results of turns whose end was made up, to keep from the engine
+	// workCost and workTurns are the cost so far and the turns of the
+	// last turn whose result came before the writing turn: what counts
+	// against the application's --max-budget-usd and --max-turns.
+	workCost  float64
+	workTurns int
+	sessionID string // the latest the harness reported
+	held      [][]byte
+
+	// tr translates the harness's records into facts. The reader feeds
+	// it; Interrupting comes from the engine's goroutine (Cut, StopTool,
+	// Cancel) or the reader's (the writing turn under --json-schema).
+	trMu sync.Mutex
+	tr   front.Translator
 
 	eq       *queue
 	ackMu    sync.Mutex
@@ -72,16 +80,26 @@ func (s *session) forward(line []byte) {
 	}
 }
 
-// user passes one of the application's user messages on, and shows it to
-// the engine, which learns the step's task from the first. Called with
-// r.mu held.
+// user passes one of the application's user messages on, and tells the
+// engine of the prompt the harness was given (the harness does not echo
+// it): the engine learns the step's task from the first. Called with r.mu
+// held.
 func (s *session) user(line []byte) {
 	s.forward(line)
 	if ev, err := transcript.Decode(line); err == nil {
-		ev.SessionID = "" // the application's, not the harness's
 		ev.Raw = line
-		s.eq.push(ev)
+		s.eq.push(front.UserMessage{MainThread: ev.MainThread(), Text: transcript.UserText(&ev)})
 	}
+}
+
+// translate gives the engine the facts of one of the harness's records and
+// returns the number of the last.
+func (s *session) translate(ev *transcript.Event) int {
+	var facts []front.Fact
+	s.trMu.Lock()
+	s.tr.Facts(ev, func(f front.Fact) { facts = append(facts, f) })
+	s.trMu.Unlock()
+	return s.eq.push(facts...)
 }
 
 // pump reads the harness and passes each line to the application, the
@@ -134,21 +152,9 @@ func (s *session) take(ev transcript.Event) {
 		return
 	}
 	if ev.Kind == transcript.KindResult {
-		r.mu.Lock()
-		swallow := s.swallow > 0
-		if swallow {
-			s.swallow--
-			s.cost = max(s.cost, ev.TotalCostUSD)
-		}
-		r.mu.Unlock()
-		if swallow {
-			return // the turn's end was made up already (see enforced)
-		}
-		s.waitAck(s.eq.push(ev))
+		r.book(s, ev)
+		s.waitAck(s.translate(&ev))
 		r.result(s, ev)
-		return
-	}
-	if s.enforced(ev) {
 		return
 	}
 	r.mu.Lock()
@@ -177,22 +183,34 @@ func (s *session) take(ev transcript.Event) {
 		}
 	}
 	r.mu.Unlock()
-	s.waitAck(s.eq.push(ev))
+	seq := s.translate(&ev)
+	s.enforced(&ev)
+	s.waitAck(seq)
+}
+
+// book counts a turn's result before the engine hears of it (the engine's
+// writing turn follows the cut turn's result): its cost, what a work turn
+// used, and the result of the application's turn, kept in case the engine
+// ends the step on a turn it cut (see Finish).
+func (r *Relay) book(s *session, ev transcript.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.cost = max(s.cost, ev.TotalCostUSD)
+	if !s.writing {
+		s.workCost, s.workTurns = s.cost, ev.NumTurns
+		r.keptResult = ev.Raw
+	}
 }
 
 // result passes a turn's result on, once the engine let the session go on:
 // with the cost of every harness so far and flower's own summary. The
-// results of a cut session are kept back.
+// results of a retiring session are kept back.
 func (r *Relay) result(s *session, ev transcript.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s.cost = max(s.cost, ev.TotalCostUSD)
 	held := s.held
 	s.held = nil
 	if s.hidden() {
-		if s.retiring && !s.cutSeen {
-			s.cutSeen, s.cutTurns, s.cutCost = true, ev.NumTurns, ev.TotalCostUSD
-		}
 		return
 	}
 	for _, line := range held {
@@ -200,6 +218,7 @@ func (r *Relay) result(s *session, ev transcript.Event) {
 	}
 	s.passInterrupts() // the turn ended before a reply: they find nothing to stop
 	r.write(patchResult(ev.Raw, r.costBefore+s.cost, r.summary()))
+	r.keptResult = nil
 	if s == r.live {
 		r.busy = false
 		r.dispatch()
@@ -253,39 +272,43 @@ func (s *session) answer(raw []byte) {
 // without the StructuredOutput call --json-schema asks for.
 const enforceMark = "[structured-output-enforce]"
 
-// enforced translates the end of the writing turn's reply under
-// --json-schema: the harness would force a StructuredOutput call on the
-// handoff document and run on. The model's reply is over, so the turn is,
-// as far as the engine goes: a result is made up for it, and the harness
-// is interrupted (its own result for the turn is kept from the engine).
-func (s *session) enforced(ev transcript.Event) bool {
-	if ev.Kind != transcript.KindUser || !strings.HasPrefix(strings.TrimSpace(transcript.UserText(&ev)), enforceMark) {
-		return false
+// enforced ends the writing turn where its reply ends under --json-schema:
+// the harness would go on and force a StructuredOutput call on the handoff
+// document. The reply, the document, is over, so the relay interrupts the
+// harness there; the harness's own result of the turn ends it for the
+// engine (DESIGN.md «Agent SDK relay»).
+func (s *session) enforced(ev *transcript.Event) {
+	if ev.Kind != transcript.KindUser || !strings.HasPrefix(strings.TrimSpace(transcript.UserText(ev)), enforceMark) {
+		return
 	}
 	s.r.mu.Lock()
 	writing := s.writing && !s.stopped
-	if writing {
-		s.swallow++
-	}
 	s.r.mu.Unlock()
 	if !writing {
-		return false
+		return
 	}
 	s.log.Info("the writing turn's reply ended; the harness would force a StructuredOutput call: ending the turn")
-	_ = s.p.Interrupt()
-	s.waitAck(s.eq.push(transcript.Event{Kind: transcript.KindResult, Type: "result", Subtype: "success",
-		SessionID: ev.SessionID, TerminalReason: "completed"}))
-	return true
+	if err := s.interrupt(); err != nil {
+		s.log.Warn("interrupt the writing turn", "err", err)
+	}
 }
 
-// waitAck waits until the engine has handled the record numbered seq, or
-// the session is over.
+// waitAck waits until the engine has handled the fact numbered seq, or
+// nothing of the session can reach the application any more (the engine
+// retired or stopped it: then there is nothing left to hold back), or the
+// session is over.
 func (s *session) waitAck(seq int) {
 	for {
 		s.ackMu.Lock()
 		n := s.acks
 		s.ackMu.Unlock()
 		if n >= seq {
+			return
+		}
+		s.r.mu.Lock()
+		hidden := s.hidden()
+		s.r.mu.Unlock()
+		if hidden {
 			return
 		}
 		select {
@@ -298,18 +321,26 @@ func (s *session) waitAck(seq int) {
 	}
 }
 
-// Handled: the engine went on after the record it received last.
-func (s *session) Handled() {
-	s.ackMu.Lock()
-	s.acks++
-	s.ackMu.Unlock()
+// wake makes waitAck look again.
+func (s *session) wake() {
 	select {
 	case s.ackCh <- struct{}{}:
 	default:
 	}
 }
 
-// replayTimeout bounds the answer to one replayed request.
+// Handled: the engine went on after the fact it received last.
+func (s *session) Handled() {
+	s.ackMu.Lock()
+	s.acks++
+	s.ackMu.Unlock()
+	s.wake()
+}
+
+// replayTimeout bounds the answer to one replayed request. The SDK
+// protocol has no deadline of its own, and Launch, which replays, runs
+// before any timer of the engine's: a harness that never answers would
+// hold the step forever.
 const replayTimeout = 60 * time.Second
 
 // replay tells a new harness what the application told the ones before:
@@ -328,7 +359,7 @@ func (s *session) replay(ctx context.Context, requests []json.RawMessage) {
 	}
 }
 
-func (s *session) Records() <-chan transcript.Event { return s.eq.out }
+func (s *session) Facts() <-chan front.Fact { return s.eq.out }
 
 // Begin starts the generation's first turn: a successor's handoff prompt,
 // or a retry's note when the application's turn was running. The
@@ -361,38 +392,64 @@ func (s *session) passInterrupts() {
 	s.r.interrupt = nil
 }
 
-// Send is the engine's turn: the relay starts no harness early and the
-// application sends the work turns, so the engine's only turn is the
-// writing turn, after a cut. Nothing of it reaches the application.
-func (s *session) Send(prompt string) error {
-	s.r.mu.Lock()
-	s.writing = true
-	s.r.mu.Unlock()
-	return s.p.SendUser(prompt)
+// Send runs a turn of the engine's, a user line on the harness's stdin.
+// The writing turn (the engine's only turn here, since the application
+// sends the work turns and no harness starts early) is flower's: from it
+// on, nothing of the session reaches the application. A work turn the
+// engine might send is shown to the application as Begin's prompt is, the
+// continuation of its own turn.
+func (s *session) Send(t front.Turn) error {
+	r := s.r
+	r.mu.Lock()
+	if t.Kind == front.TurnWriting {
+		s.writing, s.retiring = true, true
+	} else {
+		r.busy = true
+	}
+	r.mu.Unlock()
+	s.wake()
+	return s.p.SendUser(t.Prompt)
 }
 
-// Cut is the engine's cut: from here on the session is retiring, and
-// nothing of it reaches the application.
-func (s *session) Cut() error { return s.retire() }
+// Cut ends the running turn for a handoff: the session retires, nothing
+// more of it reaches the application, and the turn goes on in the
+// successor, whose result answers the application's turn.
+func (s *session) Cut() error {
+	s.r.mu.Lock()
+	s.retiring, s.cut = true, true
+	s.r.mu.Unlock()
+	return s.interrupt()
+}
 
-// Cancel ends the attempt without a handoff: the session retires as on a
-// cut, since the engine gives up on it.
-func (s *session) Cancel() error { return s.retire() }
-
-// StopTool interrupts the writing turn, whose session is retiring already.
-func (s *session) StopTool() error { return s.p.Interrupt() }
-
-func (s *session) retire() error {
+// Cancel ends the running turn because the attempt ends without a handoff:
+// the session retires as on a cut. The step ends then, and Finish gives
+// the application the result it waits for; the harness's own, let
+// through, would end the application's run before it.
+func (s *session) Cancel() error {
 	s.r.mu.Lock()
 	s.retiring = true
 	s.r.mu.Unlock()
+	return s.interrupt()
+}
+
+// StopTool interrupts the writing turn, whose session is retiring already.
+func (s *session) StopTool() error { return s.interrupt() }
+
+// interrupt ends the running turn at the next message boundary: the
+// translator first learns that the turn's end is flower's doing, then the
+// harness gets its interrupt request.
+func (s *session) interrupt() error {
+	s.trMu.Lock()
+	s.tr.Interrupting()
+	s.trMu.Unlock()
+	s.wake()
 	return s.p.Interrupt()
 }
 
 func (s *session) EndAfterTurn() error { return s.p.CloseInput() }
 
-// Stop ends the harness; its cost and, for a cut session, what its cut turn
-// used are booked for the results and budgets that follow.
+// Stop ends the harness; its cost and what its work turns used are booked
+// for the results and budgets that follow (the writing turn is exempt).
 func (s *session) Stop() {
 	r := s.r
 	r.mu.Lock()
@@ -407,18 +464,21 @@ func (s *session) Stop() {
 	if !s.ended {
 		s.ended = true
 		r.costBefore += s.cost
-		if s.retiring && s.cutSeen {
-			r.usedTurns += s.cutTurns
-			r.usedCost += s.cutCost
-		} else {
-			r.usedCost += s.cost
+		r.usedCost += s.workCost
+		if s.cut {
+			r.usedTurns += s.workTurns
 		}
 	}
 	r.mu.Unlock()
 }
 
-func (s *session) Probe(ctx context.Context) (gjson.Result, error) {
-	return s.p.Control(ctx, "get_context_usage")
+// Probe asks the harness for its view of the context (get_context_usage).
+func (s *session) Probe(ctx context.Context) (transcript.ContextUsage, error) {
+	res, err := s.p.Control(ctx, "get_context_usage")
+	if err != nil {
+		return transcript.ContextUsage{}, err
+	}
+	return transcript.ContextUsageOf(res), nil
 }
 
 // Exit: a harness whose input flower closed because the application closed

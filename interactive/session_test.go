@@ -1,0 +1,390 @@
+package interactive
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowerhq/flower/front"
+	"github.com/flowerhq/flower/handoffwriter"
+)
+
+// The session's own tests: the front against the fake harness, read as the
+// engine reads it (its facts), with no engine. Each proves one line of the
+// translation the package doc describes.
+
+// facing is one harness launched through a Front, its facts collected.
+type facing struct {
+	t      *testing.T
+	person *person
+	front  *Front
+	sess   front.Session
+	dir    string
+
+	mu     sync.Mutex
+	facts  []front.Fact
+	closed bool
+}
+
+// launch starts the fake harness with script, and prompt as its first
+// prompt ("" for none: a person types it).
+func launch(t *testing.T, sc fakeScript, prompt string, opts Options) *facing {
+	t.Helper()
+	b, err := json.Marshal([]fakeScript{sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &facing{t: t, person: newPerson(t), dir: t.TempDir()}
+	opts.In, opts.Out, opts.Signals = fc.person.slave, fc.person.slave, []os.Signal{}
+	f, _, cancel, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.front = f
+	env := append(os.Environ(), "FLOWER_FAKE_INTERACTIVE=1", "HOME="+t.TempDir(), "FAKE_DIR="+fc.dir, "FAKE_SCRIPT="+string(b))
+	sess, err := f.Launch(context.Background(), front.Spec{Path: os.Args[0], Dir: t.TempDir(), Env: env, Prompt: prompt, Grace: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.sess = sess
+	go func() {
+		for f := range sess.Facts() {
+			fc.mu.Lock()
+			fc.facts = append(fc.facts, f)
+			fc.mu.Unlock()
+		}
+		fc.mu.Lock()
+		fc.closed = true
+		fc.mu.Unlock()
+	}()
+	t.Cleanup(func() {
+		sess.Stop()
+		fc.waitFor("the facts to end", func([]front.Fact) bool { return fc.isClosed() })
+		f.Close()
+		cancel(nil)
+	})
+	fc.person.waitFor("the fake harness", func() bool { return strings.Contains(fc.person.seen(), "fake harness, generation 1") })
+	return fc
+}
+
+func (fc *facing) isClosed() bool {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return fc.closed
+}
+
+func (fc *facing) snapshot() []front.Fact {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return append([]front.Fact(nil), fc.facts...)
+}
+
+// waitFor waits until cond holds of the facts so far.
+func (fc *facing) waitFor(what string, cond func([]front.Fact) bool) []front.Fact {
+	fc.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		fs := fc.snapshot()
+		if cond(fs) {
+			return fs
+		}
+		if time.Now().After(deadline) {
+			fc.t.Fatalf("no %s within 30s; facts:\n%s", what, describe(fs))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ends are the TurnEnded facts among fs.
+func ends(fs []front.Fact) []front.TurnEnded {
+	var out []front.TurnEnded
+	for _, f := range fs {
+		if e, ok := f.(front.TurnEnded); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func nEnds(n int) func([]front.Fact) bool {
+	return func(fs []front.Fact) bool { return len(ends(fs)) >= n }
+}
+
+func describe(fs []front.Fact) string {
+	var b strings.Builder
+	for _, f := range fs {
+		if o, ok := f.(front.Output); ok {
+			fmt.Fprintf(&b, "  Output %.80s\n", o.Raw)
+			continue
+		}
+		fmt.Fprintf(&b, "  %T %+v\n", f, f)
+	}
+	return b.String()
+}
+
+func (fc *facing) record() fakeRecord {
+	var r fakeRecord
+	if b, err := os.ReadFile(fc.dir + "/record-1.json"); err == nil {
+		_ = json.Unmarshal(b, &r)
+	}
+	return r
+}
+
+// goodDoc is a complete handoff document.
+const goodDoc = `## 现在在做 (doing)
+Porting the parser DOING-MARK.
+
+## 已定的事 (decided)
+(空)
+
+## 走不通的 (deadends)
+- cgo: the build box has no compiler.
+
+## 下一步 (next)
+Run go test ./parser NEXT-MARK.
+
+## 现场 (scene)
+- parser/
+`
+
+// TestSessionReportsAPersonsTurn: a prompt the person typed, its reply and
+// its end become UserMessage, Round and one TurnEnded (on its own), each
+// transcript line also passed on as Output, the harness's version as Init.
+func TestSessionReportsAPersonsTurn(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 40_000}}}, "", Options{})
+	fc.person.waitFor("raw mode", fc.person.raw)
+	// Typed at once: the gate holds the keys until the harness is up.
+	fc.person.typeKeys("port the parser\r")
+	fs := fc.waitFor("the turn's end", nEnds(1))
+	var kinds []string
+	var sawInit bool
+	for _, f := range fs {
+		switch f := f.(type) {
+		case front.Init:
+			sawInit = sawInit || f.Version == fakeVersion
+		case front.UserMessage:
+			kinds = append(kinds, "user:"+f.Text)
+		case front.Round:
+			kinds = append(kinds, fmt.Sprintf("round:%d", f.Context))
+		case front.TurnEnded:
+			kinds = append(kinds, "end:"+f.How.String())
+		}
+	}
+	if want := "user:port the parser round:40000 end:on its own"; strings.Join(kinds, " ") != want {
+		t.Errorf("facts %q, want %q\n%s", strings.Join(kinds, " "), want, describe(fs))
+	}
+	if !sawInit {
+		t.Errorf("no Init with the harness's version")
+	}
+	e := ends(fs)[0]
+	if e.Turns != 1 || e.Text != "done with that" || e.SessionID == "" {
+		t.Errorf("turn end %+v: want 1 turn, the reply's text, the session", e)
+	}
+	outputs := 0
+	for _, f := range fs {
+		if _, ok := f.(front.Output); ok {
+			outputs++
+		}
+	}
+	if outputs != 3 { // user, assistant, turn_duration
+		t.Errorf("%d Output facts, want 3", outputs)
+	}
+}
+
+// TestSessionCutThenWritingTurn: Cut during a tool presses Esc once, and
+// the interrupt note ends the turn as interrupted; the writing turn Send
+// types arrives verbatim, and its end is its own. No phase: the front knows
+// the turn's kind only from Send.
+func TestSessionCutThenWritingTurn(t *testing.T) {
+	t.Parallel()
+	writing := handoffwriter.HandoffPrompt(155_000, 200_000)
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 155_000, Tool: true}}, Writing: goodDoc}, "go on", Options{})
+	fc.waitFor("the tool's round", func(fs []front.Fact) bool {
+		for _, f := range fs {
+			if r, ok := f.(front.Round); ok && len(r.Text) > 0 && r.StopReason == "tool_use" {
+				return true
+			}
+		}
+		return false
+	})
+	if err := fc.sess.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	fs := fc.waitFor("the cut turn's end", nEnds(1))
+	if e := ends(fs)[0]; e.How != front.EndedInterrupted || e.Turns != 1 {
+		t.Fatalf("cut turn ended %+v, want interrupted after 1 round", e)
+	}
+	// Ending the turn again presses nothing: no turn runs.
+	if err := fc.sess.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.sess.Send(front.Turn{Kind: front.TurnWriting, Prompt: writing}); err != nil {
+		t.Fatal(err)
+	}
+	fs = fc.waitFor("the writing turn's end", nEnds(2))
+	if e := ends(fs)[1]; e.How != front.EndedOnOwn || e.Text != goodDoc || e.Turns != 1 {
+		t.Errorf("writing turn ended %+v", e)
+	}
+	r := fc.record()
+	if len(r.Prompts) != 2 || r.Prompts[1] != writing {
+		t.Errorf("prompts %q: the second should be the writing prompt verbatim", r.Prompts)
+	}
+	if r.Escs != 1 {
+		t.Errorf("%d Esc pressed, want 1", r.Escs)
+	}
+}
+
+// TestSessionCutAfterTheLastReply: a cut that comes when the turn's last
+// reply already ended it presses no Esc (a second Esc on the screen would
+// open the harness's message selector); the turn's end is its own.
+func TestSessionCutAfterTheLastReply(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 155_000}}}, "go on", Options{})
+	fc.waitFor("the turn's end", nEnds(1))
+	for _, cmd := range []func() error{fc.sess.Cut, fc.sess.StopTool, fc.sess.Cancel} {
+		if err := cmd(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // an Esc typed would have reached the fake by now
+	if e := ends(fc.snapshot()); len(e) != 1 || e[0].How != front.EndedOnOwn {
+		t.Errorf("turn ends %+v, want one, on its own", e)
+	}
+	if n := fc.record().Escs; n != 0 {
+		t.Errorf("%d Esc pressed, want none", n)
+	}
+}
+
+// TestSessionOverflow: the harness's synthetic "Prompt is too long" reply
+// ends the turn as an overflow (front.EndingOf), with its text.
+func TestSessionOverflow(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Overflow: true}}}, "go on", Options{})
+	fs := fc.waitFor("the turn's end", nEnds(1))
+	if e := ends(fs)[0]; e.How != front.EndedOverflow || e.Text != "Prompt is too long" {
+		t.Errorf("turn ended %+v, want an overflow", e)
+	}
+}
+
+// TestSessionPromptThatNeverArrives: a typed prompt the transcript never
+// shows ends as an error saying so, after Options.SubmitTimeout.
+func TestSessionPromptThatNeverArrives(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}}, LoseTyped: "LOST"}, "go on", Options{SubmitTimeout: 500 * time.Millisecond})
+	fc.waitFor("the first turn's end", nEnds(1))
+	if err := fc.sess.Send(front.Turn{Kind: front.TurnWriting, Prompt: "LOST prompt"}); err != nil {
+		t.Fatal(err)
+	}
+	fs := fc.waitFor("the lost prompt's end", nEnds(2))
+	if e := ends(fs)[1]; e.How != front.EndedError || !strings.Contains(e.Text, "did not reach the session within 500ms") {
+		t.Errorf("lost prompt ended %+v", e)
+	}
+}
+
+// TestSessionIdleEndsAnUnmarkedTurn: a turn the transcript marks no end of
+// (no turn_duration) ends once the state file says idle, on its own since
+// its last reply ended it.
+func TestSessionIdleEndsAnUnmarkedTurn(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000, NoTurnEnd: true}}}, "go on", Options{})
+	fs := fc.waitFor("the turn's end", nEnds(1))
+	if e := ends(fs)[0]; e.How != front.EndedOnOwn || e.Turns != 1 {
+		t.Errorf("turn ended %+v, want on its own", e)
+	}
+}
+
+// TestSessionFollowsClear: /clear is a SessionSwitched from the old
+// session to the new one, and the new session's lines follow.
+func TestSessionFollowsClear(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}, {Context: 2000}}}, "first", Options{})
+	fs := fc.waitFor("the first turn's end", nEnds(1))
+	old := ends(fs)[0].SessionID
+	fc.person.waitFor("raw mode", fc.person.raw)
+	fc.person.typeKeys("/clear\r")
+	// The new session's transcript starts with its first prompt.
+	fc.person.typeKeys("second\r")
+	fs = fc.waitFor("the switch", func(fs []front.Fact) bool {
+		for _, f := range fs {
+			if _, ok := f.(front.SessionSwitched); ok {
+				return true
+			}
+		}
+		return false
+	})
+	var sw front.SessionSwitched
+	for _, f := range fs {
+		if s, ok := f.(front.SessionSwitched); ok {
+			sw = s
+		}
+	}
+	if sw.From != old || sw.To != old+"-cleared" {
+		t.Errorf("switched %+v, want from %q to its -cleared", sw, old)
+	}
+	fs = fc.waitFor("the second turn's end", nEnds(2))
+	if e := ends(fs)[1]; e.SessionID != sw.To {
+		t.Errorf("second turn's session %q, want %q", e.SessionID, sw.To)
+	}
+}
+
+// TestSessionEndAfterTurnWaitsForTheTurn: EndAfterTurn during a running
+// turn types the exit keys only once the turn is over (the Esc of Cancel
+// ends it here); the harness then exits in order and Facts closes.
+func TestSessionEndAfterTurnWaitsForTheTurn(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000, Tool: true}}}, "go on", Options{})
+	fc.waitFor("the tool's round", func(fs []front.Fact) bool {
+		for _, f := range fs {
+			if _, ok := f.(front.Round); ok {
+				return true
+			}
+		}
+		return false
+	})
+	if err := fc.sess.EndAfterTurn(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if fc.isClosed() || fc.record().ExitedByKeys {
+		t.Fatalf("the harness was ended while its turn ran")
+	}
+	if err := fc.sess.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	fs := fc.waitFor("the end of the facts", func([]front.Fact) bool { return fc.isClosed() })
+	if e := ends(fs); len(e) != 1 || e[0].How != front.EndedInterrupted {
+		t.Errorf("turn ends %+v, want one, interrupted", e)
+	}
+	if !fc.record().ExitedByKeys {
+		t.Errorf("the harness did not exit on its keys")
+	}
+	if x := fc.sess.Exit(); !x.ByPerson {
+		t.Errorf("exit %+v, want an orderly one", x)
+	}
+}
+
+// TestSessionProbe: the probe is the same harness in stream-json mode; its
+// answer is read as transcript.ContextUsage.
+func TestSessionProbe(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}}}, "go on", Options{})
+	p, ok := fc.sess.(front.Prober)
+	if !ok {
+		t.Fatal("the session is no Prober")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	u, err := p.Probe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Window != 200_000 || u.Floor != 1000 || u.AutoCompact == nil {
+		t.Errorf("usage %+v, want a 200K window, a 1000 floor, auto-compact said", u)
+	}
+}
