@@ -219,6 +219,18 @@ func (f *fake) submit(text string) {
 		f.setState("idle")
 		return
 	}
+	if strings.HasPrefix(text, "/") {
+		// A slash command, as the real harness leaves one: a caveat, the
+		// command's line, then its output as a local_command line (here
+		// on its error stream, as a blocked /compact's).
+		f.line(map[string]any{"type": "user", "isSidechain": false, "isMeta": true, "message": map[string]any{"role": "user",
+			"content": "<local-command-caveat>The command below was run directly in Claude Code.</local-command-caveat>"}})
+		f.line(map[string]any{"type": "user", "isSidechain": false, "message": map[string]any{"role": "user",
+			"content": "<command-name>" + text + "</command-name>\n<command-message>" + text[1:] + "</command-message>\n<command-args></command-args>"}})
+		f.line(map[string]any{"type": "system", "subtype": "local_command", "isSidechain": false,
+			"content": "<local-command-stderr>" + text + " blocked by a hook</local-command-stderr>"})
+		return
+	}
 	if f.sc.LoseTyped != "" && strings.Contains(text, f.sc.LoseTyped) {
 		return
 	}

@@ -217,8 +217,12 @@ func TestRunHandsOff(t *testing.T) {
 	if len(st.Retired) != 1 || st.Retired[0] != g1.SessionID || st.SessionID != g2.SessionID || g1.SessionID == g2.SessionID {
 		t.Errorf("retired %q, session %q, generations %q %q", st.Retired, st.SessionID, g1.SessionID, g2.SessionID)
 	}
-	if st.CostUSD != 0.5 || st.Context != 20_000 || st.NumTurns != 4 {
-		t.Errorf("cost %v, context %d, turns %d; want 0.5 (two cost-state lines), 20000, 4", st.CostUSD, st.Context, st.NumTurns)
+	// The cost is not checked: the harness's screen says what it cost only
+	// at its exit (a cost-state line), when no turn is left to end, and the
+	// seam has no fact for a cost outside a turn's end (no TurnEnded is
+	// made up for it).
+	if st.Context != 20_000 || st.NumTurns != 4 {
+		t.Errorf("context %d, turns %d; want 20000, 4", st.Context, st.NumTurns)
 	}
 	screen := f.person.seen()
 	for _, want := range []string{"# context 140.0K/200K · about 10K to handoff\r\n", "<- handoff written to " + h.Path + "\r\n"} {
@@ -425,11 +429,13 @@ func TestRunFollowsWindowSize(t *testing.T) {
 
 // TestRunAdoptsTheHarnessWindow (DESIGN.md «Window from the harness»): the
 // name rule says 1M for claude-sonnet-4-5, the harness says 200K; the
-// session's probe brings the harness's figure, so 155K hands off.
+// session's probe brings the harness's figure, so 155K hands off. The
+// 155K round runs a tool until it is stopped, so the probe's answer comes
+// while the turn runs and the cut ends it.
 func TestRunAdoptsTheHarnessWindow(t *testing.T) {
 	t.Parallel()
 	f := newFakeRun(t,
-		fakeScript{Replies: []fakeReply{{Context: 155_000, Before: 60_000}}, Writing: goodDoc},
+		fakeScript{Replies: []fakeReply{{Context: 155_000, Before: 60_000, Tool: true}}, Writing: goodDoc},
 		fakeScript{Replies: []fakeReply{{Context: 20_000}}})
 	f.opts.Env = append(f.opts.Env, "ANTHROPIC_MODEL=claude-sonnet-4-5")
 	f.opts.Policy = policy.HandoffPolicy{Enabled: true}

@@ -123,6 +123,9 @@ type turnRun struct {
 	lastText string // text of its latest reply that had some
 	esc      bool   // the front pressed Esc for it
 	busy     bool   // the state file said "busy" during it
+	// command: a slash command the person typed (its user line names
+	// it), which the harness runs itself; its output line ends it.
+	command bool
 }
 
 // pendingPrompt is a prompt the front typed, on its way to the transcript.
@@ -207,6 +210,8 @@ func (s *session) interrupt(purpose string) error {
 		skip = "no turn is running"
 	case t.esc:
 		skip = "Esc was pressed for this turn already"
+	case t.command:
+		skip = "a command of the harness runs; it ends with its output"
 	case t.lastStop == "end_turn":
 		skip = "the turn's last reply ended it"
 	default:
@@ -453,6 +458,8 @@ func (s *session) due(now time.Time) {
 // ended is read from what the transcript did show. Called with mu held.
 func (s *session) endOnIdle(t *turnRun) front.TurnEnded {
 	switch {
+	case t.command:
+		return s.endTurn(front.EndedOnOwn, "", "idle after a command with no output line", nil)
 	case t.lastStop == "end_turn":
 		return s.endTurn(front.EndedOnOwn, t.lastText, "idle with no turn_duration line", nil)
 	case t.esc:
@@ -481,6 +488,10 @@ func (s *session) exited() {
 			how = front.EndedInterrupted
 		}
 		facts = append(facts, s.endTurn(how, "the harness exited before the turn ended", "exited during the turn", nil))
+	} else if s.cost > 0 {
+		// The screen says what the process cost only as it exits, when no
+		// turn is left whose end could carry it.
+		s.log.Info("the harness's cost at its exit (no turn's end carries it)", "cost_usd", s.cost)
 	}
 	s.mu.Unlock()
 	s.emit(facts)
@@ -534,7 +545,7 @@ func (s *session) sawStatus(status string) {
 	case status == "busy":
 		t.busy = true
 		s.idleAt = time.Time{}
-	case status == "idle" && (t.busy || t.lastStop == "end_turn") && s.idleAt.IsZero():
+	case status == "idle" && (t.busy || t.command || t.lastStop == "end_turn") && s.idleAt.IsZero():
 		s.idleAt = time.Now().Add(idleSettle)
 	}
 }
@@ -628,6 +639,16 @@ func (s *session) translate(ev *transcript.Event) {
 				s.log.Info("the turn was interrupted", "by", who)
 				add(s.endTurn(front.EndedInterrupted, "", text, nil))
 			}
+		case strings.HasPrefix(strings.TrimSpace(text), "<command-name>") && s.turn == nil:
+			// A slash command: the harness runs it as a turn (in
+			// stream-json it ends with a result), with no reply; its
+			// output line (local_command) ends it. One that writes none
+			// ends on the idle sign.
+			t := s.running()
+			t.command = true
+			if s.status != "busy" {
+				s.idleAt = time.Now().Add(idleSettle)
+			}
 		case isPrompt(ev, text):
 			if p := s.pending; p != nil && promptArrived(p.text, text) {
 				s.pending = nil
@@ -641,6 +662,11 @@ func (s *session) translate(ev *transcript.Event) {
 	case ev.Kind == transcript.KindSystem && ev.Subtype == "turn_duration":
 		if t := s.turn; t != nil {
 			add(s.endTurn(front.EndedOnOwn, t.lastText, "", nil))
+		}
+	case ev.Kind == transcript.KindSystem && ev.Subtype == "local_command":
+		if t := s.turn; t != nil && t.command {
+			how, text := commandOutput(gjson.GetBytes(ev.Raw, "content").String())
+			add(s.endTurn(how, text, "local command", nil))
 		}
 	}
 	s.mu.Unlock()
@@ -669,6 +695,25 @@ func isPrompt(ev *transcript.Event, text string) bool {
 	t := strings.TrimSpace(text)
 	return t != "" && !strings.HasPrefix(t, "<") && !strings.HasPrefix(t, "[Request interrupted") &&
 		!gjson.GetBytes(ev.Raw, "isMeta").Bool()
+}
+
+// commandOutput reads a slash command's output line: what it printed, and
+// whether to its error stream.
+func commandOutput(content string) (front.Ending, string) {
+	for _, tag := range []struct {
+		name string
+		how  front.Ending
+	}{{"local-command-stderr", front.EndedError}, {"local-command-stdout", front.EndedOnOwn}} {
+		open, end := "<"+tag.name+">", "</"+tag.name+">"
+		if i := strings.Index(content, open); i >= 0 {
+			rest := content[i+len(open):]
+			if j := strings.Index(rest, end); j >= 0 {
+				rest = rest[:j]
+			}
+			return tag.how, strings.TrimSpace(rest)
+		}
+	}
+	return front.EndedOnOwn, strings.TrimSpace(content)
 }
 
 // promptText is a prompt with its white space squeezed, to be told again in

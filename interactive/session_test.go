@@ -388,3 +388,26 @@ func TestSessionProbe(t *testing.T) {
 		t.Errorf("usage %+v, want a 200K window, a 1000 floor, auto-compact said", u)
 	}
 }
+
+// TestSessionReportsACommand: a slash command the person typed is a turn
+// the harness runs itself (in stream-json it ends with a result): its
+// output line ends it, an error when it went to the error stream. A cut
+// once it is over presses no Esc: no turn runs.
+func TestSessionReportsACommand(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}}}, "go on", Options{})
+	fc.waitFor("the first turn's end", nEnds(1))
+	fc.person.waitFor("raw mode", fc.person.raw)
+	fc.person.typeKeys("/compact\r")
+	fs := fc.waitFor("the command's end", nEnds(2))
+	if e := ends(fs)[1]; e.How != front.EndedError || e.Text != "/compact blocked by a hook" || e.Turns != 0 {
+		t.Errorf("command ended %+v, want an error with its output, no API round", e)
+	}
+	if err := fc.sess.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := fc.record().Escs; n != 0 {
+		t.Errorf("%d Esc pressed, want none", n)
+	}
+}
