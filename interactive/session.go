@@ -358,8 +358,9 @@ func (s *session) follow() {
 			}
 			s.translate(&ev)
 		case ev := <-w.events():
-			w.saw(ev)
-			s.look()
+			if w.saw(ev) {
+				s.look()
+			}
 		case err := <-w.errors():
 			// An overflow lost events: look now for what they said.
 			s.log.Debug("watch", "err", err)
@@ -417,7 +418,10 @@ func (s *session) due(now time.Time) {
 			Text:   fmt.Sprintf("the prompt did not reach the session within %v", s.f.opts.SubmitTimeout),
 			Detail: "prompt not delivered"})
 	}
-	if t := s.turn; t != nil && !s.idleAt.IsZero() && !now.Before(s.idleAt) {
+	switch t := s.turn; {
+	case t == nil:
+		s.idleAt = time.Time{}
+	case !s.idleAt.IsZero() && !now.Before(s.idleAt):
 		s.log.Info("the turn ended: the harness is idle and its transcript marked no end")
 		facts = append(facts, s.endOnIdle(t))
 	}
