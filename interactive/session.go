@@ -199,7 +199,6 @@ func (s *session) interrupt(purpose string) error {
 	s.f.gate.Hold()
 	s.mu.Lock()
 	s.held = true
-	s.tr.Interrupting()
 	t := s.turn
 	var skip string
 	switch {
@@ -215,7 +214,11 @@ func (s *session) interrupt(purpose string) error {
 	case t.lastStop == "end_turn":
 		skip = "the turn's last reply ended it"
 	default:
+		// The translator is told too, although the transcript has no
+		// result line for it to read: the turn's end is read here, with
+		// t.esc.
 		t.esc = true
+		s.tr.Interrupting()
 	}
 	s.mu.Unlock()
 	if skip != "" {
@@ -236,7 +239,8 @@ func (s *session) interrupt(purpose string) error {
 // front's own, on its own command (the keys may be lost on their way into
 // the harness's input); it stays here rather than with the engine's writing
 // timeout, which is minutes long and would say only that the turn took
-// too long.
+// too long. A prompt that shows up after that starts a turn as a person's
+// would, which ends with its own TurnEnded.
 func (s *session) Send(t front.Turn) error {
 	s.f.gate.Hold()
 	p := &pendingPrompt{kind: t.Kind, text: promptText(strings.Join(PasteChunks(t.Prompt), ""))}
@@ -661,6 +665,7 @@ func (s *session) translate(ev *transcript.Event) {
 			t := s.running()
 			if s.escOnArrival && !t.esc {
 				s.escOnArrival, t.esc, escNow = false, true, true
+				s.tr.Interrupting()
 			}
 		}
 	case ev.Kind == transcript.KindSystem && ev.Subtype == "turn_duration":
