@@ -47,6 +47,10 @@ type fakeScript struct {
 	// LoseTyped: a prompt typed with this in it never reaches the session
 	// (keys lost on their way into the input).
 	LoseTyped string
+	// SlowTyped: a prompt typed with this in it shows up in the
+	// transcript only after SlowBy.
+	SlowTyped string
+	SlowBy    time.Duration
 }
 
 type fakeReply struct {
@@ -233,6 +237,9 @@ func (f *fake) submit(text string) {
 	}
 	if f.sc.LoseTyped != "" && strings.Contains(text, f.sc.LoseTyped) {
 		return
+	}
+	if f.sc.SlowTyped != "" && strings.Contains(text, f.sc.SlowTyped) {
+		time.Sleep(f.sc.SlowBy)
 	}
 	f.rec.Prompts = append(f.rec.Prompts, text)
 	f.save()

@@ -411,3 +411,70 @@ func TestSessionReportsACommand(t *testing.T) {
 		t.Errorf("%d Esc pressed, want none", n)
 	}
 }
+
+// TestSessionCancelBeforeThePromptShows: Cancel after Send typed a prompt
+// that has not shown up yet presses Esc once it does, and the turn ends
+// interrupted.
+func TestSessionCancelBeforeThePromptShows(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}, {Context: 2000, Tool: true}}, SlowTyped: "SLOW", SlowBy: time.Second}, "go on", Options{})
+	fc.waitFor("the first turn's end", nEnds(1))
+	if err := fc.sess.Send(front.Turn{Kind: front.TurnWork, Prompt: "SLOW work"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.sess.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	if r := fc.record(); len(r.Prompts) != 1 || r.Escs != 0 {
+		t.Fatalf("the prompt arrived (%q) or Esc went (%d) before the test could look", r.Prompts, r.Escs)
+	}
+	fs := fc.waitFor("the slow turn's end", nEnds(2))
+	if e := ends(fs)[1]; e.How != front.EndedInterrupted || e.Turns != 1 {
+		t.Errorf("slow turn ended %+v, want interrupted after its one round", e)
+	}
+	// The fake saves its record after it wrote the note.
+	fc.person.waitFor("the fake's record of the Esc", func() bool { return fc.record().Escs == 1 })
+}
+
+// TestSessionPersonsEsc: a person's Esc ends their turn as interrupted;
+// flower pressed nothing.
+func TestSessionPersonsEsc(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000, Tool: true}}}, "go on", Options{})
+	fc.waitFor("the tool's round", func(fs []front.Fact) bool {
+		for _, f := range fs {
+			if _, ok := f.(front.Round); ok {
+				return true
+			}
+		}
+		return false
+	})
+	fc.person.waitFor("raw mode", fc.person.raw)
+	fc.person.typeKeys(keyEsc)
+	fs := fc.waitFor("the turn's end", nEnds(1))
+	if e := ends(fs)[0]; e.How != front.EndedInterrupted || !strings.Contains(e.Detail, "interrupted") {
+		t.Errorf("turn ended %+v, want interrupted, with the harness's note", e)
+	}
+}
+
+// TestSessionExitEndsTheTurn: a harness that exits during a turn (here
+// stopped while its tool runs, its transcript marking no end) ends that
+// turn as an error, and the cost it wrote as it exited rides with it.
+func TestSessionExitEndsTheTurn(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000, Tool: true}}}, "go on", Options{})
+	fc.waitFor("the tool's round", func(fs []front.Fact) bool {
+		for _, f := range fs {
+			if _, ok := f.(front.Round); ok {
+				return true
+			}
+		}
+		return false
+	})
+	fc.sess.Stop()
+	fs := fc.waitFor("the end of the facts", func([]front.Fact) bool { return fc.isClosed() })
+	e := ends(fs)
+	if len(e) != 1 || e[0].How != front.EndedError || e[0].CostUSD != 0.25 || !strings.Contains(e[0].Text, "exited before the turn ended") {
+		t.Errorf("turn ends %+v, want one error carrying the exit's cost 0.25", e)
+	}
+}
