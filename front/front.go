@@ -4,7 +4,9 @@
 // engine decides every rule of a handoff (thresholds, the cut, the writing
 // turn, degrading, freezing, launching, retries); a front only starts a
 // harness, translates what it shows into facts (fact.go), and carries out
-// the engine's few commands. See docs/DESIGN.md, «Fronts».
+// the engine's few commands, each of which says its purpose. A front that
+// reads stream-json records (stdout, or a session's transcript file)
+// translates them with a Translator. See docs/DESIGN.md, «Fronts».
 package front
 
 import (

@@ -81,9 +81,13 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 			return out
 		}
 	}
+	// The work turn starts with the first prompt: a harness that cannot
+	// take it failed the attempt.
+	a.startWork()
 	var err error
 	switch {
 	case l.begun:
+		err = l.beginErr
 	case l.early != nil:
 		err = sess.Send(front.Turn{Kind: front.TurnFirst, Prompt: l.prompt})
 		log.Info("first prompt sent to the successor started early")
@@ -91,9 +95,8 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 		err = sess.Begin()
 	}
 	if err != nil {
-		return a.died(fmt.Sprintf("send prompt: %v", err))
+		return a.fail(fmt.Sprintf("send prompt: %v", err))
 	}
-	a.startWork()
 	return a.follow(ctx)
 }
 
@@ -440,6 +443,9 @@ func (a *attemptRun) writingReply(w *writing, f front.Round) {
 
 func (a *attemptRun) onUserMessage(f front.UserMessage) (outcome, bool) {
 	st := a.st
+	if _, ok := a.state.(*idle); ok && f.MainThread && isPrompt(f.Text) {
+		a.startWork() // someone started a turn with this prompt
+	}
 	if st.Task == "" && a.working() && f.MainThread && isPrompt(f.Text) {
 		// A person typed the task on the harness's own screen: it is
 		// what a degraded handoff carries.

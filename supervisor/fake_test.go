@@ -170,7 +170,9 @@ func (b *bench) handoffPath(step string) string {
 	return filepath.Join(b.workspace, ".flower", "notes", "交接-"+step+".md")
 }
 
-// waitFor polls cond for up to 10s.
+// waitFor polls cond for up to 10s: the fake harness is another process,
+// which says what it did only in its log file, and a file tells nobody when
+// it is written.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -218,7 +220,7 @@ func (b *bench) runUntilHung(rt *Runtime, step, task string, turns int) (*manife
 	select {
 	case r := <-done:
 		return r.st, r.err
-	case <-time.After(10 * time.Second):
+	case <-time.After(10 * time.Second): // a bound on the wait, not a pace
 		b.t.Fatal("RunStep did not return 10s after cancel")
 		return nil, nil
 	}

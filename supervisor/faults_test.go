@@ -115,7 +115,8 @@ func TestHarnessFaults(t *testing.T) {
 }
 
 // goneWithin reports whether the process group is gone within d: the
-// SIGKILL that ends it is sent before Done, dying takes a moment.
+// SIGKILL that ends it is sent before Done, dying takes a moment, and the
+// end of a group is no event anyone can wait on: it is polled.
 func goneWithin(pgid int, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for harnesstest.GroupAlive(pgid) {

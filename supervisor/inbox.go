@@ -4,26 +4,26 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/manifest"
 )
 
-// inboxPoll is how often the step's inbox is read when it cannot be
-// watched (DESIGN.md «Inbox»): the system has no watch left to give, or the
-// engine runs in a testing/synctest bubble, whose fake clock cannot wait on
-// a watch (a goroutine blocked on one is not durably blocked). It is read on
-// the engine's clock.
+// inboxPoll is how often the step's inbox is read, on the engine's clock
+// (DESIGN.md «Inbox»). It is read on the clock rather than watched: a
+// request (the PreCompact hook's) is to be judged against what the harness
+// wrote before it asked, and the harness's stdout reaches the engine through
+// its own goroutines; a watch hears the request first under load, where the
+// reading's pace leaves the stdout the time to arrive. A watch would also
+// block outside a testing/synctest bubble, whose fake clock then could not
+// run the engine's tests.
 const inboxPoll = 100 * time.Millisecond
 
 // openInbox empties the step's inbox (what is there was left by an earlier
-// flower) and reads it for as long as the step runs: whenever a request
-// file appears in it (fsnotify), or every inboxPoll on the engine's clock
-// when it cannot be watched. A step whose inbox cannot be made runs without
-// one: its compactions are still blocked, only not recorded, and a handoff
-// cannot be asked for.
+// flower) and reads it for as long as the step runs, every inboxPoll on the
+// engine's clock. A step whose inbox cannot be made runs without one: its
+// compactions are still blocked, only not recorded, and a handoff cannot be
+// asked for.
 func (s *stepRun) openInbox(name string) {
 	rt := s.rt
 	dir := inbox.Dir(rt.opts.RunDir, name)
@@ -37,56 +37,6 @@ func (s *stepRun) openInbox(name string) {
 	s.inboxStop = stop
 	rd := inbox.NewReader(dir, rt.clock.Now(), s.log)
 	log := s.log
-	scan := func() {
-		for _, r := range rd.Scan() {
-			select {
-			case s.requests <- r:
-			default:
-				log.Warn("inbox: too many requests waiting; dropped one", "kind", r.Kind)
-				inbox.Done(dir, r.Name)
-			}
-		}
-	}
-	var w *fsnotify.Watcher
-	if !rt.pollInbox {
-		var err error
-		if w, err = fsnotify.NewWatcher(); err == nil {
-			if err = w.Add(dir); err != nil {
-				w.Close()
-				w = nil
-			}
-		}
-		if err != nil {
-			log.Warn("inbox: cannot watch it; reading it every "+inboxPoll.String(), "err", err)
-		}
-	}
-	if w != nil {
-		go func() {
-			defer w.Close()
-			scan() // what came before the watch
-			for {
-				select {
-				case <-stop:
-					return
-				case ev, ok := <-w.Events:
-					if !ok {
-						return
-					}
-					if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Rename) {
-						scan()
-					}
-				case err, ok := <-w.Errors:
-					if !ok {
-						return
-					}
-					// An overflowed queue lost events: read what is there.
-					log.Warn("inbox: watch error; reading it now", "err", err)
-					scan()
-				}
-			}
-		}()
-		return
-	}
 	go func() {
 		for {
 			t := rt.clock.NewTimer(inboxPoll)
@@ -95,7 +45,14 @@ func (s *stepRun) openInbox(name string) {
 				t.Stop()
 				return
 			case <-t.C():
-				scan()
+			}
+			for _, r := range rd.Scan() {
+				select {
+				case s.requests <- r:
+				default:
+					log.Warn("inbox: too many requests waiting; dropped one", "kind", r.Kind)
+					inbox.Done(dir, r.Name)
+				}
 			}
 		}
 	}()
@@ -161,7 +118,7 @@ func (a *attemptRun) blockedCompaction(r inbox.Request) (outcome, bool) {
 	default:
 		return outcome{}, false
 	}
-	return a.cutNow(manifest.ReasonCompactBlocked, r.Trigger == "manual")
+	return a.cutNow(r, manifest.ReasonCompactBlocked)
 }
 
 // handoffAsked hands off at the next message boundary because a person
@@ -177,17 +134,26 @@ func (a *attemptRun) handoffAsked(r inbox.Request) (outcome, bool) {
 		a.handoffWanted = true
 		return outcome{}, false
 	}
-	return a.cutNow(manifest.ReasonRequested, false)
+	return a.cutNow(r, manifest.ReasonRequested)
 }
 
 // cutNow cuts for a reason of the inbox's. A session with no turn running
-// (a person's or an application's, between turns) has nothing to
-// interrupt: its writing turn starts at once, unless a turn's result is on
-// its way (a blocked /compact ends in one).
-func (a *attemptRun) cutNow(reason string, resultDue bool) (outcome, bool) {
+// (a person's or an application's, between turns: idle) has nothing to
+// interrupt: its writing turn starts at once. A turn someone started shows
+// as its prompt or its first round (onUserMessage, onRound): a /compact an
+// application sends is such a turn, and its end is waited for; one the
+// harness runs as a command of its own screen is none.
+//
+// The request is taken (inbox.Done) only once the cut is sent, so that a
+// hook holding the harness lets it go on only after the interrupt; with
+// no turn to cut, it is taken before the writing prompt goes out, so that
+// the harness is done with what it was doing (its /compact) when the
+// prompt comes.
+func (a *attemptRun) cutNow(r inbox.Request, reason string) (outcome, bool) {
 	at := cutAt{reason: reason, context: a.context()}
-	if _, idle := a.state.(*idle); idle && !resultDue {
+	if _, idle := a.state.(*idle); idle {
 		a.log.Info("handoff due with no turn running: writing at once", "reason", reason, "context", at.context)
+		inbox.Done(a.inboxDir, r.Name)
 		return a.startWriting(at)
 	}
 	a.cut(at)

@@ -146,9 +146,6 @@ func (r *memRun) runtime(opts Options) *Runtime {
 	if err != nil {
 		r.t.Fatalf("New: %v", err)
 	}
-	// The bubble's fake clock cannot wait on a watch: the inbox is read
-	// on the clock (inbox.go).
-	rt.pollInbox = true
 	return rt
 }
 
@@ -237,7 +234,8 @@ func TestMemGuarantees(t *testing.T) {
 }
 
 // memWatchdog turns a stuck engine into a failure with every goroutine's
-// stack. The step's inbox is read on a ticker, so a bubble whose engine
+// stack (a timer of the fake clock, no wait of real time). The step's inbox
+// is read on the clock, so a bubble whose engine
 // waits for something that never comes is never idle: synctest cannot call
 // it a deadlock, and the fake clock runs on. Two hours on it is far past
 // any row (the longest, the turn timeout, takes a minute and a half) and
@@ -737,8 +735,8 @@ func memWarmCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	r := newMemRun(t, memTwoGens, func(g int) fronttest.Round {
-		// The person's Ctrl-C a second into the writing turn: the
-		// successor started early is up by then.
+		// The person's Ctrl-C a second into the writing turn (on the
+		// fake clock): the successor started early is up by then.
 		time.AfterFunc(time.Second, cancel)
 		h := memHandoff(g)
 		h.Took = time.Minute

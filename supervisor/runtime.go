@@ -6,7 +6,12 @@
 // entry point (the seed's Runtime): RunStep runs a step, Continue picks one
 // up where it was stopped (the seed's 継続), Rerun starts it again from its
 // handoff file; one process at a time runs a given step of a workspace or
-// of a run directory (DESIGN.md «One step, one owner»).
+// of a run directory (DESIGN.md «One step, one owner»). It decides
+// everything from the facts a front reports (package front), and each
+// attempt is an explicit state machine whose timers all run on the
+// Runtime's Clock (DESIGN.md «Fronts», «Engine states»). The headless front
+// (Headless) lives here too: it translates the stream-json harness's
+// records into facts with front.Translator.
 package supervisor
 
 import (
@@ -144,10 +149,6 @@ type Runtime struct {
 	// --settings, merged with ownSettings, the person's.
 	levers      bool
 	ownSettings levers.Own
-	// pollInbox: read step inboxes on the clock instead of watching them
-	// (inbox.go; the in-memory engine tests, whose fake clock cannot wait
-	// on a watch).
-	pollInbox bool
 }
 
 // New checks the options, creates the run directory and writes an initial
@@ -372,7 +373,7 @@ func (rt *Runtime) RunStepResuming(ctx context.Context, name, task, session stri
 	if session == "" {
 		// The first prompt goes out at once: the harness starts with the
 		// task before the step's bookkeeping is written (DESIGN.md «Warm successor»).
-		l.early = s.startFirst(ctx, task)
+		l.early, l.beginErr = s.startFirst(ctx, task)
 		l.begun = l.early != nil
 	}
 	s.begin()
@@ -452,8 +453,10 @@ type launch struct {
 	// «Warm successor»).
 	early       front.Session
 	predecessor *attemptRun
-	// begun: early was given its prompt already.
-	begun bool
+	// begun: early was given its prompt already, or failed to take it
+	// (beginErr).
+	begun    bool
+	beginErr error
 }
 
 func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, error) {

@@ -11,7 +11,7 @@ import (
 //
 //	working  --a round at the threshold, a compaction, a handoff asked for-->  cutting (Session.Cut)
 //	working  --its turn ended, turns start outside the engine-->              idle
-//	idle     --a main-thread round (someone started a turn)-->                working
+//	idle     --a prompt or a main-thread round (someone started a turn)-->    working
 //	idle     --a handoff due (no turn to cut)-->                              writing
 //	cutting  --the cut turn ended, not on its own-->                          writing (TurnWriting)
 //	writing  --the first ask ended after a tool was stopped-->                writing, asked again

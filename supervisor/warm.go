@@ -73,22 +73,23 @@ func stopUnused(sess front.Session) {
 // it. It does so only for a front that can start a harness this way and
 // when the run's measured floor does not already make the session futile
 // (that is judged before a prompt is sent); otherwise, or when the start
-// fails, it returns nil and the attempt starts the harness as usual.
-func (s *stepRun) startFirst(ctx context.Context, task string) front.Session {
+// fails, it returns nil and the attempt starts the harness as usual. A
+// prompt that could not be given is the first attempt's failure (begin):
+// the attempt records it, as it would its own.
+func (s *stepRun) startFirst(ctx context.Context, task string) (sess front.Session, begin error) {
 	rt := s.rt
 	if !s.startsEarly() || ctx.Err() != nil || rt.policy.Futile(rt.runFloor()) {
-		return nil
+		return nil, nil
 	}
 	sess, err := rt.opts.Front.Launch(ctx, s.spec(len(s.st.Generations)+1, task, ""))
 	if err != nil {
-		return nil // the attempt tries again, and records why
+		return nil, nil // the attempt tries again, and records why
 	}
 	if err := sess.Begin(); err != nil {
-		stopUnused(sess)
-		return nil
+		return sess, err
 	}
 	s.log.Info("harness started with the task")
-	return sess
+	return sess, nil
 }
 
 // retirePredecessor stops the burned generation's harness once this

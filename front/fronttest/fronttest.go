@@ -10,9 +10,13 @@
 //
 // Scripts speak of what a harness does (a round of 150k on the main thread,
 // a tool that runs for ten minutes, a writing turn that answers with a
-// document, an overflow, a crash), never of the records the seam carries:
-// this package alone translates them into the seam's vocabulary, so that a
-// change of the seam changes the translation and not the scripts.
+// document, an overflow, a crash), never of the facts the seam carries:
+// this package alone translates them into the seam's vocabulary (a session
+// writes the stream-json lines the harness would, and a front.Translator
+// turns them into facts, as the headless front does), so that a change of
+// the seam changes the translation and not the scripts. The engine's
+// commands are taken at their word: a Send's kind says whether a request
+// belongs to the writing turn (Request.Writing).
 package fronttest
 
 import (
