@@ -102,10 +102,6 @@
 //     what front.EndingOf makes of it: EndedOverflow ("Prompt is too
 //     long"), EndedLimited (a usage limit), EndedInterrupted after flower's
 //     Esc, else EndedError;
-//   - a slash command's local_command line, after the command's own user
-//     line: EndedError when it printed on its error stream (a /compact the
-//     hook blocked), else EndedOnOwn; the harness runs a command as a turn
-//     (in stream-json it ends with a result);
 //   - no end marked, but the state file says "idle" after the turn ran (it
 //     writes no turn_duration when a turn ended otherwise than completed,
 //     or while background work runs) and nothing more is written for
@@ -117,22 +113,26 @@
 //     Options.SubmitTimeout: EndedError, "the prompt did not reach the
 //     session within …" (the front's own check on its own command).
 //
-// A turn starts with a main-thread prompt line, a command's line, or a
-// reply. CostUSD is the latest cost-state line's; the harness writes that
-// line only as it exits, so a turn's end carries the cost only when the
-// exit ends the turn (the seam has no fact for a cost outside a turn's
-// end; it is logged). The state file naming a new session (a person's
-// /clear) is a front.SessionSwitched once the new transcript exists.
+// A turn starts with a main-thread prompt line or a reply. A slash command
+// the person types is no turn: the harness runs it itself, with no reply
+// (its output is a local_command line), and its lines pass as they are.
+// CostUSD is the latest cost-state line's; the harness writes that line
+// only as it exits, so a turn's end carries the cost only when the exit
+// ends the turn (the seam has no fact for a cost outside a turn's end; it
+// is logged). The state file naming a new session (a person's /clear) is a
+// front.SessionSwitched once the new transcript exists.
 //
 // The commands become keys. Cut, StopTool and Cancel are one Esc for the
 // running turn, pressed once: none when no turn runs (its TurnEnded went
 // out before the command), when the turn's last reply already ended it,
-// for a slash command, or a second time (a second Esc opens the harness's
+// or a second time (a second Esc opens the harness's
 // message selector); a turn that does not stop is the engine's cut timeout
 // to judge. From a Cut on, the person's keys are held (not dropped) until
-// the next harness's input box is up. Send empties the input with one
-// Ctrl-C, waits out the double-press window and types the prompt as small
-// bracketed pastes; its turn's kind is the engine's word and changes
+// the next harness's input box is up. Send waits until the state file no
+// longer says busy (keys typed into a busy harness are lost, and a /compact
+// the hook blocked puts itself back into the input as it ends), empties
+// the input with one Ctrl-C, waits out the double-press window and types
+// the prompt as small bracketed pastes; its turn's kind is the engine's word and changes
 // nothing in how it is typed. EndAfterTurn is Ctrl-C twice once no turn
 // runs and the state file does not say busy; Stop is the same, then
 // signals.

@@ -51,6 +51,10 @@ type fakeScript struct {
 	// transcript only after SlowBy.
 	SlowTyped string
 	SlowBy    time.Duration
+	// CommandFor: a slash command keeps the harness busy this long, the
+	// keys typed meanwhile are lost, and the command is put back into the
+	// input as it ends (as a /compact the hook blocked is).
+	CommandFor time.Duration
 }
 
 type fakeReply struct {
@@ -74,6 +78,8 @@ type fakeRecord struct {
 	ExitedByKeys bool
 	// Escs counts the Esc keys it read.
 	Escs int
+	// Commands are the slash commands submitted, in order.
+	Commands []string
 }
 
 // fakeProbe is the fake started in stream-json mode, as Session.Probe
@@ -174,6 +180,18 @@ type fake struct {
 	msgs    int
 	busy    bool
 	input   string
+	in      chan []byte // the keys, as read
+}
+
+// drop loses the keys read so far and not yet taken.
+func (f *fake) drop() {
+	for {
+		select {
+		case <-f.in:
+		default:
+			return
+		}
+	}
 }
 
 func (f *fake) setState(status string) {
@@ -227,6 +245,17 @@ func (f *fake) submit(text string) {
 		// A slash command, as the real harness leaves one: a caveat, the
 		// command's line, then its output as a local_command line (here
 		// on its error stream, as a blocked /compact's).
+		f.rec.Commands = append(f.rec.Commands, text)
+		f.save()
+		if f.sc.CommandFor > 0 {
+			f.setState("busy")
+			time.Sleep(f.sc.CommandFor)
+			f.drop()
+			defer func() {
+				f.input = text
+				f.setState("idle")
+			}()
+		}
 		f.line(map[string]any{"type": "user", "isSidechain": false, "isMeta": true, "message": map[string]any{"role": "user",
 			"content": "<local-command-caveat>The command below was run directly in Claude Code.</local-command-caveat>"}})
 		f.line(map[string]any{"type": "user", "isSidechain": false, "message": map[string]any{"role": "user",
@@ -278,16 +307,29 @@ func (f *fake) submit(text string) {
 // typed go to the input, Enter submits, Esc interrupts, Ctrl-C clears or,
 // twice in a row, exits.
 func (f *fake) keys() int {
-	buf := make([]byte, 4096)
+	f.in = make(chan []byte, 64)
+	go func() {
+		defer close(f.in)
+		for {
+			buf := make([]byte, 4096)
+			n, err := os.Stdin.Read(buf)
+			if n > 0 {
+				f.in <- buf[:n]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	var data string
 	paste := false
 	var lastCtrlC time.Time
 	for {
-		n, err := os.Stdin.Read(buf)
-		if err != nil {
+		b, ok := <-f.in
+		if !ok {
 			return 1
 		}
-		data += string(buf[:n])
+		data += string(b)
 		for data != "" {
 			switch {
 			case paste:

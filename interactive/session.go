@@ -107,11 +107,14 @@ type session struct {
 	// escOnArrival: the engine asked to end the running turn while its
 	// prompt was still on its way; Esc goes when it shows up.
 	escOnArrival bool
-	held         bool      // an engine's command holds the person's keys
-	idleAt       time.Time // the idle sign ends the running turn then; zero for never
-	cost         float64   // the process's cost so far (cost-state lines)
-	typed        string    // the long first prompt, until typed
-	endAfter     bool      // EndAfterTurn waits for the turn to end
+	held         bool // an engine's command holds the person's keys
+	// busy is open while the state file says "busy" (closed then, and
+	// nil): a prompt is not typed into the harness meanwhile (see Send).
+	busy     chan struct{}
+	idleAt   time.Time // the idle sign ends the running turn then; zero for never
+	cost     float64   // the process's cost so far (cost-state lines)
+	typed    string    // the long first prompt, until typed
+	endAfter bool      // EndAfterTurn waits for the turn to end
 
 	stopOnce sync.Once
 }
@@ -123,9 +126,6 @@ type turnRun struct {
 	lastText string // text of its latest reply that had some
 	esc      bool   // the front pressed Esc for it
 	busy     bool   // the state file said "busy" during it
-	// command: a slash command the person typed (its user line names
-	// it), which the harness runs itself; its output line ends it.
-	command bool
 }
 
 // pendingPrompt is a prompt the front typed, on its way to the transcript.
@@ -209,8 +209,6 @@ func (s *session) interrupt(purpose string) error {
 		skip = "no turn is running"
 	case t.esc:
 		skip = "Esc was pressed for this turn already"
-	case t.command:
-		skip = "a command of the harness runs; it ends with its output"
 	case t.lastStop == "end_turn":
 		skip = "the turn's last reply ended it"
 	default:
@@ -248,7 +246,10 @@ func (s *session) Send(t front.Turn) error {
 	s.held = true
 	s.pending = p
 	s.mu.Unlock()
-	err := s.f.gate.Type([]byte(keyCtrlC))
+	err := s.whenIdle()
+	if err == nil {
+		err = s.f.gate.Type([]byte(keyCtrlC))
+	}
 	if err == nil {
 		err = sleep(s.ctx, clearWait)
 	}
@@ -270,6 +271,33 @@ func (s *session) Send(t front.Turn) error {
 	}
 	s.log.Info("prompt typed", "turn", t.Kind.String())
 	return nil
+}
+
+// whenIdle waits until the harness's state file no longer says busy.
+// Keys typed while it is busy are not cleared by the Ctrl-C: a /compact
+// the hook blocked puts itself back into the input as it ends, and a
+// prompt typed before would be appended to it (and run as the command's
+// arguments). A state file that never says idle holds the prompt for
+// Options.SubmitTimeout at most.
+func (s *session) whenIdle() error {
+	s.mu.Lock()
+	ch := s.busy
+	s.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	s.log.Info("the harness is busy; the prompt waits until it is idle")
+	t := time.NewTimer(s.f.opts.SubmitTimeout)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-t.C:
+		s.log.Warn("the harness still says it is busy; typing the prompt anyway", "after", s.f.opts.SubmitTimeout)
+		return nil
+	case <-s.ctx.Done():
+		return context.Cause(s.ctx)
+	}
 }
 
 // EndAfterTurn ends the harness as a person would, once its turn is over:
@@ -466,8 +494,6 @@ func (s *session) due(now time.Time) {
 // ended is read from what the transcript did show. Called with mu held.
 func (s *session) endOnIdle(t *turnRun) front.TurnEnded {
 	switch {
-	case t.command:
-		return s.endTurn(front.EndedOnOwn, "", "idle after a command with no output line", nil)
 	case t.lastStop == "end_turn":
 		return s.endTurn(front.EndedOnOwn, t.lastText, "idle with no turn_duration line", nil)
 	case t.esc:
@@ -547,13 +573,20 @@ func (s *session) sawStatus(status string) {
 	s.status = status
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	switch {
+	case status == "busy" && s.busy == nil:
+		s.busy = make(chan struct{})
+	case status != "busy" && s.busy != nil:
+		close(s.busy)
+		s.busy = nil
+	}
 	t := s.turn
 	switch {
 	case t == nil:
 	case status == "busy":
 		t.busy = true
 		s.idleAt = time.Time{}
-	case status == "idle" && (t.busy || t.command || t.lastStop == "end_turn") && s.idleAt.IsZero():
+	case status == "idle" && (t.busy || t.lastStop == "end_turn") && s.idleAt.IsZero():
 		s.idleAt = time.Now().Add(idleSettle)
 	}
 }
@@ -647,16 +680,6 @@ func (s *session) translate(ev *transcript.Event) {
 				s.log.Info("the turn was interrupted", "by", who)
 				add(s.endTurn(front.EndedInterrupted, "", text, nil))
 			}
-		case strings.HasPrefix(strings.TrimSpace(text), "<command-name>") && s.turn == nil:
-			// A slash command: the harness runs it as a turn (in
-			// stream-json it ends with a result), with no reply; its
-			// output line (local_command) ends it. One that writes none
-			// ends on the idle sign.
-			t := s.running()
-			t.command = true
-			if s.status != "busy" {
-				s.idleAt = time.Now().Add(idleSettle)
-			}
 		case isPrompt(ev, text):
 			if p := s.pending; p != nil && promptArrived(p.text, text) {
 				s.pending = nil
@@ -671,11 +694,6 @@ func (s *session) translate(ev *transcript.Event) {
 	case ev.Kind == transcript.KindSystem && ev.Subtype == "turn_duration":
 		if t := s.turn; t != nil {
 			add(s.endTurn(front.EndedOnOwn, t.lastText, "", nil))
-		}
-	case ev.Kind == transcript.KindSystem && ev.Subtype == "local_command":
-		if t := s.turn; t != nil && t.command {
-			how, text := commandOutput(gjson.GetBytes(ev.Raw, "content").String())
-			add(s.endTurn(how, text, "local command", nil))
 		}
 	}
 	s.mu.Unlock()
@@ -698,31 +716,14 @@ func (s *session) running() *turnRun {
 }
 
 // isPrompt: a user line that starts a turn, typed by someone: not a tool's
-// result, not the harness's own note (a slash command's echo, a caveat,
-// "[Request interrupted…]").
+// result, not the harness's own note (a caveat, "[Request
+// interrupted…]"), and not a slash command's line: the harness runs a
+// command of its screen itself, with no reply and no turn (its output is a
+// local_command line), so the engine waits for no end of it.
 func isPrompt(ev *transcript.Event, text string) bool {
 	t := strings.TrimSpace(text)
 	return t != "" && !strings.HasPrefix(t, "<") && !strings.HasPrefix(t, "[Request interrupted") &&
 		!gjson.GetBytes(ev.Raw, "isMeta").Bool()
-}
-
-// commandOutput reads a slash command's output line: what it printed, and
-// whether to its error stream.
-func commandOutput(content string) (front.Ending, string) {
-	for _, tag := range []struct {
-		name string
-		how  front.Ending
-	}{{"local-command-stderr", front.EndedError}, {"local-command-stdout", front.EndedOnOwn}} {
-		open, end := "<"+tag.name+">", "</"+tag.name+">"
-		if i := strings.Index(content, open); i >= 0 {
-			rest := content[i+len(open):]
-			if j := strings.Index(rest, end); j >= 0 {
-				rest = rest[:j]
-			}
-			return tag.how, strings.TrimSpace(rest)
-		}
-	}
-	return front.EndedOnOwn, strings.TrimSpace(content)
 }
 
 // promptText is a prompt with its white space squeezed, to be told again in
