@@ -501,8 +501,8 @@ func (a *attemptRun) compaction(sign string) (outcome, bool) {
 	a.rt.save(a.st)
 	a.log.Error(msg)
 	a.rt.emit(Event{Kind: KindNotice, Step: a.st.Name, Generation: a.gen.N, Text: msg, IsError: true})
-	if _, ok := a.state.(*working); ok {
-		a.cut(cutAt{reason: manifest.ReasonCompaction, context: a.meter.Context})
+	if a.working() {
+		return a.handoffDue(cutAt{reason: manifest.ReasonCompaction, context: a.meter.Context})
 	}
 	return outcome{}, false
 }
@@ -537,7 +537,7 @@ func (a *attemptRun) check() (outcome, bool) {
 // request: the rounds seen before were judged against the window in force
 // then).
 func (a *attemptRun) judge() (outcome, bool) {
-	if _, ok := a.state.(*working); !ok || !a.sawRound {
+	if !a.working() || !a.sawRound {
 		return outcome{}, false
 	}
 	if out, end := a.futileAt(a.firstRound, "in its first round"); end {
@@ -552,11 +552,24 @@ func (a *attemptRun) judge() (outcome, bool) {
 	}
 	switch {
 	case policy.HandoffDue(s):
-		a.cut(cutAt{reason: manifest.ReasonThreshold, context: a.meter.Context})
+		return a.handoffDue(cutAt{reason: manifest.ReasonThreshold, context: a.meter.Context})
 	case a.handoffWanted && a.meter.SessionID != "":
 		a.handoffWanted = false
-		a.cut(cutAt{reason: manifest.ReasonRequested, context: a.meter.Context})
+		return a.handoffDue(cutAt{reason: manifest.ReasonRequested, context: a.meter.Context})
 	}
+	return outcome{}, false
+}
+
+// handoffDue starts the handoff decided at at: a running work turn is cut;
+// a session with no turn running (idle: a person's or an application's,
+// between turns) has nothing to interrupt, and its writing turn starts at
+// once.
+func (a *attemptRun) handoffDue(at cutAt) (outcome, bool) {
+	if _, idle := a.state.(*idle); idle {
+		a.log.Info("handoff due with no turn running: writing at once", "reason", at.reason, "context", at.context)
+		return a.startWriting(at)
+	}
+	a.cut(at)
 	return outcome{}, false
 }
 

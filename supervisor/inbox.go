@@ -150,14 +150,10 @@ func (a *attemptRun) handoffAsked(r inbox.Request) (outcome, bool) {
 // the harness is done with what it was doing (its /compact) when the
 // prompt comes.
 func (a *attemptRun) cutNow(r inbox.Request, reason string) (outcome, bool) {
-	at := cutAt{reason: reason, context: a.context()}
 	if _, idle := a.state.(*idle); idle {
-		a.log.Info("handoff due with no turn running: writing at once", "reason", reason, "context", at.context)
 		inbox.Done(a.inboxDir, r.Name)
-		return a.startWriting(at)
 	}
-	a.cut(at)
-	return outcome{}, false
+	return a.handoffDue(cutAt{reason: reason, context: a.context()})
 }
 
 // context is the session's context as last measured: this attempt's

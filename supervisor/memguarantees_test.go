@@ -289,7 +289,44 @@ func memGuaranteeTable() []memGuarantee {
 		{"turn timeout", memTurnTimeout},
 		{"handoff now", memHandoffNow},
 		{"person-driven front", memPersonDriven},
+		{"window moved under an idle session: writes at once", memIdleWindow},
 	}
+}
+
+// memIdleWindow: on a person-driven front, the harness's window comes back
+// only after the person's turn ended, and puts its last round past the
+// threshold. No turn runs to be cut: the engine's idle state has the
+// session write its handoff at once, and no interrupt is sent (DESIGN.md
+// «Engine states»).
+func memIdleWindow(t *testing.T) {
+	env := []string{"ANTHROPIC_MODEL=claude-sonnet-4-5"}
+	last := memDone(20_000)
+	last.PersonExits = true
+	r := newMemRun(t, [][]fronttest.Round{{memTool(100_000, "echo one >> work.txt"), memDone(160_000)}, {last}}, memHandoff)
+	r.front.ModelName = "claude-sonnet-4-5"
+	r.front.PersonTypes, r.front.Late = true, true
+	// The answer comes long after the turn (two rounds and a 1 s tool),
+	// and no turn's result reports a window.
+	r.front.ProbeTook, r.front.ResultWindow = 5*time.Second, 0
+	if _, err := r.runtime(Options{Env: env}).RunStep(t.Context(), memStep, memTask); err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	st := r.step()
+	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 2 || st.Generations[0].Handoff == nil || st.Generations[0].Handoff.Degraded {
+		t.Fatalf("status %s, %d generations: want a complete handoff, then done", st.Status, len(st.Generations))
+	}
+	if h := st.Generations[0].Handoff; h.Reason != manifest.ReasonThreshold || h.Context != 160_000 || h.Window != 200_000 {
+		t.Errorf("receipt %+v: want the threshold at 160K of the harness's 200K", h)
+	}
+	for _, e := range r.front.Log() {
+		if strings.HasPrefix(e, "cut ") {
+			t.Errorf("the front was told to cut (%q) with no turn running", e)
+		}
+	}
+	if p := r.front.Procs()[0].Prompts(); len(p) != 2 || !strings.Contains(p[1], handoffwriter.PromptTag) {
+		t.Errorf("the first harness's turns %q: want the task, then the writing prompt", p)
+	}
+	r.checkLineage(st)
 }
 
 func memLock(t *testing.T) {
