@@ -4,13 +4,13 @@
 // terminal while a harness runs (raw mode, restored on every way out: normal
 // exit, error, signal, panic), the copying of keys in and screen out, the
 // key gate that keeps the person's keys out of what flower types, and
-// window-size changes. It translates: the transcript file, the harness's
-// state file and its exit become the engine's records, and the engine's
-// commands become keys: a cut, a stopped tool and a cancel are each Esc, a
-// prompt is typed, the end of the harness is Ctrl-C twice. The
-// generation loop is the engine's (package supervisor, DESIGN.md «Fronts»):
-// the same policy, thresholds, events, handoff document and manifest as a
-// headless run.
+// window-size changes. Everything else is translation, both ways (see «What
+// this front translates» below): the transcript file, the harness's state
+// file and its exit become facts (package front), and the engine's commands
+// become keys. The front decides nothing: every rule of a handoff (the
+// thresholds, the cut, the writing turn, parsing the document, degrading,
+// freezing, launching the successor) is the engine's (package supervisor,
+// DESIGN.md «Fronts»), the same as in a headless run.
 //
 // # The harness's interactive mode, as observed (Claude Code 2.1.328)
 //
@@ -78,23 +78,70 @@
 // alternate screen and prints "Resume this session with: claude [its flags]
 // --resume <id>" (kept off the screen: GoodbyeFilter). /clear starts a new session in
 // the same process: a new sessionId in the state file and a new transcript
-// (flower follows it, and counts the old session as burned). The harness sets
+// (flower follows it; the engine counts the old session as burned). The harness sets
 // the terminal title once at start ("✳ Claude Code") and left it alone
 // afterwards in these runs, so the title is where flower shows the near
 // notice while a harness owns the screen; the same lines are printed on the
 // screen between generations and at the end.
 //
-// # How a handoff runs here
+// # What this front translates
 //
-// The engine reads the records this front makes of the transcript and
-// decides as in a headless run (DESIGN.md «Threshold path», «Context
-// meter», «Near notice»). When it cuts, this front closes the gate (the
-// person's keys are held, not dropped) and carries out its commands: Esc
-// for a turn still running (a reply that ended the turn needs none), the
-// input cleared and the handoff prompt typed and submitted, the reply's
-// records passed on from the transcript, and the harness ended (Ctrl-C
-// twice, then signals). Parsing the handoff, degrading it, freezing it to
-// disk and starting the successor from the prompt block read back from
-// disk are the engine's (packages supervisor and handoff); the held keys
-// then go to the new harness.
+// (DESIGN.md «Screen turns».)
+// Each line of the session's transcript goes through a front.Translator,
+// which makes the facts a line says on its own: Output (the line, for
+// programs following the run), Init (the session and the harness's version,
+// which every line carries), Round (a reply; the main thread's moves the
+// meter), UserMessage, Compacted, Retrying. The file has no result lines,
+// so the end of each turn is this front's to report, once, as a
+// front.TurnEnded that says what the transcript showed:
+//
+//   - a turn_duration line: EndedOnOwn, with the last reply's text;
+//   - the note "[Request interrupted by user…]": EndedInterrupted (flower's
+//     Esc, or a person's; the log says whose);
+//   - a synthetic reply ("model":"<synthetic>", the harness's API error):
+//     what front.EndingOf makes of it: EndedOverflow ("Prompt is too
+//     long"), EndedLimited (a usage limit), EndedInterrupted after flower's
+//     Esc, else EndedError;
+//   - no end marked, but the state file says "idle" after the turn ran (it
+//     writes no turn_duration when a turn ended otherwise than completed,
+//     or while background work runs) and nothing more is written for
+//     idleSettle: EndedOnOwn when the last reply ended the turn, else
+//     EndedInterrupted after Esc, else EndedError;
+//   - the harness's exit during a turn: EndedInterrupted after Esc, else
+//     EndedError;
+//   - a prompt this front typed that does not show up within
+//     Options.SubmitTimeout: EndedError, "the prompt did not reach the
+//     session within …" (the front's own check on its own command).
+//
+// A turn starts with a main-thread prompt line or a reply. A slash command
+// the person types is no turn: the harness runs it itself, with no reply
+// (its output is a local_command line), and its lines pass as they are.
+// CostUSD is the latest cost-state line's; the harness writes that line
+// only as it exits, so a turn's end carries the cost only when the exit
+// ends the turn (the seam has no fact for a cost outside a turn's end; it
+// is logged). The state file naming a new session (a person's /clear) is a
+// front.SessionSwitched once the new transcript exists.
+//
+// The commands become keys. Cut, StopTool and Cancel are one Esc for the
+// running turn, pressed once: none when no turn runs (its TurnEnded went
+// out before the command), when the turn's last reply already ended it,
+// or a second time (a second Esc opens the harness's
+// message selector); a turn that does not stop is the engine's cut timeout
+// to judge. From a Cut on, the person's keys are held (not dropped) until
+// the next harness's input box is up. Send waits until the state file no
+// longer says busy (keys typed into a busy harness are lost, and a /compact
+// the hook blocked puts itself back into the input as it ends), empties
+// the input with one Ctrl-C, waits out the double-press window and types
+// the prompt as small bracketed pastes; its turn's kind is the engine's word and changes
+// nothing in how it is typed. EndAfterTurn is Ctrl-C twice once no turn
+// runs and the state file does not say busy; Stop is the same, then
+// signals.
+//
+// The front keeps no phase of the engine's; what it keeps is the turn the
+// transcript shows running, and the commands it carried out whose effect
+// has not shown yet (a typed prompt not yet in the transcript, an Esc
+// whose turn has not ended). It watches the state file's and transcript's
+// folders with fsnotify (with a slow look beside it, for file systems that
+// send no notifications); the only waits are the typing pace and the
+// screen's protocol, each named with its reason in session.go.
 package interactive

@@ -47,6 +47,14 @@ type fakeScript struct {
 	// LoseTyped: a prompt typed with this in it never reaches the session
 	// (keys lost on their way into the input).
 	LoseTyped string
+	// SlowTyped: a prompt typed with this in it shows up in the
+	// transcript only after SlowBy.
+	SlowTyped string
+	SlowBy    time.Duration
+	// CommandFor: a slash command keeps the harness busy this long, the
+	// keys typed meanwhile are lost, and the command is put back into the
+	// input as it ends (as a /compact the hook blocked is).
+	CommandFor time.Duration
 }
 
 type fakeReply struct {
@@ -70,6 +78,8 @@ type fakeRecord struct {
 	ExitedByKeys bool
 	// Escs counts the Esc keys it read.
 	Escs int
+	// Commands are the slash commands submitted, in order.
+	Commands []string
 }
 
 // fakeProbe is the fake started in stream-json mode, as Session.Probe
@@ -170,6 +180,18 @@ type fake struct {
 	msgs    int
 	busy    bool
 	input   string
+	in      chan []byte // the keys, as read
+}
+
+// drop loses the keys read so far and not yet taken.
+func (f *fake) drop() {
+	for {
+		select {
+		case <-f.in:
+		default:
+			return
+		}
+	}
 }
 
 func (f *fake) setState(status string) {
@@ -219,8 +241,34 @@ func (f *fake) submit(text string) {
 		f.setState("idle")
 		return
 	}
+	if strings.HasPrefix(text, "/") {
+		// A slash command, as the real harness leaves one: a caveat, the
+		// command's line, then its output as a local_command line (here
+		// on its error stream, as a blocked /compact's).
+		f.rec.Commands = append(f.rec.Commands, text)
+		f.save()
+		if f.sc.CommandFor > 0 {
+			f.setState("busy")
+			time.Sleep(f.sc.CommandFor)
+			f.drop()
+			defer func() {
+				f.input = text
+				f.setState("idle")
+			}()
+		}
+		f.line(map[string]any{"type": "user", "isSidechain": false, "isMeta": true, "message": map[string]any{"role": "user",
+			"content": "<local-command-caveat>The command below was run directly in Claude Code.</local-command-caveat>"}})
+		f.line(map[string]any{"type": "user", "isSidechain": false, "message": map[string]any{"role": "user",
+			"content": "<command-name>" + text + "</command-name>\n<command-message>" + text[1:] + "</command-message>\n<command-args></command-args>"}})
+		f.line(map[string]any{"type": "system", "subtype": "local_command", "isSidechain": false,
+			"content": "<local-command-stderr>" + text + " blocked by a hook</local-command-stderr>"})
+		return
+	}
 	if f.sc.LoseTyped != "" && strings.Contains(text, f.sc.LoseTyped) {
 		return
+	}
+	if f.sc.SlowTyped != "" && strings.Contains(text, f.sc.SlowTyped) {
+		time.Sleep(f.sc.SlowBy)
 	}
 	f.rec.Prompts = append(f.rec.Prompts, text)
 	f.save()
@@ -259,16 +307,29 @@ func (f *fake) submit(text string) {
 // typed go to the input, Enter submits, Esc interrupts, Ctrl-C clears or,
 // twice in a row, exits.
 func (f *fake) keys() int {
-	buf := make([]byte, 4096)
+	f.in = make(chan []byte, 64)
+	go func() {
+		defer close(f.in)
+		for {
+			buf := make([]byte, 4096)
+			n, err := os.Stdin.Read(buf)
+			if n > 0 {
+				f.in <- buf[:n]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	var data string
 	paste := false
 	var lastCtrlC time.Time
 	for {
-		n, err := os.Stdin.Read(buf)
-		if err != nil {
+		b, ok := <-f.in
+		if !ok {
 			return 1
 		}
-		data += string(buf[:n])
+		data += string(b)
 		for data != "" {
 			switch {
 			case paste:

@@ -23,7 +23,8 @@ import (
 const (
 	DefaultGrace = harness.DefaultGrace
 	// DefaultSubmitTimeout bounds the wait for a typed prompt to show up in
-	// the transcript.
+	// the transcript; one that does not ends its turn as an error (the
+	// front's check on its own command, see session.Send).
 	DefaultSubmitTimeout = 30 * time.Second
 )
 
@@ -37,7 +38,8 @@ type Options struct {
 	// Logger receives the front's own log (discarded when nil); each
 	// harness logs to the logger of its front.Spec.
 	Logger *slog.Logger
-	// SubmitTimeout bounds the wait for a typed prompt to arrive.
+	// SubmitTimeout bounds the wait for a typed prompt to show up in the
+	// transcript (DefaultSubmitTimeout when zero).
 	SubmitTimeout time.Duration
 	// Signals end the run when received (SIGINT, SIGTERM and SIGHUP when
 	// nil, none when empty); the terminal is restored at once.

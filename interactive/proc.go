@@ -118,12 +118,20 @@ func (p *proc) Stop(exit func() error) {
 	p.closePTY()
 }
 
+// ptyDrain bounds the wait for the rest of the output once the harness is
+// gone. With the harness and all it started gone, nothing holds the pty's
+// other end and the copy ends at once (Linux answers EIO); the bound is for
+// a holder that escaped, which closing the pty then hangs up.
+const ptyDrain = time.Second
+
 // closePTY waits briefly for the rest of the output, then closes the pty.
 // Closing hangs up whatever the harness left holding the other end.
 func (p *proc) closePTY() {
+	t := time.NewTimer(ptyDrain)
+	defer t.Stop()
 	select {
 	case <-p.copied:
-	case <-time.After(time.Second):
+	case <-t.C:
 	}
 	p.ptyMu.Lock()
 	p.ptyClosed = true

@@ -107,11 +107,14 @@ type session struct {
 	// escOnArrival: the engine asked to end the running turn while its
 	// prompt was still on its way; Esc goes when it shows up.
 	escOnArrival bool
-	held         bool      // an engine's command holds the person's keys
-	idleAt       time.Time // the idle sign ends the running turn then; zero for never
-	cost         float64   // the process's cost so far (cost-state lines)
-	typed        string    // the long first prompt, until typed
-	endAfter     bool      // EndAfterTurn waits for the turn to end
+	held         bool // an engine's command holds the person's keys
+	// busy is open while the state file says "busy" (closed then, and
+	// nil): a prompt is not typed into the harness meanwhile (see Send).
+	busy     chan struct{}
+	idleAt   time.Time // the idle sign ends the running turn then; zero for never
+	cost     float64   // the process's cost so far (cost-state lines)
+	typed    string    // the long first prompt, until typed
+	endAfter bool      // EndAfterTurn waits for the turn to end
 
 	stopOnce sync.Once
 }
@@ -196,7 +199,6 @@ func (s *session) interrupt(purpose string) error {
 	s.f.gate.Hold()
 	s.mu.Lock()
 	s.held = true
-	s.tr.Interrupting()
 	t := s.turn
 	var skip string
 	switch {
@@ -210,7 +212,11 @@ func (s *session) interrupt(purpose string) error {
 	case t.lastStop == "end_turn":
 		skip = "the turn's last reply ended it"
 	default:
+		// The translator is told too, although the transcript has no
+		// result line for it to read: the turn's end is read here, with
+		// t.esc.
 		t.esc = true
+		s.tr.Interrupting()
 	}
 	s.mu.Unlock()
 	if skip != "" {
@@ -231,7 +237,8 @@ func (s *session) interrupt(purpose string) error {
 // front's own, on its own command (the keys may be lost on their way into
 // the harness's input); it stays here rather than with the engine's writing
 // timeout, which is minutes long and would say only that the turn took
-// too long.
+// too long. A prompt that shows up after that starts a turn as a person's
+// would, which ends with its own TurnEnded.
 func (s *session) Send(t front.Turn) error {
 	s.f.gate.Hold()
 	p := &pendingPrompt{kind: t.Kind, text: promptText(strings.Join(PasteChunks(t.Prompt), ""))}
@@ -239,7 +246,10 @@ func (s *session) Send(t front.Turn) error {
 	s.held = true
 	s.pending = p
 	s.mu.Unlock()
-	err := s.f.gate.Type([]byte(keyCtrlC))
+	err := s.whenIdle()
+	if err == nil {
+		err = s.f.gate.Type([]byte(keyCtrlC))
+	}
 	if err == nil {
 		err = sleep(s.ctx, clearWait)
 	}
@@ -261,6 +271,33 @@ func (s *session) Send(t front.Turn) error {
 	}
 	s.log.Info("prompt typed", "turn", t.Kind.String())
 	return nil
+}
+
+// whenIdle waits until the harness's state file no longer says busy.
+// Keys typed while it is busy are not cleared by the Ctrl-C: a /compact
+// the hook blocked puts itself back into the input as it ends, and a
+// prompt typed before would be appended to it (and run as the command's
+// arguments). A state file that never says idle holds the prompt for
+// Options.SubmitTimeout at most.
+func (s *session) whenIdle() error {
+	s.mu.Lock()
+	ch := s.busy
+	s.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	s.log.Info("the harness is busy; the prompt waits until it is idle")
+	t := time.NewTimer(s.f.opts.SubmitTimeout)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-t.C:
+		s.log.Warn("the harness still says it is busy; typing the prompt anyway", "after", s.f.opts.SubmitTimeout)
+		return nil
+	case <-s.ctx.Done():
+		return context.Cause(s.ctx)
+	}
 }
 
 // EndAfterTurn ends the harness as a person would, once its turn is over:
@@ -353,8 +390,9 @@ func (s *session) follow() {
 			}
 			s.translate(&ev)
 		case ev := <-w.events():
-			w.saw(ev)
-			s.look()
+			if w.saw(ev) {
+				s.look()
+			}
 		case err := <-w.errors():
 			// An overflow lost events: look now for what they said.
 			s.log.Debug("watch", "err", err)
@@ -412,7 +450,10 @@ func (s *session) due(now time.Time) {
 			Text:   fmt.Sprintf("the prompt did not reach the session within %v", s.f.opts.SubmitTimeout),
 			Detail: "prompt not delivered"})
 	}
-	if t := s.turn; t != nil && !s.idleAt.IsZero() && !now.Before(s.idleAt) {
+	switch t := s.turn; {
+	case t == nil:
+		s.idleAt = time.Time{}
+	case !s.idleAt.IsZero() && !now.Before(s.idleAt):
 		s.log.Info("the turn ended: the harness is idle and its transcript marked no end")
 		facts = append(facts, s.endOnIdle(t))
 	}
@@ -481,6 +522,10 @@ func (s *session) exited() {
 			how = front.EndedInterrupted
 		}
 		facts = append(facts, s.endTurn(how, "the harness exited before the turn ended", "exited during the turn", nil))
+	} else if s.cost > 0 {
+		// The screen says what the process cost only as it exits, when no
+		// turn is left whose end could carry it.
+		s.log.Info("the harness's cost at its exit (no turn's end carries it)", "cost_usd", s.cost)
 	}
 	s.mu.Unlock()
 	s.emit(facts)
@@ -528,6 +573,13 @@ func (s *session) sawStatus(status string) {
 	s.status = status
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	switch {
+	case status == "busy" && s.busy == nil:
+		s.busy = make(chan struct{})
+	case status != "busy" && s.busy != nil:
+		close(s.busy)
+		s.busy = nil
+	}
 	t := s.turn
 	switch {
 	case t == nil:
@@ -636,6 +688,7 @@ func (s *session) translate(ev *transcript.Event) {
 			t := s.running()
 			if s.escOnArrival && !t.esc {
 				s.escOnArrival, t.esc, escNow = false, true, true
+				s.tr.Interrupting()
 			}
 		}
 	case ev.Kind == transcript.KindSystem && ev.Subtype == "turn_duration":
@@ -663,8 +716,10 @@ func (s *session) running() *turnRun {
 }
 
 // isPrompt: a user line that starts a turn, typed by someone: not a tool's
-// result, not the harness's own note (a slash command's echo, a caveat,
-// "[Request interrupted…]").
+// result, not the harness's own note (a caveat, "[Request
+// interrupted…]"), and not a slash command's line: the harness runs a
+// command of its screen itself, with no reply and no turn (its output is a
+// local_command line), so the engine waits for no end of it.
 func isPrompt(ev *transcript.Event, text string) bool {
 	t := strings.TrimSpace(text)
 	return t != "" && !strings.HasPrefix(t, "<") && !strings.HasPrefix(t, "[Request interrupted") &&

@@ -388,3 +388,132 @@ func TestSessionProbe(t *testing.T) {
 		t.Errorf("usage %+v, want a 200K window, a 1000 floor, auto-compact said", u)
 	}
 }
+
+// TestSessionCommandIsNoTurn: a slash command the person typed is run by
+// the harness itself, with no reply: its lines are passed on (its own line
+// as a UserMessage), no turn starts or ends, and a cut presses no Esc.
+func TestSessionCommandIsNoTurn(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}}}, "go on", Options{})
+	fc.waitFor("the first turn's end", nEnds(1))
+	fc.person.waitFor("raw mode", fc.person.raw)
+	fc.person.typeKeys("/compact\r")
+	fs := fc.waitFor("the command's output", func(fs []front.Fact) bool {
+		for _, f := range fs {
+			if o, ok := f.(front.Output); ok && strings.Contains(string(o.Raw), "local_command") {
+				return true
+			}
+		}
+		return false
+	})
+	var sawCommand bool
+	for _, f := range fs {
+		if u, ok := f.(front.UserMessage); ok && strings.HasPrefix(u.Text, "<command-name>/compact") {
+			sawCommand = true
+		}
+	}
+	if !sawCommand {
+		t.Errorf("no UserMessage of the command:\n%s", describe(fs))
+	}
+	if err := fc.sess.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(idleSettle + 300*time.Millisecond) // an idle sign or an Esc would have shown by now
+	if e := ends(fc.snapshot()); len(e) != 1 {
+		t.Errorf("turn ends %+v, want only the first turn's", e)
+	}
+	if n := fc.record().Escs; n != 0 {
+		t.Errorf("%d Esc pressed, want none", n)
+	}
+}
+
+// TestSessionCancelBeforeThePromptShows: Cancel after Send typed a prompt
+// that has not shown up yet presses Esc once it does, and the turn ends
+// interrupted.
+func TestSessionCancelBeforeThePromptShows(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}, {Context: 2000, Tool: true}}, SlowTyped: "SLOW", SlowBy: time.Second}, "go on", Options{})
+	fc.waitFor("the first turn's end", nEnds(1))
+	if err := fc.sess.Send(front.Turn{Kind: front.TurnWork, Prompt: "SLOW work"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.sess.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	if r := fc.record(); len(r.Prompts) != 1 || r.Escs != 0 {
+		t.Fatalf("the prompt arrived (%q) or Esc went (%d) before the test could look", r.Prompts, r.Escs)
+	}
+	fs := fc.waitFor("the slow turn's end", nEnds(2))
+	if e := ends(fs)[1]; e.How != front.EndedInterrupted || e.Turns != 1 {
+		t.Errorf("slow turn ended %+v, want interrupted after its one round", e)
+	}
+	// The fake saves its record after it wrote the note.
+	fc.person.waitFor("the fake's record of the Esc", func() bool { return fc.record().Escs == 1 })
+}
+
+// TestSessionPersonsEsc: a person's Esc ends their turn as interrupted;
+// flower pressed nothing.
+func TestSessionPersonsEsc(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000, Tool: true}}}, "go on", Options{})
+	fc.waitFor("the tool's round", func(fs []front.Fact) bool {
+		for _, f := range fs {
+			if _, ok := f.(front.Round); ok {
+				return true
+			}
+		}
+		return false
+	})
+	fc.person.waitFor("raw mode", fc.person.raw)
+	fc.person.typeKeys(keyEsc)
+	fs := fc.waitFor("the turn's end", nEnds(1))
+	if e := ends(fs)[0]; e.How != front.EndedInterrupted || !strings.Contains(e.Detail, "interrupted") {
+		t.Errorf("turn ended %+v, want interrupted, with the harness's note", e)
+	}
+}
+
+// TestSessionExitEndsTheTurn: a harness that exits during a turn (here
+// stopped while its tool runs, its transcript marking no end) ends that
+// turn as an error, and the cost it wrote as it exited rides with it.
+func TestSessionExitEndsTheTurn(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000, Tool: true}}}, "go on", Options{})
+	fc.waitFor("the tool's round", func(fs []front.Fact) bool {
+		for _, f := range fs {
+			if _, ok := f.(front.Round); ok {
+				return true
+			}
+		}
+		return false
+	})
+	fc.sess.Stop()
+	fs := fc.waitFor("the end of the facts", func([]front.Fact) bool { return fc.isClosed() })
+	e := ends(fs)
+	if len(e) != 1 || e[0].How != front.EndedError || e[0].CostUSD != 0.25 || !strings.Contains(e[0].Text, "exited before the turn ended") {
+		t.Errorf("turn ends %+v, want one error carrying the exit's cost 0.25", e)
+	}
+}
+
+// TestSessionSendWaitsWhileBusy: a prompt is typed only once the state
+// file says the harness is idle: keys typed while a slash command runs are
+// lost, and the command is put back into the input as it ends, where the
+// Ctrl-C before the prompt clears it.
+func TestSessionSendWaitsWhileBusy(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}}, CommandFor: time.Second}, "go on", Options{})
+	fc.waitFor("the first turn's end", nEnds(1))
+	fc.person.waitFor("raw mode", fc.person.raw)
+	fc.person.typeKeys("/compact\r")
+	fc.person.waitFor("the command", func() bool { return len(fc.record().Commands) == 1 })
+	time.Sleep(300 * time.Millisecond) // the state file's busy has reached the front
+	if err := fc.sess.Send(front.Turn{Kind: front.TurnWriting, Prompt: "write the handoff"}); err != nil {
+		t.Fatal(err)
+	}
+	fs := fc.waitFor("the writing turn's end", nEnds(2))
+	if e := ends(fs)[1]; e.How != front.EndedOnOwn {
+		t.Errorf("writing turn ended %+v", e)
+	}
+	if r := fc.record(); len(r.Prompts) != 2 || r.Prompts[1] != "write the handoff" || len(r.Commands) != 1 {
+		t.Errorf("prompts %q, commands %q: want the prompt alone, the command once", r.Prompts, r.Commands)
+	}
+}

@@ -85,14 +85,18 @@ func (w *watch) errors() <-chan error {
 	return w.w.Errors
 }
 
-// saw takes one notification: a new folder may be one to watch.
-func (w *watch) saw(ev fsnotify.Event) {
+// saw takes one notification: a new folder may be one to watch. It
+// reports whether the notification is worth a look: a change of a state
+// file, or something made (a folder, a transcript); lines appended to a
+// transcript are its follower's.
+func (w *watch) saw(ev fsnotify.Event) bool {
 	if ev.Has(fsnotify.Create) && filepath.Dir(ev.Name) == w.projects && !w.added[ev.Name] {
 		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() && w.w.Add(ev.Name) == nil {
 			w.added[ev.Name] = true
 		}
 	}
 	w.ensure()
+	return filepath.Dir(ev.Name) == w.dirs[1] || ev.Has(fsnotify.Create) || ev.Has(fsnotify.Rename)
 }
 
 func (w *watch) close() {
