@@ -43,10 +43,13 @@ const (
 	// this long after it started (nothing else says its input box is up).
 	keysAfter = 3 * time.Second
 	// keysAfterPrompt: a harness started with its first prompt gets the
-	// person's keys once that prompt is in (its transcript appears), or
-	// this long after it started. Its state file comes earlier in its
+	// person's keys once that prompt's request is out and answered (a
+	// reply, or the turn's end, is in the transcript), or this long after
+	// it started. Its state file comes earlier in its
 	// start-up than its input box does: keys released on the state file
-	// alone were lost on a loaded machine.
+	// alone were lost on a loaded machine; and keys released when the
+	// transcript appears (the prompt is in, its request not yet out) could
+	// end the turn before its request left (a held /exit).
 	keysAfterPrompt = 20 * time.Second
 	// idleSettle: the harness's state file says "idle" before its last
 	// transcript lines of the turn are written; a turn whose end the
@@ -93,6 +96,7 @@ type session struct {
 	following string // the session whose transcript fol reads
 	drained   bool
 	ready     bool // the harness's state file has appeared
+	begun     bool // its first request is answered (keysAfterPrompt)
 	released  bool // the person's keys go to this harness
 	status    string
 
@@ -470,7 +474,7 @@ func (s *session) due(now time.Time) {
 	}
 	keysReady, wait := s.ready, keysAfter
 	if s.cfg.argPrompt {
-		keysReady, wait = s.following != "", keysAfterPrompt
+		keysReady, wait = s.begun, keysAfterPrompt
 	}
 	if !s.released && !held && typed == "" && (keysReady || now.Sub(s.p.start) >= wait) {
 		// The harness is up: the person's keys go straight to it now.
@@ -697,6 +701,14 @@ func (s *session) translate(ev *transcript.Event) {
 		}
 	}
 	s.mu.Unlock()
+	for _, f := range facts {
+		switch f := f.(type) {
+		case front.Round:
+			s.begun = s.begun || f.MainThread
+		case front.TurnEnded:
+			s.begun = true
+		}
+	}
 	s.emit(facts)
 	if escNow {
 		s.log.Info("ending the turn: Esc, now that its prompt showed up")
