@@ -64,7 +64,10 @@
 //
 // Files. $HOME/.claude/sessions/<pid>.json appears as the harness starts
 // (before any prompt) with "sessionId", "cwd" and "status" ("busy" while a
-// turn runs, "idle" otherwise) and is removed when it exits. The transcript
+// turn runs, "idle" otherwise; its code also knows "shell" and "waiting",
+// the latter for a dialog waiting on an answer) and is removed when it
+// exits. It says "busy" while a slash command runs too (a /compact and its
+// PreCompact hook), with no transcript line until the command is done. The transcript
 // $HOME/.claude/projects/<cwd slug>/<sessionId>.jsonl appears with the first
 // prompt ($CLAUDE_CONFIG_DIR replaces $HOME/.claude when set; the slug turns
 // every character but ASCII letters and digits into "-"). In it a turn that

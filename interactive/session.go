@@ -112,8 +112,9 @@ type session struct {
 	// prompt was still on its way; Esc goes when it shows up.
 	escOnArrival bool
 	held         bool // an engine's command holds the person's keys
-	// busy is open while the state file says "busy" (closed then, and
-	// nil): a prompt is not typed into the harness meanwhile (see Send).
+	// busy is open while the state file says the harness is at work
+	// (working): closed then, and nil. A prompt is not typed into it
+	// meanwhile (see Send).
 	busy     chan struct{}
 	idleAt   time.Time // the idle sign ends the running turn then; zero for never
 	cost     float64   // the process's cost so far (cost-state lines)
@@ -129,7 +130,7 @@ type turnRun struct {
 	lastStop string // stop_reason of its latest reply
 	lastText string // text of its latest reply that had some
 	esc      bool   // the front pressed Esc for it
-	busy     bool   // the state file said "busy" during it
+	busy     bool   // the state file said the harness was at work during it
 }
 
 // pendingPrompt is a prompt the front typed, on its way to the transcript.
@@ -462,7 +463,7 @@ func (s *session) due(now time.Time) {
 		facts = append(facts, s.endOnIdle(t))
 	}
 	typed, held := s.typed, s.held
-	exitNow := s.endAfter && s.turn == nil && s.pending == nil && s.status != "busy"
+	exitNow := s.endAfter && s.turn == nil && s.pending == nil && !working(s.status)
 	if exitNow {
 		s.endAfter = false
 	}
@@ -569,25 +570,33 @@ func (s *session) look() {
 	}
 }
 
-// sawStatus takes what the state file says of the harness: "busy" while a
-// turn runs, "idle" otherwise. Idle after a turn that ran (or whose last
-// reply ended it) is a sign of its end; the transcript has idleSettle to
-// say how (see endOnIdle).
+// working: the state file's status says the harness is at work: "busy"
+// (a turn runs), "shell" (a command of its own runs) or "waiting" (a
+// dialog waits for an answer, within a turn). Typed keys would land in
+// that work, and a turn is not over.
+func working(status string) bool {
+	return status == "busy" || status == "shell" || status == "waiting"
+}
+
+// sawStatus takes what the state file says of the harness: at work (see
+// working) or "idle". Idle after a turn that ran (or whose last reply
+// ended it) is a sign of its end; the transcript has idleSettle to say how
+// (see endOnIdle).
 func (s *session) sawStatus(status string) {
 	s.status = status
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case status == "busy" && s.busy == nil:
+	case working(status) && s.busy == nil:
 		s.busy = make(chan struct{})
-	case status != "busy" && s.busy != nil:
+	case !working(status) && s.busy != nil:
 		close(s.busy)
 		s.busy = nil
 	}
 	t := s.turn
 	switch {
 	case t == nil:
-	case status == "busy":
+	case working(status):
 		t.busy = true
 		s.idleAt = time.Time{}
 	case status == "idle" && (t.busy || t.lastStop == "end_turn") && s.idleAt.IsZero():
@@ -722,7 +731,7 @@ func (s *session) translate(ev *transcript.Event) {
 // of the main thread shows that one runs. Called with mu held.
 func (s *session) running() *turnRun {
 	if s.turn == nil {
-		s.turn = &turnRun{busy: s.status == "busy"}
+		s.turn = &turnRun{busy: working(s.status)}
 	}
 	return s.turn
 }
