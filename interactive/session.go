@@ -42,14 +42,15 @@ const (
 	// keysAfter: a harness that writes no state file gets the person's keys
 	// this long after it started (nothing else says its input box is up).
 	keysAfter = 3 * time.Second
-	// keysAfterPrompt: a harness started with its first prompt gets the
-	// person's keys once that prompt's request is out and answered (a
-	// reply, or the turn's end, is in the transcript), or this long after
-	// it started. Its state file comes earlier in its
-	// start-up than its input box does: keys released on the state file
-	// alone were lost on a loaded machine; and keys released when the
-	// transcript appears (the prompt is in, its request not yet out) could
-	// end the turn before its request left (a held /exit).
+	// keysAfterPrompt: a harness given its first prompt (at start, or
+	// typed for being too long for the command line) gets the person's
+	// keys once that prompt's request is out and answered (a reply, or the
+	// turn's end, is in the transcript), or this long after it started.
+	// Its state file comes earlier in its start-up than its input box
+	// does: keys released on the state file alone were lost on a loaded
+	// machine; and keys released when the transcript appears (the prompt
+	// is in, its request not yet out) could end the turn before its
+	// request left (a held /exit).
 	keysAfterPrompt = 20 * time.Second
 	// idleSettle: the harness's state file says "idle" before its last
 	// transcript lines of the turn are written; a turn whose end the
@@ -432,7 +433,7 @@ func (s *session) nextDue() time.Time {
 		earlier(s.p.start.Add(startTyping))
 	}
 	if !s.released && !typed && !held {
-		if s.cfg.argPrompt {
+		if s.cfg.argPrompt || s.cfg.typed != "" {
 			earlier(s.p.start.Add(keysAfterPrompt))
 		} else {
 			earlier(s.p.start.Add(keysAfter))
@@ -474,7 +475,7 @@ func (s *session) due(now time.Time) {
 		s.typeFirst(typed)
 	}
 	keysReady, wait := s.ready, keysAfter
-	if s.cfg.argPrompt {
+	if s.cfg.argPrompt || s.cfg.typed != "" {
 		keysReady, wait = s.begun, keysAfterPrompt
 	}
 	if !s.released && !held && typed == "" && (keysReady || now.Sub(s.p.start) >= wait) {
@@ -774,12 +775,8 @@ func (s *session) typeFirst(prompt string) {
 			p.by = time.Now().Add(s.f.opts.SubmitTimeout)
 		}
 	}
-	held := s.held
 	s.mu.Unlock()
-	if !held {
-		s.released = true
-		_ = s.f.gate.Release()
-	}
+	// The person's keys follow once its request is answered (due).
 	if err != nil {
 		s.log.Error("type the first prompt", "err", err)
 		s.p.Stop(nil) // the generation cannot start: the engine sees the exit
