@@ -194,11 +194,11 @@ func (s *session) Cancel() error   { return s.interrupt("cancel") }
 
 // interrupt ends the running turn as a person would: Esc, once. From here
 // on the person's keys wait, so that nothing they type lands in flower's
-// prompt. No Esc is pressed when none is needed, since a second Esc on the
-// harness's screen opens its message selector: when no turn runs (its
-// TurnEnded went out before this call), when the turn's last reply already
-// ended it (its end follows on its own), or when Esc was pressed for this
-// turn already. A turn whose prompt is still on its way gets its Esc when
+// prompt. No Esc is pressed when none is needed, since Esc twice on the
+// harness's screen goes up the conversation (its own "press esc twice"):
+// when no turn runs (its TurnEnded went out before this call), when the
+// turn's last reply already ended it (its end follows on its own), or when
+// Esc was pressed for this turn already. A turn whose prompt is still on its way gets its Esc when
 // the prompt shows up. A turn that does not stop is the engine's to judge
 // (its cut timeout).
 func (s *session) interrupt(purpose string) error {

@@ -241,8 +241,8 @@ func TestSessionCutThenWritingTurn(t *testing.T) {
 }
 
 // TestSessionCutAfterTheLastReply: a cut that comes when the turn's last
-// reply already ended it presses no Esc (a second Esc on the screen would
-// open the harness's message selector); the turn's end is its own.
+// reply already ended it presses no Esc (Esc twice on the screen goes up
+// the conversation); the turn's end is its own.
 func TestSessionCutAfterTheLastReply(t *testing.T) {
 	t.Parallel()
 	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 155_000}}}, "go on", Options{})
