@@ -198,9 +198,9 @@ func (s *session) Cancel() error   { return s.interrupt("cancel") }
 // harness's screen goes up the conversation (its own "press esc twice"):
 // when no turn runs (its TurnEnded went out before this call), when the
 // turn's last reply already ended it (its end follows on its own), or when
-// Esc was pressed for this turn already. A turn whose prompt is still on its way gets its Esc when
-// the prompt shows up. A turn that does not stop is the engine's to judge
-// (its cut timeout).
+// Esc was pressed for this turn already. A turn whose prompt is still on
+// its way gets its Esc when the prompt shows up. A turn that does not stop
+// is the engine's to judge (its cut timeout).
 func (s *session) interrupt(purpose string) error {
 	s.f.gate.Hold()
 	s.mu.Lock()
@@ -279,8 +279,8 @@ func (s *session) Send(t front.Turn) error {
 	return nil
 }
 
-// whenIdle waits until the harness's state file no longer says busy.
-// Keys typed while it is busy are not cleared by the Ctrl-C: a /compact
+// whenIdle waits until the harness's state file no longer says it is at
+// work (see working). Keys typed while it is are not cleared by the Ctrl-C: a /compact
 // the hook blocked puts itself back into the input as it ends, and a
 // prompt typed before would be appended to it (and run as the command's
 // arguments). A state file that never says idle holds the prompt for
@@ -310,7 +310,7 @@ func (s *session) whenIdle() error {
 // Ctrl-C twice. Pressed while a turn runs, the first Ctrl-C would only end
 // the turn and the harness would stay; so follow types them once no turn
 // runs, no typed prompt is on its way, and the state file does not say
-// busy.
+// the harness is at work.
 func (s *session) EndAfterTurn() error {
 	s.mu.Lock()
 	s.endAfter = true
