@@ -64,7 +64,10 @@
 //
 // Files. $HOME/.claude/sessions/<pid>.json appears as the harness starts
 // (before any prompt) with "sessionId", "cwd" and "status" ("busy" while a
-// turn runs, "idle" otherwise) and is removed when it exits. The transcript
+// turn runs, "idle" otherwise; its code also knows "shell" and "waiting",
+// the latter for a dialog waiting on an answer) and is removed when it
+// exits. It says "busy" while a slash command runs too (a /compact and its
+// PreCompact hook), with no transcript line until the command is done. The transcript
 // $HOME/.claude/projects/<cwd slug>/<sessionId>.jsonl appears with the first
 // prompt ($CLAUDE_CONFIG_DIR replaces $HOME/.claude when set; the slug turns
 // every character but ASCII letters and digits into "-"). In it a turn that
@@ -124,18 +127,18 @@
 //
 // The commands become keys. Cut, StopTool and Cancel are one Esc for the
 // running turn, pressed once: none when no turn runs (its TurnEnded went
-// out before the command), when the turn's last reply already ended it,
-// or a second time (a second Esc opens the harness's
-// message selector); a turn that does not stop is the engine's cut timeout
-// to judge. From a Cut on, the person's keys are held (not dropped) until
-// the next harness's input box is up. Send waits until the state file no
-// longer says busy (keys typed into a busy harness are lost, and a /compact
-// the hook blocked puts itself back into the input as it ends), empties
-// the input with one Ctrl-C, waits out the double-press window and types
-// the prompt as small bracketed pastes; its turn's kind is the engine's word and changes
-// nothing in how it is typed. EndAfterTurn is Ctrl-C twice once no turn
-// runs and the state file does not say busy; Stop is the same, then
-// signals.
+// out before the command) or the turn's last reply already ended it, and
+// never a second one (Esc twice goes up the conversation); a turn that
+// does not stop is the engine's cut timeout to judge. From a Cut on, the
+// person's keys are held (not dropped) until the next harness has its
+// first request answered. Send waits until the state file no longer says
+// the harness is at work (keys typed into a busy harness are lost, and a
+// /compact the hook blocked puts itself back into the input as it ends),
+// empties the input with one Ctrl-C, waits out the double-press window
+// and types the prompt as small bracketed pastes; its turn's kind is the
+// engine's word and changes nothing in how it is typed. EndAfterTurn is
+// Ctrl-C twice once no turn runs and the state file does not say the
+// harness is at work; Stop is the same, then signals.
 //
 // The front keeps no phase of the engine's; what it keeps is the turn the
 // transcript shows running, and the commands it carried out whose effect

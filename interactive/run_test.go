@@ -440,13 +440,6 @@ func TestRunAdoptsTheHarnessWindow(t *testing.T) {
 	}{{"the turn runs", true}, {"the turn is over", false}} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if !tt.tool {
-				// The engine judges a moved window only while a turn runs:
-				// a handoff due once the window moves while idle is not
-				// taken, although DESIGN.md «Engine states» has idle go to
-				// writing when a handoff is asked for.
-				t.Skip("the engine does not yet hand off when the window moves while the session is idle")
-			}
 			f := newFakeRun(t,
 				fakeScript{Replies: []fakeReply{{Context: 155_000, Before: 60_000, Tool: tt.tool}}, Writing: goodDoc},
 				fakeScript{Replies: []fakeReply{{Context: 20_000}}})

@@ -42,11 +42,15 @@ const (
 	// keysAfter: a harness that writes no state file gets the person's keys
 	// this long after it started (nothing else says its input box is up).
 	keysAfter = 3 * time.Second
-	// keysAfterPrompt: a harness started with its first prompt gets the
-	// person's keys once that prompt is in (its transcript appears), or
-	// this long after it started. Its state file comes earlier in its
-	// start-up than its input box does: keys released on the state file
-	// alone were lost on a loaded machine.
+	// keysAfterPrompt: a harness given its first prompt (at start, or
+	// typed for being too long for the command line) gets the person's
+	// keys once that prompt's request is out and answered (a reply, or the
+	// turn's end, is in the transcript), or this long after it started.
+	// Its state file comes earlier in its start-up than its input box
+	// does: keys released on the state file alone were lost on a loaded
+	// machine; and keys released when the transcript appears (the prompt
+	// is in, its request not yet out) could end the turn before its
+	// request left (a held /exit).
 	keysAfterPrompt = 20 * time.Second
 	// idleSettle: the harness's state file says "idle" before its last
 	// transcript lines of the turn are written; a turn whose end the
@@ -93,6 +97,7 @@ type session struct {
 	following string // the session whose transcript fol reads
 	drained   bool
 	ready     bool // the harness's state file has appeared
+	begun     bool // its first request is answered (keysAfterPrompt)
 	released  bool // the person's keys go to this harness
 	status    string
 
@@ -108,8 +113,9 @@ type session struct {
 	// prompt was still on its way; Esc goes when it shows up.
 	escOnArrival bool
 	held         bool // an engine's command holds the person's keys
-	// busy is open while the state file says "busy" (closed then, and
-	// nil): a prompt is not typed into the harness meanwhile (see Send).
+	// busy is open while the state file says the harness is at work
+	// (working): closed then, and nil. A prompt is not typed into it
+	// meanwhile (see Send).
 	busy     chan struct{}
 	idleAt   time.Time // the idle sign ends the running turn then; zero for never
 	cost     float64   // the process's cost so far (cost-state lines)
@@ -125,7 +131,7 @@ type turnRun struct {
 	lastStop string // stop_reason of its latest reply
 	lastText string // text of its latest reply that had some
 	esc      bool   // the front pressed Esc for it
-	busy     bool   // the state file said "busy" during it
+	busy     bool   // the state file said the harness was at work during it
 }
 
 // pendingPrompt is a prompt the front typed, on its way to the transcript.
@@ -188,13 +194,13 @@ func (s *session) Cancel() error   { return s.interrupt("cancel") }
 
 // interrupt ends the running turn as a person would: Esc, once. From here
 // on the person's keys wait, so that nothing they type lands in flower's
-// prompt. No Esc is pressed when none is needed, since a second Esc on the
-// harness's screen opens its message selector: when no turn runs (its
-// TurnEnded went out before this call), when the turn's last reply already
-// ended it (its end follows on its own), or when Esc was pressed for this
-// turn already. A turn whose prompt is still on its way gets its Esc when
-// the prompt shows up. A turn that does not stop is the engine's to judge
-// (its cut timeout).
+// prompt. No Esc is pressed when none is needed, since Esc twice on the
+// harness's screen goes up the conversation (its own "press esc twice"):
+// when no turn runs (its TurnEnded went out before this call), when the
+// turn's last reply already ended it (its end follows on its own), or when
+// Esc was pressed for this turn already. A turn whose prompt is still on
+// its way gets its Esc when the prompt shows up. A turn that does not stop
+// is the engine's to judge (its cut timeout).
 func (s *session) interrupt(purpose string) error {
 	s.f.gate.Hold()
 	s.mu.Lock()
@@ -273,8 +279,8 @@ func (s *session) Send(t front.Turn) error {
 	return nil
 }
 
-// whenIdle waits until the harness's state file no longer says busy.
-// Keys typed while it is busy are not cleared by the Ctrl-C: a /compact
+// whenIdle waits until the harness's state file no longer says it is at
+// work (see working). Keys typed while it is are not cleared by the Ctrl-C: a /compact
 // the hook blocked puts itself back into the input as it ends, and a
 // prompt typed before would be appended to it (and run as the command's
 // arguments). A state file that never says idle holds the prompt for
@@ -304,7 +310,7 @@ func (s *session) whenIdle() error {
 // Ctrl-C twice. Pressed while a turn runs, the first Ctrl-C would only end
 // the turn and the harness would stay; so follow types them once no turn
 // runs, no typed prompt is on its way, and the state file does not say
-// busy.
+// the harness is at work.
 func (s *session) EndAfterTurn() error {
 	s.mu.Lock()
 	s.endAfter = true
@@ -427,7 +433,7 @@ func (s *session) nextDue() time.Time {
 		earlier(s.p.start.Add(startTyping))
 	}
 	if !s.released && !typed && !held {
-		if s.cfg.argPrompt {
+		if s.cfg.argPrompt || s.cfg.typed != "" {
 			earlier(s.p.start.Add(keysAfterPrompt))
 		} else {
 			earlier(s.p.start.Add(keysAfter))
@@ -458,7 +464,7 @@ func (s *session) due(now time.Time) {
 		facts = append(facts, s.endOnIdle(t))
 	}
 	typed, held := s.typed, s.held
-	exitNow := s.endAfter && s.turn == nil && s.pending == nil && s.status != "busy"
+	exitNow := s.endAfter && s.turn == nil && s.pending == nil && !working(s.status)
 	if exitNow {
 		s.endAfter = false
 	}
@@ -469,8 +475,8 @@ func (s *session) due(now time.Time) {
 		s.typeFirst(typed)
 	}
 	keysReady, wait := s.ready, keysAfter
-	if s.cfg.argPrompt {
-		keysReady, wait = s.following != "", keysAfterPrompt
+	if s.cfg.argPrompt || s.cfg.typed != "" {
+		keysReady, wait = s.begun, keysAfterPrompt
 	}
 	if !s.released && !held && typed == "" && (keysReady || now.Sub(s.p.start) >= wait) {
 		// The harness is up: the person's keys go straight to it now.
@@ -565,25 +571,33 @@ func (s *session) look() {
 	}
 }
 
-// sawStatus takes what the state file says of the harness: "busy" while a
-// turn runs, "idle" otherwise. Idle after a turn that ran (or whose last
-// reply ended it) is a sign of its end; the transcript has idleSettle to
-// say how (see endOnIdle).
+// working: the state file's status says the harness is at work: "busy"
+// (a turn runs), "shell" (a command of its own runs) or "waiting" (a
+// dialog waits for an answer, within a turn). Typed keys would land in
+// that work, and a turn is not over.
+func working(status string) bool {
+	return status == "busy" || status == "shell" || status == "waiting"
+}
+
+// sawStatus takes what the state file says of the harness: at work (see
+// working) or "idle". Idle after a turn that ran (or whose last reply
+// ended it) is a sign of its end; the transcript has idleSettle to say how
+// (see endOnIdle).
 func (s *session) sawStatus(status string) {
 	s.status = status
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case status == "busy" && s.busy == nil:
+	case working(status) && s.busy == nil:
 		s.busy = make(chan struct{})
-	case status != "busy" && s.busy != nil:
+	case !working(status) && s.busy != nil:
 		close(s.busy)
 		s.busy = nil
 	}
 	t := s.turn
 	switch {
 	case t == nil:
-	case status == "busy":
+	case working(status):
 		t.busy = true
 		s.idleAt = time.Time{}
 	case status == "idle" && (t.busy || t.lastStop == "end_turn") && s.idleAt.IsZero():
@@ -697,6 +711,14 @@ func (s *session) translate(ev *transcript.Event) {
 		}
 	}
 	s.mu.Unlock()
+	for _, f := range facts {
+		switch f := f.(type) {
+		case front.Round:
+			s.begun = s.begun || f.MainThread
+		case front.TurnEnded:
+			s.begun = true
+		}
+	}
 	s.emit(facts)
 	if escNow {
 		s.log.Info("ending the turn: Esc, now that its prompt showed up")
@@ -710,7 +732,7 @@ func (s *session) translate(ev *transcript.Event) {
 // of the main thread shows that one runs. Called with mu held.
 func (s *session) running() *turnRun {
 	if s.turn == nil {
-		s.turn = &turnRun{busy: s.status == "busy"}
+		s.turn = &turnRun{busy: working(s.status)}
 	}
 	return s.turn
 }
@@ -753,12 +775,8 @@ func (s *session) typeFirst(prompt string) {
 			p.by = time.Now().Add(s.f.opts.SubmitTimeout)
 		}
 	}
-	held := s.held
 	s.mu.Unlock()
-	if !held {
-		s.released = true
-		_ = s.f.gate.Release()
-	}
+	// The person's keys follow once its request is answered (due).
 	if err != nil {
 		s.log.Error("type the first prompt", "err", err)
 		s.p.Stop(nil) // the generation cannot start: the engine sees the exit

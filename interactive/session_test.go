@@ -241,8 +241,8 @@ func TestSessionCutThenWritingTurn(t *testing.T) {
 }
 
 // TestSessionCutAfterTheLastReply: a cut that comes when the turn's last
-// reply already ended it presses no Esc (a second Esc on the screen would
-// open the harness's message selector); the turn's end is its own.
+// reply already ended it presses no Esc (Esc twice on the screen goes up
+// the conversation); the turn's end is its own.
 func TestSessionCutAfterTheLastReply(t *testing.T) {
 	t.Parallel()
 	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 155_000}}}, "go on", Options{})
@@ -516,4 +516,24 @@ func TestSessionSendWaitsWhileBusy(t *testing.T) {
 	if r := fc.record(); len(r.Prompts) != 2 || r.Prompts[1] != "write the handoff" || len(r.Commands) != 1 {
 		t.Errorf("prompts %q, commands %q: want the prompt alone, the command once", r.Prompts, r.Commands)
 	}
+}
+
+// TestSessionTypesALongFirstPrompt: a first prompt too long for the command
+// line is typed once the harness is up, arrives whole, and its turn ends;
+// the person's keys typed meanwhile wait and then reach the harness's
+// input, not the prompt.
+func TestSessionTypesALongFirstPrompt(t *testing.T) {
+	t.Parallel()
+	prompt := "LONG-MARK " + strings.Repeat("word ", (maxArgPrompt+1000)/5)
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}}}, prompt, Options{})
+	fc.person.waitFor("raw mode", fc.person.raw)
+	fc.person.typeKeys("HELD")
+	fs := fc.waitFor("the first turn's end", nEnds(1))
+	if e := ends(fs)[0]; e.How != front.EndedOnOwn {
+		t.Errorf("turn ended %+v", e)
+	}
+	if r := fc.record(); len(r.Prompts) != 1 || promptText(r.Prompts[0]) != promptText(prompt) {
+		t.Fatalf("the fake got %d prompts; the first is not the long prompt whole", len(r.Prompts))
+	}
+	fc.person.waitFor("the held keys in the input", func() bool { return fc.record().Input == "HELD" })
 }
