@@ -125,6 +125,11 @@ type Exit struct {
 	Why string
 	// ByPerson: a person ended the harness in an orderly way.
 	ByPerson bool
+	// CostUSD is what the harness process cost in all, for a front that
+	// learns it only as the harness exits (the harness's own screen says
+	// it then, when no turn is left whose TurnEnded could carry it); 0
+	// when every TurnEnded carried the cost so far.
+	CostUSD float64
 	// Skipped counts output lines that were not records (not JSON, or too
 	// long) and were dropped.
 	Skipped int

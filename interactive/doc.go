@@ -4,8 +4,8 @@
 // terminal while a harness runs (raw mode, restored on every way out: normal
 // exit, error, signal, panic), the copying of keys in and screen out, the
 // key gate that keeps the person's keys out of what flower types, and
-// window-size changes. Everything else is translation, both ways (see «What
-// this front translates» below): the transcript file, the harness's state
+// window-size changes. Everything else is translation, both ways (see "What
+// this front translates" below): the transcript file, the harness's state
 // file and its exit become facts (package front), and the engine's commands
 // become keys. The front decides nothing: every rule of a handoff (the
 // thresholds, the cut, the writing turn, parsing the document, degrading,

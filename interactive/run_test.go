@@ -217,12 +217,10 @@ func TestRunHandsOff(t *testing.T) {
 	if len(st.Retired) != 1 || st.Retired[0] != g1.SessionID || st.SessionID != g2.SessionID || g1.SessionID == g2.SessionID {
 		t.Errorf("retired %q, session %q, generations %q %q", st.Retired, st.SessionID, g1.SessionID, g2.SessionID)
 	}
-	// The cost is not checked: the harness's screen says what it cost only
-	// at its exit (a cost-state line), when no turn is left to end, and the
-	// seam has no fact for a cost outside a turn's end (no TurnEnded is
-	// made up for it).
-	if st.Context != 20_000 || st.NumTurns != 4 {
-		t.Errorf("context %d, turns %d; want 20000, 4", st.Context, st.NumTurns)
+	// The screen says what the harness cost only at its exit (a
+	// cost-state line), when no turn is left to end: front.Exit carries it.
+	if st.CostUSD != 0.5 || st.Context != 20_000 || st.NumTurns != 4 {
+		t.Errorf("cost %v, context %d, turns %d; want 0.5 (two cost-state lines), 20000, 4", st.CostUSD, st.Context, st.NumTurns)
 	}
 	screen := f.person.seen()
 	for _, want := range []string{"# context 140.0K/200K · about 10K to handoff\r\n", "<- handoff written to " + h.Path + "\r\n"} {

@@ -346,7 +346,10 @@ func (s *session) Exit() front.Exit {
 	if err != nil {
 		why += " (" + err.Error() + ")"
 	}
-	return front.Exit{Why: why, ByPerson: err == nil || endedByPerson(err)}
+	s.mu.Lock()
+	cost := s.cost
+	s.mu.Unlock()
+	return front.Exit{Why: why, ByPerson: err == nil || endedByPerson(err), CostUSD: cost}
 }
 
 // nudge wakes follow after a command changed what it waits for.
@@ -530,8 +533,8 @@ func (s *session) exited() {
 		facts = append(facts, s.endTurn(how, "the harness exited before the turn ended", "exited during the turn", nil))
 	} else if s.cost > 0 {
 		// The screen says what the process cost only as it exits, when no
-		// turn is left whose end could carry it.
-		s.log.Info("the harness's cost at its exit (no turn's end carries it)", "cost_usd", s.cost)
+		// turn is left whose end could carry it: Exit carries it.
+		s.log.Info("the harness's cost at its exit", "cost_usd", s.cost)
 	}
 	s.mu.Unlock()
 	s.emit(facts)

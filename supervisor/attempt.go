@@ -259,11 +259,25 @@ func (a *attemptRun) fold() (outcome, bool) {
 // failure, and one in the middle of a handoff degrades it.
 func (a *attemptRun) exited() outcome {
 	x := a.p.Exit()
+	a.bookExit(x)
 	if x.ByPerson && a.working() {
 		a.log.Info("harness ended by the person")
 		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}
 	}
 	return a.died(x.Why)
+}
+
+// bookExit books what the harness's exit said it cost beyond the turns
+// already booked: a front that learns the cost only at exit says it there
+// (front.Exit.CostUSD).
+func (a *attemptRun) bookExit(x front.Exit) {
+	if x.CostUSD <= a.lastCost {
+		return
+	}
+	a.meter.CostUSD = max(a.meter.CostUSD, x.CostUSD)
+	a.st.AddUsage(x.CostUSD-a.lastCost, 0)
+	a.lastCost = x.CostUSD
+	a.rt.save(a.st)
 }
 
 // exitWhy waits a grace period for the harness to exit after a turn it

@@ -85,7 +85,9 @@ func (a *attemptRun) stop() {
 			a.bookInterrupted(te)
 		}
 	}
-	if n := a.p.Exit().Skipped; n > 0 {
+	x := a.p.Exit()
+	a.bookExit(x)
+	if n := x.Skipped; n > 0 {
 		a.st.AddError(fmt.Sprintf("generation %d: the harness wrote %d line(s) that were not JSON or too long; they were skipped (see the log)", a.gen.N, n))
 		a.rt.save(a.st)
 	}
