@@ -260,17 +260,10 @@ func (s *session) Send(t front.Turn) error {
 		err = sleep(s.ctx, clearWait)
 	}
 	if err == nil {
-		err = Typist{Type: s.f.gate.Type, Gap: pasteGap, Settle: settle}.Submit(s.ctx, t.Prompt)
+		err = s.submit(p, t.Prompt)
+	} else {
+		s.settleTyping(p, err)
 	}
-	s.mu.Lock()
-	if s.pending == p {
-		if err != nil {
-			s.pending = nil
-		} else {
-			p.by = time.Now().Add(s.f.opts.SubmitTimeout)
-		}
-	}
-	s.mu.Unlock()
 	s.nudge()
 	if err != nil {
 		return fmt.Errorf("type the prompt: %w", err)
@@ -762,6 +755,29 @@ func promptArrived(typed, text string) bool {
 	return got == typed || (typed != "" && strings.Contains(got, typed))
 }
 
+// submit types the pending prompt p and submits it; once typed, it must
+// show up in the transcript within Options.SubmitTimeout (see Send).
+func (s *session) submit(p *pendingPrompt, prompt string) error {
+	err := Typist{Type: s.f.gate.Type, Gap: pasteGap, Settle: settle}.Submit(s.ctx, prompt)
+	s.settleTyping(p, err)
+	return err
+}
+
+// settleTyping records how typing p went: a prompt that could not be typed is no
+// longer awaited; one typed is awaited until its deadline.
+func (s *session) settleTyping(p *pendingPrompt, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending != p {
+		return
+	}
+	if err != nil {
+		s.pending = nil
+	} else {
+		p.by = time.Now().Add(s.f.opts.SubmitTimeout)
+	}
+}
+
 // typeFirst types a first prompt too long for the command line.
 func (s *session) typeFirst(prompt string) {
 	s.f.gate.Hold()
@@ -769,16 +785,7 @@ func (s *session) typeFirst(prompt string) {
 	s.mu.Lock()
 	s.typed, s.pending = "", p
 	s.mu.Unlock()
-	err := Typist{Type: s.f.gate.Type, Gap: pasteGap, Settle: settle}.Submit(s.ctx, prompt)
-	s.mu.Lock()
-	if s.pending == p {
-		if err != nil {
-			s.pending = nil
-		} else {
-			p.by = time.Now().Add(s.f.opts.SubmitTimeout)
-		}
-	}
-	s.mu.Unlock()
+	err := s.submit(p, prompt)
 	// The person's keys follow once its request is answered (due).
 	if err != nil {
 		s.log.Error("type the first prompt", "err", err)
