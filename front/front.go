@@ -73,6 +73,12 @@ type Capabilities struct {
 	// task may be what they typed (a UserMessage), and their keys wait
 	// while flower types.
 	PersonTypes bool
+	// Resumes: a session the front ran can be started again by its id
+	// (Spec.Resume), its context whole: a crashed attempt, a continue and
+	// a wait go on in the same session. A front that cannot is never
+	// asked to; the engine starts a fresh session from the step's latest
+	// handoff (or its task) instead, and says so (DESIGN.md «Retries»).
+	Resumes bool
 }
 
 // Session is one running harness, as the engine sees it. Its methods are

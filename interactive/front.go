@@ -254,7 +254,7 @@ const maxArgPrompt = 100 << 10
 // first prompt at start (it cannot be started early), and the person types
 // the work turns.
 func (f *Front) Capabilities() front.Capabilities {
-	return front.Capabilities{OutsideTurns: true, PersonTypes: true}
+	return front.Capabilities{OutsideTurns: true, PersonTypes: true, Resumes: true}
 }
 
 // Launch starts one harness in a pty on the person's terminal, which is raw

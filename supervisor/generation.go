@@ -37,6 +37,19 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 			rt.save(st)
 		}
 		gen := st.Current()
+		if l.resume != "" && !rt.caps.Resumes {
+			// This front cannot start a session again by its id: go on
+			// from the step's latest handoff (or its task) instead.
+			next, err := s.resumeRefused(gen, *l, "this front cannot resume a session")
+			if err != nil {
+				st.AddError(err.Error())
+				st.Finish(manifest.StatusFailed, rt.opts.Now())
+				rt.save(st)
+				return genEnd{gen: gen, err: err, out: outcome{kind: outcomeFailed, why: err.Error()}}
+			}
+			*l = next
+			continue
+		}
 		var out outcome
 		if ctx.Err() != nil {
 			// Stopped between attempts (during a handoff, say): start

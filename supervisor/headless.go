@@ -28,7 +28,9 @@ var (
 // Capabilities implements front.Launcher: a stream-json harness waits for
 // its first user line on stdin, so it can be started before the line is
 // known; the engine sends every turn, and nobody types.
-func (Headless) Capabilities() front.Capabilities { return front.Capabilities{StartEarly: true} }
+func (Headless) Capabilities() front.Capabilities {
+	return front.Capabilities{StartEarly: true, Resumes: true}
+}
 
 // Launch starts a stream-json harness. The first prompt is sent by Begin
 // (or, for a harness started early, by the first Send).

@@ -251,6 +251,7 @@ func memGuaranteeTable() []memGuarantee {
 	return []memGuarantee{
 		{"lock", memLock},
 		{"retry after a harness crash", memCrash},
+		{"a front that cannot resume retries from the task", memCrashNoResume},
 		{"futile guard", memFutile},
 		{"window adopted from the harness", memWindow},
 		{"compaction hands off", memBackstop},
@@ -405,6 +406,44 @@ func memCrash(t *testing.T) {
 	last := strings.Join(reqs[len(reqs)-1].History, "\n")
 	if api := r.front.Sessions(); len(api) != 1 || !strings.Contains(last, "timeout 120 tail") || !strings.Contains(last, "GUAR-TASK-MARK") {
 		t.Errorf("sessions %q; the last request does not carry the crashed turn's history:\n%s", api, last)
+	}
+	r.checkLineage(st)
+}
+
+// memCrashNoResume: the same crash on a front whose sessions cannot be
+// resumed (Capabilities.Resumes false). The engine never asks it to: the
+// crashed session is set aside, and a fresh session starts from the task
+// in a generation of its own (DESIGN.md «Retries»).
+func memCrashNoResume(t *testing.T) {
+	tool := memTool(100_000, "timeout 120 tail -f /dev/null")
+	tool.Tool.Took = time.Hour
+	tool.Tool.Started = func(p *fronttest.Proc) {
+		if p.N == 1 {
+			p.Kill()
+		}
+	}
+	r := newMemRun(t, [][]fronttest.Round{{tool}, {memDone(20_000)}}, memHandoff)
+	r.front.NoResume = true
+	st, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask)
+	if err != nil {
+		t.Fatalf("RunStep after the harness crash: %v", err)
+	}
+	st = r.step()
+	procs := r.front.Procs()
+	if len(procs) != 2 || procs[1].Spec.Resume != "" {
+		t.Fatalf("%d harnesses, the second resuming %q: want a fresh second session", len(procs), procs[len(procs)-1].Spec.Resume)
+	}
+	first := procs[0].Session()
+	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 2 || !slices.Contains(st.Retired, first) || st.SessionID == first {
+		t.Errorf("status %s, %d generations, retired %q, session %s: want succeeded in a second generation, %s set aside",
+			st.Status, len(st.Generations), st.Retired, st.SessionID, first)
+	}
+	if !slices.ContainsFunc(st.Errors, func(e string) bool { return strings.Contains(e, "this front cannot resume a session") }) {
+		t.Errorf("errors %q do not say why the session was not resumed", st.Errors)
+	}
+	reqs := r.front.Requests()
+	if last := strings.Join(reqs[len(reqs)-1].History, "\n"); !strings.Contains(last, "GUAR-TASK-MARK") || strings.Contains(last, "timeout 120 tail") {
+		t.Errorf("the fresh session's request does not start from the task alone:\n%s", last)
 	}
 	r.checkLineage(st)
 }

@@ -141,8 +141,9 @@ type Launcher struct {
 	ModelName string
 	// Late: the front cannot start a harness before its first prompt
 	// (Capabilities.StartEarly is false). PersonTypes: a person types the
-	// turns (Capabilities.OutsideTurns and PersonTypes).
-	Late, PersonTypes bool
+	// turns (Capabilities.OutsideTurns and PersonTypes). NoResume: the
+	// front cannot resume a session (Capabilities.Resumes is false).
+	Late, PersonTypes, NoResume bool
 
 	mu       sync.Mutex
 	modelMu  sync.Mutex
@@ -164,7 +165,7 @@ var (
 
 // Capabilities implements front.Launcher.
 func (l *Launcher) Capabilities() front.Capabilities {
-	return front.Capabilities{StartEarly: !l.Late, OutsideTurns: l.PersonTypes, PersonTypes: l.PersonTypes}
+	return front.Capabilities{StartEarly: !l.Late, OutsideTurns: l.PersonTypes, PersonTypes: l.PersonTypes, Resumes: !l.NoResume}
 }
 
 // Launch starts a scripted harness for s. A spec that resumes a session
