@@ -3,6 +3,7 @@ package console
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/flowerhq/flower/event"
 
@@ -29,6 +30,10 @@ type gauge struct {
 	at      int
 	cost    float64
 	phase   gaugePhase
+	// until is when a limit's wait ends, left how long it had to go at
+	// its latest event (zero: no wait runs).
+	until time.Time
+	left  time.Duration
 }
 
 // update folds ev into the gauge and reports whether anything changed.
@@ -47,6 +52,13 @@ func (g *gauge) update(ev event.Event) bool {
 	case event.KindGeneration:
 		// A new process: what the last one measured no longer holds.
 		g.phase, g.context = gaugeStarting, 0
+		g.until, g.left = time.Time{}, 0
+	case event.KindLimitWait:
+		// unattended: the wait's countdown (one event a second)
+		g.until, g.left = time.Time{}, 0
+		if ev.Phase != event.PhaseEnded && ev.Until != nil {
+			g.until, g.left = *ev.Until, max(time.Until(*ev.Until), 0).Round(time.Second)
+		}
 	case event.KindHandoff:
 		g.context = ev.Context
 		switch ev.Phase {
@@ -84,6 +96,9 @@ func (g *gauge) text(lab labels, handoff bool) string {
 		default:
 			parts = append(parts, fmt.Sprintf(lab.toGo, policy.FormatUsed(g.at-g.context)))
 		}
+	}
+	if !g.until.IsZero() {
+		parts = append(parts, fmt.Sprintf(lab.waiting, g.until.Local().Format("15:04:05"), g.left))
 	}
 	parts = append(parts, fmt.Sprintf("$%.2f", g.cost))
 	return strings.Join(parts, " · ")

@@ -173,6 +173,12 @@ type attemptRun struct {
 	// predecessor is the burned attempt this session took over from; its
 	// harness is stopped once this session's first request is out.
 	predecessor *attemptRun
+
+	// unattended: limits met and waited out, the running turn's cost, the deadline's timer (unattended.go)
+	lim           limitWatch
+	spend         spendMeter
+	deadlineDue   <-chan time.Time
+	deadlineFired bool
 }
 
 func (a *attemptRun) setPhase(p phase) {
@@ -215,6 +221,9 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 			if ack != nil {
 				ack.Handled()
 			}
+			if a.lim.wait != nil {
+				arm(0) // unattended: no turn runs while a limit is waited out
+			}
 			if a.phase != before {
 				switch a.phase {
 				case phaseCutting:
@@ -249,6 +258,21 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 		case <-a.successorDue:
 			a.successorDue = nil
 			a.startSuccessor()
+		case <-a.lim.wakeC(): // unattended: the limit lifted; the same session goes on
+			if out, end := a.waitOver(); end {
+				return out
+			}
+			if a.phase == phaseWriting {
+				arm(rt.opts.WritingTimeout)
+			} else {
+				arm(rt.opts.TurnTimeout)
+			}
+		case <-a.lim.tickC(): // unattended: the wait's countdown
+			a.waitTicked()
+		case <-a.deadlineC(): // unattended: the deadline cuts a working turn at the message boundary
+			if a.deadlineReached() {
+				arm(rt.opts.CutTimeout)
+			}
 		case <-timer:
 			switch a.phase {
 			case phaseWorking:
@@ -344,6 +368,7 @@ func (a *attemptRun) handle(ev *transcript.Event) (out outcome, end bool) {
 	rt, st := a.rt, a.st
 	prevSession, prevResponses := a.meter.SessionID, a.meter.Responses
 	a.meter.Observe(ev)
+	a.unattendedRecord(ev) // unattended: limits seen, each response's cost; budget and deadline at every API response
 	if a.meter.Responses != prevResponses {
 		// One small record per main-thread response, the points of a run's
 		// chart (DESIGN.md «Run page»); the phase says a writing turn's.
@@ -551,6 +576,10 @@ func (a *attemptRun) result(ev *transcript.Event) (outcome, bool) {
 	st.SetContext(a.meter.Context)
 	if w := a.resultWindow(ev); w > 0 {
 		a.crossCheck(w)
+	}
+	if out, end, ok := a.unattendedResult(ev); ok { // unattended: a turn ended on a limit waits it out (no attempt), or stops the step past --max-wait
+		rt.save(st)
+		return out, end
 	}
 	overflow := ev.TerminalReason == "prompt_too_long" || ev.TerminalReason == "blocking_limit" ||
 		(ev.IsError && handoffwriter.IsOverflow(ev.Result))

@@ -113,6 +113,13 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 		case outcomeHandoff:
 			end.frozen, end.err = s.books().Freeze(gen, handoff.Cut{Handoff: out.handoff, Why: out.why, Reason: out.reason,
 				Context: out.context, WritingSeconds: out.writingSeconds, WritingCostUSD: out.writingCost, Outcome: out.writeOutcome})
+			if end.err == nil {
+				end.err = s.boundStop(out.reason) // unattended: past the budget or deadline, the step stops after the handoff
+			}
+			return end
+
+		case outcomeLimited: // unattended: a limit past --max-wait stops the step; its session stays live for continue
+			end.err = s.limitStop(out)
 			return end
 		}
 	}

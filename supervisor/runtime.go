@@ -114,6 +114,18 @@ type Options struct {
 	TaskCarry int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	// unattended: the step's bounds and the limit wait (DESIGN.md «Unattended: limits, budget, deadline»).
+	// MaxBudgetUSD bounds the step's cost (every generation, retry and
+	// writing turn); 0 keeps the budget the step recorded, if any.
+	// MaxDuration bounds this call's wall-clock time, waits included; 0:
+	// none. MaxWait bounds the wait for a limit; 0: none. LimitBackoff is
+	// the first wait for a limit with no reset known (DefaultLimitBackoff
+	// when 0), doubled for each limit in a row.
+	MaxBudgetUSD float64
+	MaxDuration  time.Duration
+	MaxWait      time.Duration
+	LimitBackoff time.Duration
 }
 
 // Runtime runs steps under generational handoff, recording them in one
@@ -403,6 +415,8 @@ type stepRun struct {
 	// late: no harness of this step starts before its first prompt is
 	// known, whatever the front can (warm.go).
 	late bool
+	// unattended: the step's budget and deadline in this call (unattended.go)
+	bounds stepBounds
 }
 
 // begin marks the step running under this Runtime's settings.
@@ -417,6 +431,7 @@ func (s *stepRun) begin() {
 	if st.StartedAt.IsZero() {
 		st.StartedAt = now
 	}
+	s.setBounds(now) // unattended: the budget given or recorded, the deadline from now
 	if rt.wbErr != nil {
 		// DESIGN.md «No workbench» goes on without a file; the manifest says why there is none.
 		st.AddError(fmt.Sprintf("workbench unavailable (%v): handoffs reach the successor through its prompt only", rt.wbErr))
