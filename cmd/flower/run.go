@@ -391,7 +391,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, HookBinary: hookBinary, Env: set.harnessEnv, Model: set.model,
 		MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout, Logger: logger,
 		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, TaskCarry: set.taskCarry,
-		TrustNotes: set.trustNotes,
+		TrustNotes:   set.trustNotes,
 		MaxBudgetUSD: set.maxBudgetUSD, MaxDuration: set.maxDuration, MaxWait: set.maxWait, LimitBackoff: set.limitBackoff,
 	})
 	if err != nil {
