@@ -330,6 +330,8 @@ func (a *attemptRun) deadlineReached() bool {
 // stops when the wait would last past --max-wait or the deadline (ok and
 // end, with the outcome).
 func (a *attemptRun) unattendedResult(ev *transcript.Event) (out outcome, end, ok bool) {
+	// The estimate against the harness's figure, for the run's log.
+	a.log.Debug("turn cost", "estimate_usd", a.spend.turn, "harness_total_usd", ev.TotalCostUSD, "booked_usd", a.st.CostUSD)
 	a.spend.reset()
 	now := a.rt.opts.Now()
 	l, limited := a.lim.ended(ev, now)
