@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/scriptedapi"
@@ -98,7 +100,8 @@ func TestLimitWaitedOut(t *testing.T) {
 		return scriptedapi.Reply{}, false
 	}
 	g := newGuarRun(t, headlessGuar{}, m.script, oneRetry)
-	h := g.run(guarTask, "--window", "200000", "--limit-backoff", "1s", "--lang", "en")
+	events := filepath.Join(t.TempDir(), "events")
+	h := g.run(guarTask, "--window", "200000", "--limit-backoff", "1s", "--lang", "en", "--notify", notifyTo(events))
 	code := g.wait(h)
 	st := g.step()
 	out := h.output()
@@ -131,6 +134,40 @@ func TestLimitWaitedOut(t *testing.T) {
 	if gap := next.Time.Sub(reqs[2].Time); gap < 3*time.Second {
 		t.Errorf("the continuation came %s after the last limited request, before the retry-after", gap)
 	}
+	got := notified(t, events)
+	if kinds := kindsOf(got); kinds != "limit_wait_begin,limit_wait_end,step_end" {
+		t.Fatalf("notified %s; want limit_wait_begin, limit_wait_end, step_end", kinds)
+	}
+	if b := got[0]; b.Get("limit").String() != "rate_limit" || b.Get("session_id").String() != reqs[0].SessionID {
+		t.Errorf("limit_wait_begin %s; want the rate limit and the session", b.Raw)
+	}
+}
+
+// notifyTo is a --notify command that appends each event to file, one a line.
+func notifyTo(file string) string { return "{ cat; echo; } >> " + file }
+
+// notified reads the events notifyTo's command recorded.
+func notified(t *testing.T, file string) []gjson.Result {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []gjson.Result
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, gjson.Parse(l))
+		}
+	}
+	return out
+}
+
+func kindsOf(evs []gjson.Result) string {
+	var k []string
+	for _, e := range evs {
+		k = append(k, e.Get("kind").String())
+	}
+	return strings.Join(k, ",")
 }
 
 // TestLimitOnWritingTurn: a subscription's usage limit rejects the writing
@@ -249,7 +286,8 @@ func TestBounds(t *testing.T) {
 			t.Parallel()
 			m := &unattendedModel{plans: [][]scriptedapi.Reply{row.plan, {done(20_000)}}}
 			g := newGuarRun(t, headlessGuar{}, m.script)
-			h := g.run(guarTask, append([]string{"--window", "200000", "--lang", "en"}, row.flags...)...)
+			events := filepath.Join(t.TempDir(), "events")
+			h := g.run(guarTask, append([]string{"--window", "200000", "--lang", "en", "--notify", notifyTo(events)}, row.flags...)...)
 			code := g.wait(h)
 			st := g.step()
 			if code != row.code || st.Status != row.status {
@@ -285,6 +323,12 @@ func TestBounds(t *testing.T) {
 			}
 			if !strings.Contains(h.output(), "hands off at the message boundary, then the step stops") {
 				t.Errorf("flower did not say why it stops:\n%s", h.output())
+			}
+			got := notified(t, events)
+			if kinds, want := kindsOf(got), row.reason+"_reached,handoff,step_end"; kinds != want {
+				t.Errorf("notified %s; want %s", kinds, want)
+			} else if end := got[2]; end.Get("status").String() != row.status || end.Get("cost_usd").Float() != st.CostUSD {
+				t.Errorf("step_end %s; want status %s, cost %v", end.Raw, row.status, st.CostUSD)
 			}
 			code, out := continueRun(t, g, row.raise...)
 			st = g.step()
