@@ -126,6 +126,13 @@ type Options struct {
 	MaxDuration  time.Duration
 	MaxWait      time.Duration
 	LimitBackoff time.Duration
+	// Deadline, when set, is the step's deadline itself (a remote step's,
+	// fixed when it was submitted); it wins over MaxDuration. SpentUSD is
+	// what the step cost where this run's manifest does not see it (a
+	// remote step's other workers): the budget counts it when it is more
+	// than the manifest's cost_usd.
+	Deadline time.Time
+	SpentUSD float64
 }
 
 // Runtime runs steps under generational handoff, recording them in one

@@ -181,6 +181,9 @@ func (w *limitWatch) tickC() <-chan time.Time {
 type stepBounds struct {
 	budget   float64   // 0: none
 	deadline time.Time // zero: none
+	// elsewhere is what the step cost beyond the manifest's cost_usd
+	// (Options.SpentUSD).
+	elsewhere float64
 }
 
 // setBounds takes the bounds of this call: the budget given, else the
@@ -191,12 +194,21 @@ func (s *stepRun) setBounds(now time.Time) {
 	if rt.opts.MaxBudgetUSD > 0 {
 		st.BudgetUSD = rt.opts.MaxBudgetUSD
 	}
-	s.bounds = stepBounds{budget: st.BudgetUSD}
+	s.bounds = stepBounds{budget: st.BudgetUSD, elsewhere: max(0, rt.opts.SpentUSD-st.CostUSD)}
 	st.Deadline = nil
-	if rt.opts.MaxDuration > 0 {
-		d := now.Add(rt.opts.MaxDuration)
+	d := rt.opts.Deadline
+	if d.IsZero() && rt.opts.MaxDuration > 0 {
+		d = now.Add(rt.opts.MaxDuration)
+	}
+	if !d.IsZero() {
 		s.bounds.deadline, st.Deadline = d, &d
 	}
+}
+
+// spent is the step's cost as the budget counts it: the booked cost, what
+// was spent elsewhere, and running, the running turn's estimate.
+func (s *stepRun) spent(running float64) float64 {
+	return s.st.CostUSD + s.bounds.elsewhere + running
 }
 
 // reached names the bound the step has reached, with what it spent: the
@@ -286,7 +298,7 @@ func (a *attemptRun) checkBounds(now time.Time) bool {
 	if a.phase != phaseWorking || a.over || a.lim.wait != nil || a.idle {
 		return false
 	}
-	spent := a.st.CostUSD + a.spend.turn
+	spent := a.spent(a.spend.turn)
 	reason := a.bounds.reached(spent, now)
 	if reason == "" {
 		return false
@@ -443,14 +455,14 @@ func (a *attemptRun) waitOver() (outcome, bool) {
 // reached (the handoff was cut for it, or was due anyway and the writing
 // turn passed the budget). nil lets the successor start.
 func (s *stepRun) boundStop(reason string) error {
-	rt, st := s.rt, s.st
+	rt := s.rt
 	if reason != manifest.ReasonBudget && reason != manifest.ReasonDeadline {
-		reason = s.bounds.reached(st.CostUSD, rt.opts.Now())
+		reason = s.bounds.reached(s.spent(0), rt.opts.Now())
 	}
 	var status, why string
 	switch reason {
 	case manifest.ReasonBudget:
-		status, why = manifest.StatusBudget, fmt.Sprintf("the budget of $%.2f is reached ($%.4f spent)", s.bounds.budget, st.CostUSD)
+		status, why = manifest.StatusBudget, fmt.Sprintf("the budget of $%.2f is reached ($%.4f spent)", s.bounds.budget, s.spent(0))
 	case manifest.ReasonDeadline:
 		status, why = manifest.StatusDeadline, "the deadline "+s.bounds.deadline.Format(time.DateTime)+" is reached"
 	default:
