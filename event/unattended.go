@@ -17,4 +17,8 @@ const (
 	PhaseBegun   = "begun"
 	PhaseWaiting = "waiting"
 	PhaseEnded   = "ended"
+	// PhaseShown: a limit ended a turn that someone else starts (a person
+	// at the harness's own screen, an application through the relay);
+	// flower waits nothing itself, and says when the limit resets.
+	PhaseShown = "shown"
 )

@@ -101,6 +101,9 @@ type limitWatch struct {
 	waited time.Duration
 	// wait is the wait running; nil when none.
 	wait *limitWaiting
+	// shown: the limit met was told (limitShown); false again once the
+	// session answers.
+	shown bool
 }
 
 // limitWaiting is a wait running: its record in the generation, when it
@@ -286,10 +289,43 @@ func (a *attemptRun) unattendedRecord(ev *transcript.Event) {
 	now := a.rt.opts.Now()
 	a.lim.observe(ev, now)
 	a.spend.observe(ev, a.model)
+	a.limitShown(ev, now)
 	if ev.Kind != transcript.KindAssistant || ev.Synthetic() {
 		return
 	}
 	a.checkBounds(now)
+}
+
+// limitShown tells whoever starts the turns (a person at the harness's
+// own screen) of a limit the session met, once per limit: the engine does
+// not wait it out then, but the reset is worth showing (the interactive
+// front puts it in the terminal's title).
+func (a *attemptRun) limitShown(ev *transcript.Event, now time.Time) {
+	if !a.rt.caps.OutsideTurns {
+		return
+	}
+	if ev.Kind == transcript.KindAssistant && ev.MainThread() && !ev.Synthetic() {
+		a.lim.shown = false // the session answers again
+		return
+	}
+	if a.lim.shown || ev.Kind == transcript.KindResult {
+		return
+	}
+	l, ok := transcript.LimitOf(ev, now)
+	if !ok {
+		return
+	}
+	a.lim.shown = true
+	e := a.event(KindLimitWait)
+	e.Phase, e.Limit = event.PhaseShown, string(l.Kind)
+	e.Text = limitName(l.Kind) + " reached"
+	if !l.ResetAt.IsZero() {
+		r := l.ResetAt
+		e.ResetAt = &r
+		e.Text += ": it resets at " + r.Local().Format("15:04")
+	}
+	a.log.Warn("limit shown to whoever starts the turns", "limit", l.Kind, "reset_at", e.ResetAt, "message", l.Message)
+	a.rt.emit(e)
 }
 
 // checkBounds cuts a working turn once the step reached its budget or

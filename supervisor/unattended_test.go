@@ -124,3 +124,31 @@ func TestStepBounds(t *testing.T) {
 		t.Errorf("no bounds, yet %q reached", got)
 	}
 }
+
+// On a front whose turns a person starts, a limit the session met is told
+// once (its reset for the terminal's title), and no wait starts.
+func TestLimitShownOutsideTurns(t *testing.T) {
+	r := newMemRun(t, nil, nil)
+	r.front.PersonTypes = true
+	rt := r.runtime(Options{Handoff: window(200_000)})
+	st := &manifest.StepResult{Name: "s"}
+	gen := st.BeginGeneration("sess", time.Now())
+	s := &stepRun{rt: rt, st: st, log: rt.log}
+	a := &attemptRun{stepRun: s, gen: gen, log: rt.log}
+	now := time.Unix(1_800_000_000, 0)
+	limited := `{"type":"assistant","sessionId":"sess","message":{"id":"m1","model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"You've hit your 5-hour limit · resets 12:05pm (UTC)"}]},"apiErrorStatus":429,"apiError":"usage_limit_reached","apiErrorParams":{"rate_limit_info":{"status":"rejected","resetsAt":1800000300,"rateLimitType":"five_hour"}},"isApiErrorMessage":true}`
+	a.unattendedRecord(decode(t, limited))
+	a.unattendedRecord(decode(t, limited)) // the same limit, told once
+	var shown []Event
+	for _, ev := range r.events {
+		if ev.Kind == KindLimitWait {
+			shown = append(shown, ev)
+		}
+	}
+	if len(shown) != 1 || shown[0].Phase != "shown" || shown[0].Limit != "usage_limit" || shown[0].ResetAt == nil || !shown[0].ResetAt.Equal(now.Add(5*time.Minute)) {
+		t.Fatalf("limit events %+v; want one shown usage limit resetting at %s", shown, now.Add(5*time.Minute))
+	}
+	if _, _, ok := a.unattendedResult(decode(t, `{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"api_error":"usage_limit_reached","result":"You've hit your 5-hour limit · resets 12:05pm (UTC)"}`)); ok || a.lim.wait != nil {
+		t.Error("a wait started on a front whose turns a person starts")
+	}
+}
