@@ -263,6 +263,7 @@ func TestBounds(t *testing.T) {
 	t.Parallel()
 	rows := []struct {
 		name   string
+		front  guarFront
 		plan   []scriptedapi.Reply
 		flags  []string
 		raise  []string
@@ -277,6 +278,12 @@ func TestBounds(t *testing.T) {
 			bash(100_000, "echo three >> work.txt"), bash(100_000, "echo four >> work.txt"), bash(100_000, "echo five >> work.txt"), done(100_000)},
 			flags: []string{"--max-budget-usd", "0.05", "--model", "claude-sonnet-4-5"}, raise: []string{"--max-budget-usd", "10"},
 			status: manifest.StatusBudget, code: 4, reason: manifest.ReasonBudget},
+		// The interactive front: the harness's screen says its cost only
+		// as it exits, so the estimate alone reaches the budget.
+		{name: "budget on the interactive front", front: interactiveGuar{}, plan: []scriptedapi.Reply{bash(100_000, "echo one >> work.txt"), bash(100_000, "echo two >> work.txt"),
+			bash(100_000, "echo three >> work.txt"), bash(100_000, "echo four >> work.txt"), bash(100_000, "echo five >> work.txt"), done(100_000)},
+			flags: []string{"--max-budget-usd", "0.05", "--model", "claude-sonnet-4-5"}, raise: []string{"--max-budget-usd", "10"},
+			status: manifest.StatusBudget, code: 4, reason: manifest.ReasonBudget},
 		// Each tool call takes a second; the deadline comes a few calls in.
 		{name: "deadline", plan: sleepers(12), flags: []string{"--max-duration", "5s"}, raise: []string{"--max-duration", "5m"},
 			status: manifest.StatusDeadline, code: 5, reason: manifest.ReasonDeadline},
@@ -285,7 +292,11 @@ func TestBounds(t *testing.T) {
 		t.Run(row.name, func(t *testing.T) {
 			t.Parallel()
 			m := &unattendedModel{plans: [][]scriptedapi.Reply{row.plan, {done(20_000)}}}
-			g := newGuarRun(t, headlessGuar{}, m.script)
+			fr := row.front
+			if fr == nil {
+				fr = headlessGuar{}
+			}
+			g := newGuarRun(t, fr, m.script)
 			events := filepath.Join(t.TempDir(), "events")
 			h := g.run(guarTask, append([]string{"--window", "200000", "--lang", "en", "--notify", notifyTo(events)}, row.flags...)...)
 			code := g.wait(h)
@@ -311,17 +322,17 @@ func TestBounds(t *testing.T) {
 			if working >= len(row.plan) || working < 2 {
 				t.Errorf("%d working requests of the plan's %d: want the cut mid-turn", working, len(row.plan))
 			}
-			if row.name == "budget" {
+			if strings.HasPrefix(row.name, "budget") {
 				// The cut came at the boundary after the second response:
 				// at most the request in flight followed.
 				if working > 3 {
 					t.Errorf("%d working requests; the budget was passed by the second response", working)
 				}
-				if st.CostUSD <= 0.05 || st.BudgetUSD != 0.05 {
+				if (row.front == nil && st.CostUSD <= 0.05) || st.BudgetUSD != 0.05 {
 					t.Errorf("cost $%v, budget $%v; want past the budget of $0.05, recorded", st.CostUSD, st.BudgetUSD)
 				}
 			}
-			if !strings.Contains(h.output(), "hands off at the message boundary, then the step stops") {
+			if row.front == nil && !strings.Contains(h.output(), "hands off at the message boundary, then the step stops") {
 				t.Errorf("flower did not say why it stops:\n%s", h.output())
 			}
 			got := notified(t, events)

@@ -233,6 +233,10 @@ func (b stepBounds) reached(spent float64, now time.Time) (reason string) {
 type spendMeter struct {
 	turn float64
 	seen map[string]bool // message ids of this turn: one response, several lines
+	// unbooked is the estimate of the turns whose result carried no new
+	// cost (a harness on its own screen says its cost only as it exits):
+	// it counts until a result does; total is the process's last figure.
+	unbooked, total float64
 }
 
 func (m *spendMeter) observe(ev *transcript.Event, model string) {
@@ -252,6 +256,22 @@ func (m *spendMeter) observe(ev *transcript.Event, model string) {
 }
 
 func (m *spendMeter) reset() { m.turn, m.seen = 0, nil }
+
+// ended folds a turn's result: its cumulative cost (total_cost_usd)
+// replaces the estimates when it grew; otherwise the turn's estimate goes
+// on counting.
+func (m *spendMeter) ended(total float64) {
+	if total > m.total {
+		m.total, m.unbooked = total, 0
+	} else {
+		m.unbooked += m.turn
+	}
+	m.reset()
+}
+
+// running is what the budget adds to the booked cost: the estimates not
+// yet replaced by a figure of the harness's.
+func (m *spendMeter) running() float64 { return m.unbooked + m.turn }
 
 // price is a model's price in USD per million tokens.
 type price struct{ input, output float64 }
@@ -334,7 +354,7 @@ func (a *attemptRun) checkBounds(now time.Time) bool {
 	if a.phase != phaseWorking || a.over || a.lim.wait != nil || a.idle {
 		return false
 	}
-	spent := a.spent(a.spend.turn)
+	spent := a.spent(a.spend.running())
 	reason := a.bounds.reached(spent, now)
 	if reason == "" {
 		return false
@@ -380,7 +400,7 @@ func (a *attemptRun) deadlineReached() bool {
 func (a *attemptRun) unattendedResult(ev *transcript.Event) (out outcome, end, ok bool) {
 	// The estimate against the harness's figure, for the run's log.
 	a.log.Debug("turn cost", "estimate_usd", a.spend.turn, "harness_total_usd", ev.TotalCostUSD, "booked_usd", a.st.CostUSD)
-	a.spend.reset()
+	a.spend.ended(ev.TotalCostUSD)
 	now := a.rt.opts.Now()
 	l, limited := a.lim.ended(ev, now)
 	if !limited || a.rt.caps.OutsideTurns {

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -91,9 +92,17 @@ func TestSpendMeter(t *testing.T) {
 	if d := m.turn - want; d > 1e-9 || d < -1e-9 {
 		t.Errorf("a synthetic line moved the estimate to $%v", m.turn)
 	}
-	m.reset()
-	if m.turn != 0 || m.seen != nil {
-		t.Errorf("reset left %+v", m)
+	m.ended(0) // a result with no cost: the estimate goes on counting
+	if m.turn != 0 || m.seen != nil || m.running() != want {
+		t.Errorf("after a result without cost: %+v, running $%v; want the estimate $%v carried", m, m.running(), want)
+	}
+	m.observe(decode(t, strings.Replace(line, `"m1"`, `"m3"`, 1)), "")
+	if r := m.running(); r < 2*want-1e-9 || r > 2*want+1e-9 {
+		t.Errorf("running $%v after a second response, want $%v", r, 2*want)
+	}
+	m.ended(0.5) // the harness's figure replaces every estimate
+	if m.running() != 0 || m.total != 0.5 {
+		t.Errorf("after a result with cost: %+v", m)
 	}
 	for model, p := range map[string]price{"claude-opus-4-1": {15, 75}, "claude-opus-4-5-20251101": {5, 25},
 		"claude-haiku-4-5": {1, 5}, "claude-3-5-haiku-latest": {0.8, 4}, "claude-sonnet-4-5": {3, 15}, "something-else": {3, 15}} {
