@@ -341,6 +341,18 @@ func TestBounds(t *testing.T) {
 			} else if end := got[2]; end.Get("status").String() != row.status || end.Get("cost_usd").Float() != st.CostUSD {
 				t.Errorf("step_end %s; want status %s, cost %v", end.Raw, row.status, st.CostUSD)
 			}
+			if row.name == "budget" {
+				// A continue that does not raise the budget starts nothing.
+				before := len(m.requests())
+				code, out := continueRun(t, g)
+				if st := g.step(); code != row.code || st.Status != row.status || len(m.requests()) != before || len(st.Generations) != 1 {
+					t.Fatalf("continue without a new budget: exit %d, status %s, %d new requests, %d generations; want %d, %s, none, 1:\n%s",
+						code, st.Status, len(m.requests())-before, len(st.Generations), row.code, row.status, out)
+				}
+				if !strings.Contains(out, "raise it with --max-budget-usd") {
+					t.Errorf("continue without a new budget does not say to raise it:\n%s", out)
+				}
+			}
 			code, out := continueRun(t, g, row.raise...)
 			st = g.step()
 			if code != 0 || st.Status != manifest.StatusSucceeded || len(st.Generations) != 2 {

@@ -31,6 +31,10 @@ type genEnd struct {
 func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) genEnd {
 	rt, st := s.rt, s.st
 	for {
+		if err := s.boundBefore(); err != nil { // unattended: a bound reached already starts nothing
+			s.abandon(*l)
+			return genEnd{gen: st.Current(), err: err}
+		}
 		if l.newGeneration {
 			st.BeginGeneration("", rt.opts.Now())
 			l.newGeneration = false

@@ -60,7 +60,7 @@ func (a *attemptRun) bookInterrupted(ev *transcript.Event) {
 // (then the step stops it once the successor has its prompt).
 func (a *attemptRun) finish() {
 	a.over = true
-	a.endWait() // unattended: a wait cut short (flower stopping) is recorded as ended
+	a.endWait(false) // unattended: a wait cut short (flower stopping) is recorded as ended
 	a.retirePredecessor()
 	if a.early != nil {
 		a.dropSuccessor()

@@ -466,8 +466,9 @@ func (a *attemptRun) waitTicked() {
 	}
 }
 
-// endWait closes the running wait's record; the wait is over.
-func (a *attemptRun) endWait() {
+// endWait closes the running wait's record; the wait is over (lifted:
+// it ran its time; otherwise the attempt ended during it).
+func (a *attemptRun) endWait(lifted bool) {
 	w := a.lim.wait
 	if w == nil {
 		return
@@ -478,7 +479,11 @@ func (a *attemptRun) endWait() {
 		a.gen.LimitWaits[w.rec].End = &now
 	}
 	a.lim.waited += now.Sub(w.start)
-	a.rt.emit(a.waitEvent(event.PhaseEnded))
+	e := a.waitEvent(event.PhaseEnded)
+	if !lifted {
+		e.Text = fmt.Sprintf("the wait for the %s was cut short", limitName(w.limit.Kind))
+	}
+	a.rt.emit(e)
 	a.lim.wait = nil
 	a.rt.save(a.st)
 }
@@ -488,7 +493,7 @@ func (a *attemptRun) endWait() {
 // asked for its document again (DESIGN.md «Writing turn»): no handoff is
 // degraded for a limit.
 func (a *attemptRun) waitOver() (outcome, bool) {
-	a.endWait()
+	a.endWait(true)
 	switch a.phase {
 	case phaseCutting:
 		return a.startWriting()
@@ -525,6 +530,23 @@ func (s *stepRun) boundStop(reason string) error {
 		return nil
 	}
 	return s.stop(status, why)
+}
+
+// boundBefore stops the step before an attempt starts when a bound is
+// reached already: a step continued without raising its budget, a retry
+// after the deadline. Nothing runs that the bound would cut at its first
+// response; the step's last handoff is on disk.
+func (s *stepRun) boundBefore() error {
+	var why string
+	switch s.bounds.reached(s.spent(0), s.rt.opts.Now()) {
+	case manifest.ReasonBudget:
+		why = fmt.Sprintf("the budget of $%.2f is spent already ($%.4f): raise it with --max-budget-usd", s.bounds.budget, s.spent(0))
+		return s.stop(manifest.StatusBudget, why)
+	case manifest.ReasonDeadline:
+		why = "the deadline " + s.bounds.deadline.Format(time.DateTime) + " has passed: give a new one with --max-duration"
+		return s.stop(manifest.StatusDeadline, why)
+	}
+	return nil
 }
 
 // limitStop stops the step on a limit that lasts too long: the session
