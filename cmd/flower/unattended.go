@@ -60,8 +60,9 @@ func (set jobSettings) checkUnattended() error {
 	return nil
 }
 
-// envUnattended reads the relay's FLOWER_MAX_BUDGET_USD, FLOWER_MAX_DURATION
-// and FLOWER_MAX_WAIT into set; unset or blank leaves a setting alone.
+// envUnattended reads the relay's FLOWER_MAX_BUDGET_USD and
+// FLOWER_MAX_DURATION into set; unset or blank leaves a setting alone. The
+// relay has no limit wait (the application decides), so no FLOWER_MAX_WAIT.
 func envUnattended(set *jobSettings, env func(string) string) error {
 	if v := env(envMaxBudget); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -73,7 +74,7 @@ func envUnattended(set *jobSettings, env func(string) string) error {
 	for _, d := range []struct {
 		name string
 		to   *time.Duration
-	}{{envMaxDuration, &set.maxDuration}, {envMaxWait, &set.maxWait}} {
+	}{{envMaxDuration, &set.maxDuration}} {
 		v := env(d.name)
 		if v == "" {
 			continue
@@ -83,6 +84,18 @@ func envUnattended(set *jobSettings, env func(string) string) error {
 			return usagef("%s=%q: want a positive duration such as 90m or 8h (unset it for no bound)", d.name, v)
 		}
 		*d.to = t
+	}
+	return nil
+}
+
+// interactiveWaits refuses the limit wait's flags in the interactive mode:
+// the person at the harness's screen sees a limit and decides, flower
+// waits nothing there (the title shows the reset).
+func interactiveWaits(c interface{ IsSet(string) bool }) error {
+	for _, name := range []string{"max-wait", "limit-backoff"} {
+		if c.IsSet(name) {
+			return usagef("--%s applies to headless runs: in the interactive mode the harness's screen shows a limit, and you decide when to go on", name)
+		}
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func TestUnattendedUsageErrors(t *testing.T) {
 	}
 	env := map[string]string{}
 	get := func(k string) string { return env[k] }
-	for k, v := range map[string]string{envMaxBudget: "0", envMaxDuration: "soon", envMaxWait: "-3m"} {
+	for k, v := range map[string]string{envMaxBudget: "0", envMaxDuration: "soon"} {
 		clear(env)
 		env[k] = v
 		var set jobSettings
@@ -43,8 +43,17 @@ func TestUnattendedUsageErrors(t *testing.T) {
 	clear(env)
 	env[envMaxBudget], env[envMaxDuration], env[envMaxWait] = "2.5", "90m", "6h"
 	var set jobSettings
-	if err := envUnattended(&set, get); err != nil || set.maxBudgetUSD != 2.5 || set.maxDuration != 90*time.Minute || set.maxWait != 6*time.Hour {
-		t.Errorf("envUnattended = %v, %+v; want $2.5, 90m, 6h", err, set)
+	if err := envUnattended(&set, get); err != nil || set.maxBudgetUSD != 2.5 || set.maxDuration != 90*time.Minute || set.maxWait != 0 {
+		t.Errorf("envUnattended = %v, %+v; want $2.5, 90m, and no wait bound (the relay waits nothing)", err, set)
+	}
+	for _, name := range []string{"max-wait", "limit-backoff"} {
+		err := interactiveWaits(isSet(name))
+		if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "--"+name) {
+			t.Errorf("interactive --%s: %v; want a usage error naming it", name, err)
+		}
+	}
+	if err := interactiveWaits(isSet("max-budget-usd")); err != nil {
+		t.Errorf("interactive --max-budget-usd refused: %v", err)
 	}
 }
 
@@ -86,3 +95,7 @@ func TestBudgetLine(t *testing.T) {
 		}
 	}
 }
+
+type isSet string
+
+func (s isSet) IsSet(name string) bool { return name == string(s) }
