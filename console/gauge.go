@@ -57,7 +57,7 @@ func (g *gauge) update(ev event.Event) bool {
 		// unattended: the wait's countdown (one event a second)
 		g.until, g.left = time.Time{}, 0
 		if ev.Phase != event.PhaseEnded && ev.Until != nil {
-			g.until, g.left = *ev.Until, max(time.Until(*ev.Until), 0).Round(time.Second)
+			g.until = *ev.Until
 		}
 	case event.KindHandoff:
 		g.context = ev.Context
@@ -73,6 +73,18 @@ func (g *gauge) update(ev event.Event) bool {
 		}
 	}
 	return *g != before
+}
+
+// countdown sets how long the wait has to go at now, and reports whether
+// that changed what the gauge shows.
+func (g *gauge) countdown(now time.Time) bool {
+	if g.until.IsZero() {
+		return false
+	}
+	left := max(g.until.Sub(now), 0).Round(time.Second)
+	changed := left != g.left
+	g.left = left
+	return changed
 }
 
 // ready reports whether there is anything to show: a generation has started.
