@@ -55,4 +55,8 @@ func TestWorkflowBudgetAcrossWorkers(t *testing.T) {
 	if err := env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != manifest.StatusBudget {
 		t.Fatalf("workflow error %v; want one of type %s", err, manifest.StatusBudget)
 	}
+	var st fleet.Status
+	if err := app.Details(&st); err != nil || st.Record.BudgetUSD != 4 || st.Record.CostUSD != 4.5 || st.Record.Deadline == nil || !st.Record.Deadline.Equal(deadline) {
+		t.Errorf("status %+v (%v); want the budget $4, $4.5 spent, the deadline", st.Record, err)
+	}
 }

@@ -633,4 +633,7 @@ func TestTemporalBudget(t *testing.T) {
 	if st.Record.CostUSD < 0.19 {
 		t.Errorf("the step cost $%v, under its budget of $0.19", st.Record.CostUSD)
 	}
+	if show := ts.show(t, id); !strings.Contains(show, "of $0.1900 spent") {
+		t.Errorf("flower show --temporal does not show spent against the budget:\n%s", show)
+	}
 }
