@@ -254,6 +254,42 @@ func TestMaxWait(t *testing.T) {
 	}
 }
 
+// TestMaxWaitWriting: a usage limit on the writing turn, lasting past
+// --max-wait: the step stops with the session live and its handoff not
+// degraded; flower continue resumes the session, which writes the handoff
+// whole, and the successor finishes.
+func TestMaxWaitWriting(t *testing.T) {
+	t.Parallel()
+	m := &unattendedModel{plans: twoGens}
+	m.limit = func(r *scriptedapi.Request, writing bool) (scriptedapi.Reply, bool) {
+		if writing {
+			return scriptedapi.UsageLimited(time.Now().Add(time.Hour)), true
+		}
+		return scriptedapi.Reply{}, false
+	}
+	g := newGuarRun(t, headlessGuar{}, m.script, oauth...)
+	h := g.run(guarTask, "--window", "200000", "--max-wait", "1m")
+	code := g.wait(h)
+	st := g.step()
+	if code != 6 || st.Status != manifest.StatusLimited || st.SessionID == "" || st.Generations[0].Handoff != nil {
+		t.Fatalf("exit %d, status %s, session %q, handoff %+v; want 6, %s, the session live, no handoff yet:\n%s",
+			code, st.Status, st.SessionID, st.Generations[0].Handoff, manifest.StatusLimited, h.output())
+	}
+	if w := st.Generations[0].LimitWaits; len(w) != 1 || !w[0].Writing || !w[0].Stopped {
+		t.Errorf("waits %+v; want one on the writing turn, not made", w)
+	}
+	session := st.SessionID
+	m.setLimit(nil)
+	code, out := continueRun(t, g)
+	st = g.step()
+	if code != 0 || st.Status != manifest.StatusSucceeded || len(st.Generations) != 2 {
+		t.Fatalf("continue: exit %d, status %s, %d generations; want 0, succeeded, 2:\n%s", code, st.Status, len(st.Generations), out)
+	}
+	if ho := st.Generations[0].Handoff; ho == nil || ho.Degraded || st.Generations[0].SessionID != session {
+		t.Errorf("generation 1: session %s (was %s), handoff %+v; want the same session's whole handoff", st.Generations[0].SessionID, session, ho)
+	}
+}
+
 // TestBounds: the step's budget, then its deadline, reached mid-turn. The
 // session is cut at the next message boundary, writes its whole handoff
 // (its writing turn passing the budget), and the step stops with the

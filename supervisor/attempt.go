@@ -104,6 +104,9 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 		return a.died(fmt.Sprintf("send prompt: %v", err))
 	}
 	a.setPhase(phaseWorking)
+	if l.writing {
+		a.writingResumed(l) // unattended: a session a limit stopped in its writing turn resumes in it
+	}
 	return a.follow(ctx)
 }
 

@@ -53,6 +53,7 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 		// A successor started early serves one attempt: a retry starts
 		// its own harness.
 		l.early, l.predecessor, l.begun = nil, nil, false
+		l.writing = false // unattended: a retry resumes the session as a working turn (it is cut again at its first round)
 		if out.kind == outcomeFailed && ctx.Err() != nil {
 			// The harness went because flower is stopping (a second
 			// signal kills it at once): that is no failure of the step.

@@ -468,6 +468,9 @@ type launch struct {
 	predecessor *attemptRun
 	// begun: early was given its prompt already.
 	begun bool
+	// unattended: writing resumes a session a limit stopped in its writing turn; prompt is the writing prompt, at the cut's context
+	writing        bool
+	writingContext int
 }
 
 func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, error) {

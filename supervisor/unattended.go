@@ -549,6 +549,30 @@ func (s *stepRun) boundBefore() error {
 	return nil
 }
 
+// resumeWriting is how flower continue picks up a step a limit stopped in
+// the writing turn (its context at the threshold): the live session is
+// resumed and asked for its handoff again, so that the handoff is whole,
+// not rebuilt from the task.
+func (s *stepRun) resumeWriting(gen *manifest.Generation, session string, begin func()) launch {
+	rt := s.rt
+	begin()
+	gen.EndedAt = nil
+	s.log.Info("resuming the session in its writing turn", "resume", session, "context", gen.Context)
+	return launch{prompt: handoff.WritingPrompt(gen.Context, rt.policy.Window, s.st.Task, rt.opts.TaskCarry), resume: session,
+		writing: true, writingContext: gen.Context, fallback: s.handoffFallback}
+}
+
+// writingResumed puts an attempt resumed by resumeWriting in its writing
+// turn: its first prompt was the writing prompt.
+func (a *attemptRun) writingResumed(l launch) {
+	a.reason, a.cutContext = manifest.ReasonThreshold, l.writingContext
+	a.setPhase(phaseWriting)
+	a.writingStart, a.writingCost0 = a.rt.opts.Now(), a.meter.CostUSD
+	e := a.event(KindHandoff)
+	e.Phase, e.Context = PhaseWriting, a.cutContext
+	a.rt.emit(e)
+}
+
 // limitStop stops the step on a limit that lasts too long: the session
 // stays the step's live one, for flower continue.
 func (s *stepRun) limitStop(out outcome) error {
