@@ -79,7 +79,7 @@ func exitCode(err error) int {
 		return ew.code
 	case errors.As(err, &ue):
 		return exitUsage
-	case errors.Is(err, supervisor.ErrStopped): // a bound of an unattended run (unattended.go)
+	case errors.Is(err, supervisor.ErrStopped): // unattended: exit 4, 5, 6 for a bound (unattended.go)
 		code, _ := stopCode(err)
 		return code
 	case errors.Is(err, policy.ErrGenerationLimit):
