@@ -248,7 +248,7 @@ func memWatchdog() *time.Timer {
 }
 
 func memGuaranteeTable() []memGuarantee {
-	return []memGuarantee{
+	return append([]memGuarantee{
 		{"lock", memLock},
 		{"retry after a harness crash", memCrash},
 		{"futile guard", memFutile},
@@ -290,7 +290,7 @@ func memGuaranteeTable() []memGuarantee {
 		{"handoff now", memHandoffNow},
 		{"person-driven front", memPersonDriven},
 		{"window moved under an idle session: writes at once", memIdleWindow},
-	}
+	}, memUnattendedRows()...)
 }
 
 // memIdleWindow: on a person-driven front, the harness's window comes back
