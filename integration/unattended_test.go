@@ -219,9 +219,10 @@ func TestLimitOnWritingTurn(t *testing.T) {
 }
 
 // TestMaxWait: a usage limit whose reset is an hour ahead, --max-wait 2s:
-// the step stops at once with its own status and exit code, its session
-// live (a limited session cannot write a handoff; its context is intact);
-// flower continue, once the limit lifted, finishes it in the same session.
+// the step stops at once with its own status and exit code, and a degraded
+// handoff flower wrote itself on disk (a limited session cannot write
+// one), its session live and not burned (its context is intact); flower
+// continue, once the limit lifted, finishes it in the same session.
 func TestMaxWait(t *testing.T) {
 	t.Parallel()
 	m := &unattendedModel{plans: [][]scriptedapi.Reply{{bash(50_000, "echo one >> work.txt"), done(60_000)}}}
@@ -240,6 +241,16 @@ func TestMaxWait(t *testing.T) {
 	}
 	if st.SessionID == "" || st.Attempts != 0 || len(st.Generations[0].LimitWaits) != 1 || !st.Generations[0].LimitWaits[0].Stopped {
 		t.Fatalf("session %q, %d attempts, waits %+v; want the session live, no attempt, one wait not made", st.SessionID, st.Attempts, st.Generations[0].LimitWaits)
+	}
+	// The session cannot write while the API refuses it: flower left a
+	// degraded handoff on disk, and the session is not burned by it.
+	w := st.Generations[0].LimitWaits[0]
+	doc, err := os.ReadFile(w.HandoffPath)
+	if err != nil || !strings.Contains(string(doc), handoffwriter.DegradedMarker) || !strings.Contains(string(doc), "did not lift within --max-wait") {
+		t.Fatalf("the handoff left at %q (%v) is not the degraded one naming --max-wait:\n%s", w.HandoffPath, err, doc)
+	}
+	if len(st.Retired) != 0 || st.Generations[0].Handoff != nil || st.HandoffPath != w.HandoffPath {
+		t.Fatalf("retired %q, generation handoff %+v, handoff_path %q: want the session live and the document recorded", st.Retired, st.Generations[0].Handoff, st.HandoffPath)
 	}
 	first := m.requests()[0].SessionID
 	m.setLimit(nil)
