@@ -25,6 +25,7 @@ func memUnattendedRows() []memGuarantee {
 		{"limit past --max-wait: degraded handoff on disk, session live, continue finishes", memMaxWait},
 		{"budget reached mid-turn: cut, the writing turn exempt, continue raises it", memBudget},
 		{"deadline reached mid-tool: cut on the clock's timer", memDeadline},
+		{"limit on a person-driven front: shown, not waited", memLimitShown},
 	}
 }
 
@@ -210,4 +211,42 @@ func memDeadline(t *testing.T) {
 		t.Fatalf("status %s, deadline %v, receipt %+v: want deadline_reached with a whole handoff", st.Status, st.Deadline, h)
 	}
 	r.checkLineage(st)
+}
+
+// memLimitShown: where a person starts the turns, a limit that ends one is
+// told (its reset, for the terminal's title) and the engine waits nothing:
+// the person decides when to go on.
+func memLimitShown(t *testing.T) {
+	lim := memUsageLimit(5 * time.Minute)
+	lim.PersonNext = "PERSON-TURN-MARK: go on"
+	last := memDone(30_000)
+	last.PersonExits = true
+	r := newMemRun(t, [][]fronttest.Round{{memTool(20_000, "echo one >> work.txt"), lim, last}}, memHandoff)
+	r.front.PersonTypes, r.front.Late = true, true
+	start := time.Now()
+	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	if took := time.Since(start); took >= 5*time.Minute {
+		t.Errorf("the step took %s on the clock: the engine waited the limit out on a person's front", took)
+	}
+	st := r.step()
+	if st.Status != manifest.StatusSucceeded || st.Attempts != 0 || len(st.Generations[0].LimitWaits) != 0 {
+		t.Fatalf("status %s, %d attempts, waits %+v: want succeeded, no attempt, no wait", st.Status, st.Attempts, st.Generations[0].LimitWaits)
+	}
+	r.mu.Lock()
+	var shown []Event
+	for _, ev := range r.events {
+		if ev.Kind == KindLimitWait {
+			shown = append(shown, ev)
+		}
+	}
+	r.mu.Unlock()
+	if len(shown) != 1 || shown[0].Phase != "shown" || shown[0].Limit != "usage_limit" || shown[0].ResetAt == nil ||
+		shown[0].ResetAt.Sub(start) < 5*time.Minute-time.Second || shown[0].ResetAt.Sub(start) > 5*time.Minute+time.Second {
+		t.Fatalf("limit events %+v: want one shown usage limit resetting 5 min after the start", shown)
+	}
+	if p := r.front.Procs()[0].Prompts(); len(p) != 2 || p[1] != lim.PersonNext {
+		t.Errorf("the harness's turns %q: want the task, then the person's", p)
+	}
 }

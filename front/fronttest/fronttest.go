@@ -659,7 +659,7 @@ func (s *session) turn(t front.Turn) (last Round) {
 		}
 		if r.Limit != nil {
 			s.limited(*r.Limit, turns)
-			return
+			return r // what the person does next applies
 		}
 		s.msgSeq++
 		l.mu.Lock()
