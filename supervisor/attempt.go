@@ -219,6 +219,7 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 			}
 		case <-ctx.Done():
 			// Let the current turn end at a message boundary, then go.
+			a.endWait(false) // unattended: a wait cut short is recorded as ended
 			return a.interrupted(ctx) // stop.go
 		}
 	}
@@ -306,6 +307,10 @@ func (a *attemptRun) exitWhy() string {
 // died handles a harness that is gone. Mid-handoff, the handoff degrades
 // (the session cannot write any more); otherwise the attempt failed.
 func (a *attemptRun) died(why string) outcome {
+	if w, ok := a.state.(*waiting); ok && w.cut == nil && w.w == nil {
+		// unattended: a harness that exits while a work turn's limit is waited out failed like any other; the retry resumes the session
+		return a.fail(why)
+	}
 	if !a.working() {
 		return a.handoff(a.cutOf(), handoffwriter.Handoff{}, why)
 	}
@@ -323,6 +328,13 @@ func (a *attemptRun) cutOf() cutAt {
 		return s.at
 	case *writing:
 		return s.at
+	case *waiting:
+		switch {
+		case s.cut != nil:
+			return *s.cut
+		case s.w != nil:
+			return s.w.at
+		}
 	}
 	return cutAt{reason: manifest.ReasonThreshold, context: a.meter.Context}
 }

@@ -26,6 +26,7 @@ func memUnattendedRows() []memGuarantee {
 		{"budget reached mid-turn: cut, the writing turn exempt, continue raises it", memBudget},
 		{"deadline reached mid-tool: cut on the clock's timer", memDeadline},
 		{"limit on a person-driven front: shown, not waited", memLimitShown},
+		{"harness dies during a wait: a failed attempt, the retry resumes the session", memLimitDied},
 	}
 }
 
@@ -249,4 +250,30 @@ func memLimitShown(t *testing.T) {
 	if p := r.front.Procs()[0].Prompts(); len(p) != 2 || p[1] != lim.PersonNext {
 		t.Errorf("the harness's turns %q: want the task, then the person's", p)
 	}
+}
+
+// memLimitDied: a harness that exits while a limit is waited out is a
+// failed attempt like any other (the wait recorded as ended), and the
+// retry resumes the same session.
+func memLimitDied(t *testing.T) {
+	r := newMemRun(t, [][]fronttest.Round{{memTool(50_000, "echo one >> work.txt"), memUsageLimit(5 * time.Minute), memDone(60_000)}}, memHandoff)
+	go func() {
+		time.Sleep(time.Minute) // well into the wait, on the bubble's clock
+		r.front.Procs()[0].Kill()
+	}()
+	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	st := r.step()
+	if st.Status != manifest.StatusSucceeded || st.Attempts != 1 || len(st.Generations) != 1 || len(st.Retired) != 0 {
+		t.Fatalf("status %s, %d attempts, %d generations, retired %q: want succeeded after one failed attempt, in one session", st.Status, st.Attempts, len(st.Generations), st.Retired)
+	}
+	if w := st.Generations[0].LimitWaits; len(w) != 1 || w[0].End == nil || w[0].End.After(w[0].Until) {
+		t.Errorf("limit waits %+v: want the one wait, ended when its harness died", w)
+	}
+	procs := r.front.Procs()
+	if len(procs) != 2 || procs[1].Spec.Resume != st.SessionID {
+		t.Fatalf("%d harnesses: want the retry resuming session %s", len(procs), st.SessionID)
+	}
+	r.checkLineage(st)
 }
