@@ -219,7 +219,7 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 			}
 		case <-ctx.Done():
 			// Let the current turn end at a message boundary, then go.
-			a.endWait(false) // unattended: a wait cut short is recorded as ended
+			a.endWait(false)          // unattended: a wait cut short is recorded as ended
 			return a.interrupted(ctx) // stop.go
 		}
 	}
