@@ -284,8 +284,11 @@ func (a *attemptRun) checkBounds() (outcome, bool) {
 		e.Text = fmt.Sprintf("the step's deadline %s is reached: the session hands off at the message boundary, then the step stops", a.bounds.deadline.Format(time.TimeOnly))
 	}
 	a.log.Warn(e.Text, "reason", reason, "spent_usd", spent, "budget_usd", a.bounds.budget)
+	// The cut goes out first: the event's sinks (the status lines, the
+	// notify hook, a screen's title) are not on its path.
+	out, end := a.handoffDue(cutAt{reason: reason, context: a.meter.Context})
 	a.rt.emit(e)
-	return a.handoffDue(cutAt{reason: reason, context: a.meter.Context})
+	return out, end
 }
 
 // armDeadline starts the step's deadline timer for this attempt, on the
