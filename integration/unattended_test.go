@@ -326,9 +326,12 @@ func TestBounds(t *testing.T) {
 			flags: []string{"--max-budget-usd", "0.05", "--model", "claude-sonnet-4-5"}, raise: []string{"--max-budget-usd", "10"},
 			status: manifest.StatusBudget, code: 4, reason: manifest.ReasonBudget},
 		// The interactive front: the harness's screen says its cost only
-		// as it exits, so the estimate alone reaches the budget.
-		{name: "budget on the interactive front", front: interactiveGuar{}, plan: []scriptedapi.Reply{bash(100_000, "echo one >> work.txt"), bash(100_000, "echo two >> work.txt"),
-			bash(100_000, "echo three >> work.txt"), bash(100_000, "echo four >> work.txt"), bash(100_000, "echo five >> work.txt"), done(100_000)},
+		// as it exits, so the estimate alone reaches the budget. Its cut
+		// is a key the screen takes in its own time: the tools take one
+		// (as real ones do), so that the cut meets the boundary it was
+		// sent for rather than racing instant tools and an instant API.
+		{name: "budget on the interactive front", front: interactiveGuar{}, plan: []scriptedapi.Reply{bash(100_000, "sleep 0.5; echo one >> work.txt"), bash(100_000, "sleep 0.5; echo two >> work.txt"),
+			bash(100_000, "sleep 0.5; echo three >> work.txt"), bash(100_000, "sleep 0.5; echo four >> work.txt"), bash(100_000, "sleep 0.5; echo five >> work.txt"), done(100_000)},
 			flags: []string{"--max-budget-usd", "0.05", "--model", "claude-sonnet-4-5"}, raise: []string{"--max-budget-usd", "10"},
 			status: manifest.StatusBudget, code: 4, reason: manifest.ReasonBudget},
 		// Each tool call takes a second; the deadline comes a few calls in.
