@@ -51,6 +51,7 @@ type labels struct {
 	starting string
 	inWrite  string // the writing turn runs
 	handing  string // the handoff is done, the successor not yet started
+	waiting  string // a limit's wait: until when, how long to go
 }
 
 var zh = labels{
@@ -68,6 +69,7 @@ var zh = labels{
 	starting: "启动中",
 	inWrite:  "写交接中",
 	handing:  "换代中",
+	waiting:  "限额,等到 %s(还有 %s)",
 }
 
 var en = labels{
@@ -85,6 +87,7 @@ var en = labels{
 	starting: "starting",
 	inWrite:  "writing the handoff",
 	handing:  "handing over",
+	waiting:  "limit: waiting until %s (%s left)",
 }
 
 // labelsOf picks the labels of a language; zh is the default.
@@ -137,6 +140,11 @@ func (s *Status) lines(ev event.Event) string {
 		fmt.Fprintf(&b, "flower: attempt failed, retrying: %s\n", ev.Text)
 	case event.KindHandoff:
 		s.handoff(&b, ev)
+	case event.KindLimitWait, event.KindBound:
+		// unattended: a limit's wait begun or ended, a budget or deadline reached
+		if ev.Phase != event.PhaseWaiting && ev.Text != "" {
+			fmt.Fprintf(&b, "flower: %s\n", ev.Text)
+		}
 	}
 	return Escape(b.String())
 }

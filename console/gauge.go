@@ -3,6 +3,7 @@ package console
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/flowerhq/flower/event"
 
@@ -29,6 +30,10 @@ type gauge struct {
 	at      int
 	cost    float64
 	phase   gaugePhase
+	// until is when a limit's wait ends, left how long it had to go at
+	// its latest event (zero: no wait runs).
+	until time.Time
+	left  time.Duration
 }
 
 // update folds ev into the gauge and reports whether anything changed.
@@ -47,6 +52,13 @@ func (g *gauge) update(ev event.Event) bool {
 	case event.KindGeneration:
 		// A new process: what the last one measured no longer holds.
 		g.phase, g.context = gaugeStarting, 0
+		g.until, g.left = time.Time{}, 0
+	case event.KindLimitWait:
+		// unattended: the wait's countdown (one event a second)
+		g.until, g.left = time.Time{}, 0
+		if ev.Phase != event.PhaseEnded && ev.Until != nil {
+			g.until = *ev.Until
+		}
 	case event.KindHandoff:
 		g.context = ev.Context
 		switch ev.Phase {
@@ -61,6 +73,18 @@ func (g *gauge) update(ev event.Event) bool {
 		}
 	}
 	return *g != before
+}
+
+// countdown sets how long the wait has to go at now, and reports whether
+// that changed what the gauge shows.
+func (g *gauge) countdown(now time.Time) bool {
+	if g.until.IsZero() {
+		return false
+	}
+	left := max(g.until.Sub(now), 0).Round(time.Second)
+	changed := left != g.left
+	g.left = left
+	return changed
 }
 
 // ready reports whether there is anything to show: a generation has started.
@@ -84,6 +108,9 @@ func (g *gauge) text(lab labels, handoff bool) string {
 		default:
 			parts = append(parts, fmt.Sprintf(lab.toGo, policy.FormatUsed(g.at-g.context)))
 		}
+	}
+	if !g.until.IsZero() {
+		parts = append(parts, fmt.Sprintf(lab.waiting, g.until.Local().Format("15:04:05"), g.left))
 	}
 	parts = append(parts, fmt.Sprintf("$%.2f", g.cost))
 	return strings.Join(parts, " · ")

@@ -79,6 +79,7 @@ func (l *Live) Handle(ev event.Event) {
 	defer l.mu.Unlock()
 	lines := l.status.lines(ev)
 	changed := l.g.update(ev)
+	changed = l.g.countdown(l.o.Now()) || changed // unattended: a limit's wait counts down
 	if lines != "" {
 		l.takeDown()
 		io.WriteString(l.w, lines)

@@ -4,6 +4,8 @@
 package event
 
 import (
+	"time"
+
 	"github.com/flowerhq/flower/handoffwriter"
 )
 
@@ -58,6 +60,14 @@ type Event struct {
 	Input   string  `json:"input,omitempty"`    // tool input, raw JSON
 	CostUSD float64 `json:"cost_usd,omitempty"` // step cost so far
 	IsError bool    `json:"is_error,omitempty"`
+
+	// KindLimitWait: the limit (rate_limit | usage_limit), when the wait
+	// ends, and the limit's reset when the harness said it. KindBound:
+	// Reason is budget or deadline, BudgetUSD the budget.
+	Limit     string     `json:"limit,omitempty"`
+	Until     *time.Time `json:"until,omitempty"`
+	ResetAt   *time.Time `json:"reset_at,omitempty"`
+	BudgetUSD float64    `json:"budget_usd,omitempty"`
 
 	// Raw is the harness's line for KindRaw (--output stream-json passes it
 	// on verbatim); it is not part of the event's own JSON.

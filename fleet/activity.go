@@ -117,6 +117,11 @@ func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*Outcom
 	opts.Workbench = true
 	opts.WorkbenchDir = ""
 	opts.RunDir = RunDir(workspace, info.WorkflowExecution.ID)
+	// unattended: the step's budget, counted across workers, and its deadline
+	opts.MaxBudgetUSD, opts.SpentUSD = t.BudgetUSD, t.SpentUSD
+	if t.Deadline != nil {
+		opts.Deadline = *t.Deadline
+	}
 	next := opts.OnEvent
 	var live func(supervisor.Event)
 	if g.Live != nil {

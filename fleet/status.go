@@ -45,7 +45,8 @@ func (st *Status) Generations() int { return max(len(st.Record.Generations), st.
 func newStatus(in StepInput, now time.Time) *Status {
 	return &Status{Workspace: in.Workspace, Started: map[int]string{}, Handoffs: map[int]string{}, Record: manifest.StepResult{
 		Name: in.Step, Task: in.Task, Status: manifest.StatusRunning,
-		Retired: []string{}, Errors: []string{}, Generations: []manifest.Generation{}, StartedAt: now}}
+		Retired: []string{}, Errors: []string{}, Generations: []manifest.Generation{}, StartedAt: now,
+		BudgetUSD: in.BudgetUSD, Deadline: in.Deadline}} // unattended: flower show --temporal shows spent against budget
 }
 
 // apply folds one generation's result into the status.

@@ -74,6 +74,10 @@ type StepInput struct {
 	GenerationTimeout time.Duration `json:",omitempty"`
 	// LostRetries bounds the restarts of one generation after lost workers.
 	LostRetries int `json:",omitempty"`
+	// unattended: the step's budget, counted across workers, and its deadline
+	// (DESIGN.md «Unattended: limits, budget, deadline»); zero: none.
+	BudgetUSD float64    `json:",omitempty"`
+	Deadline  *time.Time `json:",omitempty"`
 }
 
 // GenerationTask is the activity's input: one generation of a step.
@@ -91,6 +95,11 @@ type GenerationTask struct {
 	// count above it, read from the status query, asks this generation
 	// for a handoff.
 	AskedBefore int `json:",omitempty"`
+	// unattended: the step's budget and deadline; SpentUSD is what the
+	// step's earlier generations cost, on whichever workers they ran.
+	BudgetUSD float64    `json:",omitempty"`
+	SpentUSD  float64    `json:",omitempty"`
+	Deadline  *time.Time `json:",omitempty"`
 }
 
 // HandoffEdit replaces the handoff the next generation starts from.
@@ -166,7 +175,8 @@ func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
 		st.Running = n
 		var res Outcome
 		err := workflow.ExecuteActivity(actx, ActivityType, GenerationTask{Step: in.Step, Task: in.Task,
-			Workspace: in.Workspace, Handoff: doc, Replaced: replaced, HeartbeatTimeout: hb, AskedBefore: st.HandoffsAsked}).Get(ctx, &res)
+			Workspace: in.Workspace, Handoff: doc, Replaced: replaced, HeartbeatTimeout: hb, AskedBefore: st.HandoffsAsked,
+			BudgetUSD: in.BudgetUSD, SpentUSD: spent(in, st), Deadline: in.Deadline}).Get(ctx, &res)
 		st.Running = 0
 		if err != nil {
 			// A generation that could not run: the activity's own words
@@ -197,4 +207,14 @@ func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
 			return st, temporal.NewNonRetryableApplicationError(res.Error, res.End, nil, st)
 		}
 	}
+}
+
+// spent is what the step cost so far, when it has a budget to count it
+// against (zero otherwise, so that a step without one sends what it always
+// did).
+func spent(in StepInput, st *Status) float64 {
+	if in.BudgetUSD <= 0 {
+		return 0
+	}
+	return st.Record.CostUSD
 }

@@ -43,6 +43,12 @@ type Round struct {
 	Text       string
 	ToolUses   []transcript.ToolUse
 	StopReason string
+	// MessageID is the response's id (every line of one response has
+	// it), and Usage its token counts as the line says them: what an
+	// estimate of the running turn's cost prices (DESIGN.md «Unattended:
+	// limits, budget, deadline»). Zero for a synthetic reply.
+	MessageID string
+	Usage     transcript.Usage
 }
 
 // UserMessage is a user line of the session: a prompt (whoever gave it), a
@@ -86,7 +92,9 @@ type TurnEnded struct {
 	// (empty when it reports none).
 	Windows map[string]int
 	// Limit is what the harness said of the limit that ended the turn
-	// (How is EndedLimited).
+	// (How is EndedLimited): what the turn's records said of it, merged
+	// (a rate_limit_event's exact reset before the result's text), and
+	// the wait the harness last announced for a 429 (RetryAfter).
 	Limit *transcript.Limit
 }
 
@@ -163,6 +171,12 @@ type Translator struct {
 	sessionID, model, version string
 	lastMsg                   string
 	interrupting              bool
+	// limit is what the running turn's records said of a limit so far
+	// (sawLimit), and retryAfter the wait the harness last announced for
+	// a 429 in it: a limited TurnEnded carries them.
+	limit      transcript.Limit
+	sawLimit   bool
+	retryAfter time.Duration
 	// Now dates a limit's reset given as a clock time; nil is time.Now.
 	Now func() time.Time
 }
@@ -193,6 +207,7 @@ func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 	if ev.Thrashing {
 		out(Compacted{})
 	}
+	t.limitSeen(ev)
 	switch ev.Kind {
 	case transcript.KindInit:
 		t.init(ev.SessionID, ev.Model, ev.Version, out)
@@ -201,13 +216,14 @@ func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 			t.init(ev.SessionID, ev.Model, ev.Version, out)
 		}
 		r := Round{SessionID: t.sessionID, MainThread: ev.MainThread(), Context: ev.Usage.Context(),
-			Synthetic: ev.Synthetic(), Model: ev.Model, Text: ev.Text, ToolUses: ev.ToolUses, StopReason: ev.StopReason}
+			Synthetic: ev.Synthetic(), Model: ev.Model, Text: ev.Text, ToolUses: ev.ToolUses, StopReason: ev.StopReason,
+			MessageID: ev.MessageID, Usage: ev.Usage}
 		if r.MainThread && !r.Synthetic {
 			r.Repeat = ev.MessageID != "" && ev.MessageID == t.lastMsg
 			t.lastMsg = ev.MessageID
 		}
 		if r.Synthetic {
-			r.Context = 0
+			r.Context, r.Usage = 0, transcript.Usage{}
 		}
 		out(r)
 	case transcript.KindUser:
@@ -224,10 +240,58 @@ func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 		}
 	case transcript.KindResult:
 		how, lim := t.ending(ev)
-		t.interrupting = false
+		if how == EndedLimited {
+			lim = t.limitOfTurn(*lim)
+		}
+		t.interrupting, t.limit, t.sawLimit, t.retryAfter = false, transcript.Limit{}, false, 0
 		out(TurnEnded{SessionID: t.sessionID, How: how, Text: ev.Result, Detail: firstOf(ev.TerminalReason, ev.Subtype),
 			CostUSD: ev.TotalCostUSD, Turns: ev.NumTurns, Windows: ev.Windows, Limit: lim})
 	}
+}
+
+// limitSeen keeps what a record of the running turn (not its result) says
+// of a limit: a rejected rate_limit_event, the synthetic 429 reply, an
+// api_retry for a 429 (DESIGN.md «Limits»).
+func (t *Translator) limitSeen(ev *transcript.Event) {
+	if ev.Kind == transcript.KindResult {
+		return
+	}
+	if d, rate, ok := transcript.RetryAfterOf(ev); ok {
+		if rate {
+			t.retryAfter = d
+		}
+		return
+	}
+	if l, ok := transcript.LimitOf(ev, t.now()); ok {
+		t.limit = mergeLimit(t.limit, t.sawLimit, l)
+		t.sawLimit = true
+	}
+}
+
+// limitOfTurn is the limit a result says, merged after what the turn's
+// records said of it.
+func (t *Translator) limitOfTurn(l transcript.Limit) *transcript.Limit {
+	m := mergeLimit(t.limit, t.sawLimit, l)
+	m.RetryAfter = t.retryAfter
+	return &m
+}
+
+// mergeLimit keeps what each record said of a limit: a usage limit's kind,
+// the first exact reset (a rate_limit_event's epoch seconds come before
+// the text's minute), the first window and message.
+func mergeLimit(seen transcript.Limit, saw bool, l transcript.Limit) transcript.Limit {
+	if !saw {
+		return l
+	}
+	if l.Kind == transcript.LimitUsage {
+		seen.Kind = l.Kind
+	}
+	if seen.ResetAt.IsZero() {
+		seen.ResetAt = l.ResetAt
+	}
+	seen.Window = firstOf(seen.Window, l.Window)
+	seen.Message = firstOf(seen.Message, l.Message)
+	return seen
 }
 
 func (t *Translator) init(sid, model, version string, out func(Fact)) {

@@ -293,3 +293,76 @@ func TestTranslatorCompacted(t *testing.T) {
 		}
 	}
 }
+
+// A limited turn's TurnEnded carries what the turn's records said of the
+// limit: a rate_limit_event's exact reset before the result's minute, the
+// retry-after the harness announced for a 429; a 529 is no limit, and
+// nothing of one turn's limit reaches the next turn's end.
+func TestTranslatorLimitOfTurn(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	tr := &front.Translator{Now: func() time.Time { return now }}
+	feed := func(lines ...string) []front.Fact {
+		var facts []front.Fact
+		for _, l := range lines {
+			ev, err := transcript.Decode([]byte(l))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.Facts(&ev, func(f front.Fact) { facts = append(facts, f) })
+		}
+		return facts
+	}
+	ended := func(facts []front.Fact) front.TurnEnded {
+		t.Helper()
+		for _, f := range facts {
+			if te, ok := f.(front.TurnEnded); ok {
+				return te
+			}
+		}
+		t.Fatal("no TurnEnded")
+		return front.TurnEnded{}
+	}
+	te := ended(feed(
+		`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1800000003,"rateLimitType":"five_hour"}}`,
+		`{"type":"assistant","message":{"id":"m1","model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"You've hit your 5-hour limit"}]},"api_error_status":429,"api_error":"usage_limit_reached","is_api_error_message":true,"error":"rate_limit"}`,
+		`{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"api_error":"usage_limit_reached","result":"You've hit your 5-hour limit · resets 11:30am (UTC)","session_id":"s"}`))
+	if te.How != front.EndedLimited || te.Limit == nil || te.Limit.Kind != transcript.LimitUsage ||
+		!te.Limit.ResetAt.Equal(now.Add(3*time.Second)) || te.Limit.Window != "five_hour" {
+		t.Fatalf("usage limit: %+v %+v; want the event's exact reset", te, te.Limit)
+	}
+	te = ended(feed(
+		`{"type":"system","subtype":"api_retry","attempt":1,"max_retries":1,"retry_delay_ms":3120,"error_status":429,"error":"rate_limit"}`,
+		`{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"API Error: Request rejected (429)","session_id":"s"}`))
+	if te.How != front.EndedLimited || te.Limit.Kind != transcript.LimitRate || !te.Limit.ResetAt.IsZero() || te.Limit.RetryAfter != 3120*time.Millisecond {
+		t.Fatalf("rate limit: %+v; want no reset, retry-after 3.12s", te.Limit)
+	}
+	te = ended(feed(
+		`{"type":"system","subtype":"api_retry","attempt":1,"max_retries":1,"retry_delay_ms":500,"error_status":529,"error":"overloaded"}`,
+		`{"type":"result","subtype":"success","is_error":true,"api_error_status":529,"result":"API Error: 529 Overloaded.","session_id":"s"}`))
+	if te.How == front.EndedLimited || te.Limit != nil {
+		t.Fatalf("a 529 taken for a limit: %+v", te)
+	}
+	te = ended(feed(`{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"API Error: Request rejected (429)","session_id":"s"}`))
+	if te.Limit == nil || te.Limit.RetryAfter != 0 || !te.Limit.ResetAt.IsZero() {
+		t.Fatalf("an earlier turn's limit leaked into this one: %+v", te.Limit)
+	}
+}
+
+// A Round carries its response's id and usage, for the cost estimate.
+func TestTranslatorRoundUsage(t *testing.T) {
+	tr := &front.Translator{}
+	ev, err := transcript.Decode([]byte(`{"type":"assistant","session_id":"s","parent_tool_use_id":null,"message":{"id":"m7","model":"claude-sonnet-4-5","role":"assistant","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":10,"cache_creation_input_tokens":20,"cache_read_input_tokens":30,"output_tokens":40}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r front.Round
+	tr.Facts(&ev, func(f front.Fact) {
+		if x, ok := f.(front.Round); ok {
+			r = x
+		}
+	})
+	want := transcript.Usage{InputTokens: 10, CacheCreationInputTokens: 20, CacheReadInputTokens: 30, OutputTokens: 40}
+	if r.MessageID != "m7" || r.Usage != want {
+		t.Fatalf("round %+v; want id m7 and usage %+v", r, want)
+	}
+}

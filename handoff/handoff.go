@@ -164,6 +164,35 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 	return f, nil
 }
 
+// Leave writes a degraded handoff for why to the workbench (archiving the
+// file before it) without ending a generation: the step's session is not
+// burned, and stays the one continuation resumes. It is the document a
+// person finds on disk when a step stops with its session live and unable
+// to write (a limit that outlasts --max-wait; DESIGN.md «Unattended:
+// limits, budget, deadline»). The step's errors get the 交接降级(why)
+// entry as for any degraded handoff. It returns the file's path; "" when
+// it could not be written (recorded, as by Freeze).
+func (b Books) Leave(why string) string {
+	st := b.Step
+	task, _ := b.Task()
+	h := handoffwriter.Degraded(st.Name, task, why)
+	st.DegradedError(why) // DESIGN.md «Degraded handoff»
+	md := []byte(h.Markdown())
+	path, err := b.Workbench.Freeze(st.Name, md, b.Now())
+	if err != nil {
+		st.AddError("write handoff: " + err.Error())
+		b.Log.Error("write handoff", "err", err)
+		b.failed("handoff file", err)
+		path = ""
+	}
+	if path != "" {
+		st.HandoffPath = path
+	}
+	b.Save()
+	b.Log.Info("degraded handoff left on disk; the session stays live", "path", path, "why", why, "document", string(md))
+	return path
+}
+
 // Launch returns the successor's first prompt from the handoff as it is on
 // disk now (DESIGN.md «Launch from disk»): a person may have edited the file since Freeze. An
 // unreadable file, or one an edit left without doing or next, is recorded

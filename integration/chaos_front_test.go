@@ -41,7 +41,7 @@ func (headless) name() string         { return "headless" }
 func (headless) takes(faultKind) bool { return true }
 
 func (headless) start(r *round, cont bool) (flowerHandle, error) {
-	args := []string{"-C", r.ws, "--run-dir", r.runDir, "--window", "200000", "--max-attempts", "6", "-q"}
+	args := []string{"-C", r.ws, "--run-dir", r.runDir, "--window", "200000", "--max-attempts", "6", "-q", "--limit-backoff", "1s"}
 	if cont {
 		args = append([]string{"continue"}, args...)
 	} else {
@@ -91,8 +91,12 @@ func (p *proc) output() string {
 // front's does.
 type interactive struct{}
 
-func (interactive) name() string         { return "interactive" }
-func (interactive) takes(faultKind) bool { return true }
+func (interactive) name() string { return "interactive" }
+
+// takes: a limit is not waited out on the interactive front yet (the
+// person at the screen sees it and types on), so the rate-limit fault is
+// the headless front's.
+func (interactive) takes(k faultKind) bool { return k != faultAPIRateLimit }
 
 // late: flower stopped by a signal is continued headless, so those faults
 // land in the last session, after the other faults met the interactive

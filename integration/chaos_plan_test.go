@@ -22,17 +22,22 @@ const (
 	faultAPIReset    faultKind = "API reset"
 	faultAPIStall    faultKind = "API stall"
 	faultAPIOverflow faultKind = "API overflow 400"
+	// faultAPIRateLimit is an API key's rate limit (429, retry-after 1 s):
+	// the harness retries it itself; three in a row reach flower, which
+	// waits it out and sends the same session on (DESIGN.md «Unattended:
+	// limits, budget, deadline»).
+	faultAPIRateLimit faultKind = "API 429 rate limit"
 )
 
 // faultKinds lists every kind in the order the summary prints them.
 var faultKinds = []faultKind{faultKillFlower, faultTermFlower, faultKillHarness, faultEditNotes,
-	faultAPI500, faultAPI529, faultAPIReset, faultAPIStall, faultAPIOverflow}
+	faultAPI500, faultAPI529, faultAPIReset, faultAPIStall, faultAPIOverflow, faultAPIRateLimit}
 
 // api reports whether the scripted API injects the fault (rather than the
 // campaign, from outside flower).
 func (k faultKind) api() bool {
 	switch k {
-	case faultAPI500, faultAPI529, faultAPIReset, faultAPIStall, faultAPIOverflow:
+	case faultAPI500, faultAPI529, faultAPIReset, faultAPIStall, faultAPIOverflow, faultAPIRateLimit:
 		return true
 	}
 	return false
@@ -51,6 +56,8 @@ func (k faultKind) reply() scriptedapi.Reply {
 		return scriptedapi.Reply{Text: "this answer stalls after a few words", Usage: usage(30_000), Fault: scriptedapi.FaultStall}
 	case faultAPIOverflow:
 		return scriptedapi.Overflow(250_123, 200_000)
+	case faultAPIRateLimit:
+		return scriptedapi.RateLimited(time.Second, time.Time{})
 	}
 	panic("not an API fault: " + string(k))
 }
@@ -142,7 +149,7 @@ func planRound(rng *rand.Rand, fr front, n int) []*fault {
 		case k.api():
 			f.times = 1
 			switch k {
-			case faultAPI500, faultAPI529:
+			case faultAPI500, faultAPI529, faultAPIRateLimit:
 				// The harness retries twice (CLAUDE_CODE_MAX_RETRIES=2),
 				// and gives up on the third 529 in a row by itself: three
 				// in a row reach flower, fewer do not.

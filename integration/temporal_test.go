@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/flowerhq/flower/fleet"
+	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/scriptedapi"
 )
 
@@ -598,5 +599,41 @@ func TestTemporalUnreachable(t *testing.T) {
 		if lines := strings.Split(strings.TrimRight(out, "\n"), "\n"); len(lines) != 1 || !strings.Contains(out, "temporal server unreachable at "+addr) {
 			t.Errorf("flower %s printed, want one line naming the server:\n%s", args[0], out)
 		}
+	}
+}
+
+// TestTemporalBudget: a Temporal step's budget counts every generation
+// (DESIGN.md «Unattended: limits, budget, deadline»). The first generation
+// hands off at the threshold under it; the second passes it at its first
+// response, is cut there, writes its whole handoff, and the step ends
+// budget_reached: submit --wait exits 4, as a local run does.
+func TestTemporalBudget(t *testing.T) {
+	ts := startTemporal(t)
+	_, script := threeGenerationJob("", nil)
+	srv := startServer(t, script)
+	queue, id := randomID("q"), randomID("budget")
+	// At Sonnet's list price (the harness's and flower's agree): $0.170
+	// for generation 1 and its handoff, $0.031 more at generation 2's
+	// first response.
+	ts.startWorker(t, srv, queue, "worker-budget", "--window", "200000", "--model", "claude-sonnet-4-5")
+	ws := t.TempDir()
+	code, out := runFlowerCLI(t, harnessEnv(t, srv), "submit", "--temporal", ts.addr, "--task-queue", queue, "-C", ws,
+		"--id", id, "--wait", "--max-budget-usd", "0.19", "Build the shim. TASK-MARK")
+	if code != 4 {
+		t.Fatalf("submit --wait exited %d, want 4:\n%s", code, out)
+	}
+	st := ts.status(t, id)
+	if st.Record.Status != manifest.StatusBudget || len(st.Record.Generations) != 2 {
+		t.Fatalf("status %s, %d generations; want %s, 2", st.Record.Status, len(st.Record.Generations), manifest.StatusBudget)
+	}
+	g1, g2 := st.Record.Generations[0].Handoff, st.Record.Generations[1].Handoff
+	if g1 == nil || g1.Reason != manifest.ReasonThreshold || g2 == nil || g2.Reason != manifest.ReasonBudget || g2.Degraded {
+		t.Errorf("handoffs %+v, %+v; want one at the threshold, then a whole one for the budget", g1, g2)
+	}
+	if st.Record.CostUSD < 0.19 {
+		t.Errorf("the step cost $%v, under its budget of $0.19", st.Record.CostUSD)
+	}
+	if show := ts.show(t, id); !strings.Contains(show, "of $0.1900 spent") {
+		t.Errorf("flower show --temporal does not show spent against the budget:\n%s", show)
 	}
 }

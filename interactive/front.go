@@ -133,6 +133,9 @@ func (f *Front) Sink(next func(event.Event)) func(event.Event) {
 		if next != nil {
 			next(ev)
 		}
+		if t := limitTitle(ev); t != "" {
+			f.screen.SetTitle(t) // unattended: a limit's reset in the title
+		}
 		if ev.Kind != event.KindHandoff {
 			return
 		}

@@ -137,6 +137,10 @@ type StepResult struct {
 	StartedAt  time.Time  `json:"started_at"`
 	EndedAt    *time.Time `json:"ended_at,omitempty"`
 	Model      string     `json:"model,omitempty"`
+	// BudgetUSD and Deadline are the step's bounds, when it has them
+	// (DESIGN.md «Unattended: limits, budget, deadline»).
+	BudgetUSD float64    `json:"budget_usd,omitempty"`
+	Deadline  *time.Time `json:"deadline,omitempty"`
 }
 
 // Generation is one session's share of a step.
@@ -166,6 +170,9 @@ type Generation struct {
 	// generation: with compact mode auto, or past every lever (DESIGN.md
 	// «Compaction backstop»); the first MaxBlockedCompactions of them.
 	Compactions []Compaction `json:"compactions,omitempty"`
+	// LimitWaits are the waits for a rate or usage limit in this
+	// generation (DESIGN.md «Unattended: limits, budget, deadline»).
+	LimitWaits []LimitWait `json:"limit_waits,omitempty"`
 	// Handoff says how this generation was cut; nil for the live or last one.
 	Handoff *HandoffRecord `json:"handoff,omitempty"`
 }

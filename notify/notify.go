@@ -26,8 +26,7 @@ import (
 // Kind names what an Event reports.
 type Kind string
 
-// The event kinds. The wait and budget kinds are defined for the engine that
-// will emit them (DESIGN.md «Notify»); nothing emits them yet.
+// The event kinds (DESIGN.md «Notify», «Unattended: limits, budget, deadline»).
 const (
 	KindHandoff         Kind = "handoff"          // a handoff done: Path, Degraded, Why, Reason
 	KindGenerationLimit Kind = "generation_limit" // the step stopped at --max-generations (or the futile guard)

@@ -11,6 +11,9 @@ import (
 // one a hook hears about: a handoff done. The handoff's text is not copied
 // (a hook that wants it reads Path).
 func FromRun(ev event.Event, runDir string) (Event, bool) {
+	if nev, ok := fromUnattended(ev, runDir); ok {
+		return nev, true
+	}
 	if ev.Kind != event.KindHandoff || ev.Phase != event.PhaseDone {
 		return Event{}, false
 	}

@@ -97,6 +97,10 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 	if err != nil {
 		return a.fail(fmt.Sprintf("send prompt: %v", err))
 	}
+	if l.writing {
+		a.writingResumed(l) // unattended: a session a limit stopped in its writing turn resumes in it
+	}
+	a.armDeadline() // unattended: the step's deadline cuts a turn stuck in a long tool too
 	return a.follow(ctx)
 }
 
@@ -152,6 +156,11 @@ type attemptRun struct {
 	// predecessor is the burned attempt this session took over from; its
 	// harness is retired once this session's first round is back.
 	predecessor *attemptRun
+
+	// unattended: the row of limits met, the running turn's cost estimate, the step's deadline timer (unattended.go)
+	lim      limitRow
+	spend    spendMeter
+	deadline *deadline
 }
 
 // futileAt is the futile guard (DESIGN.md «Futile guard»): a fresh session
@@ -199,9 +208,18 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 			a.state.(*writing).successor = nil
 			a.startSuccessor()
 		case <-expiry(a.state).C():
-			return a.expired()
+			if out, end := a.expired(); end {
+				return out
+			}
+		case <-a.waitTick(): // unattended: the limit wait's countdown
+			a.waitTicked()
+		case <-a.deadline.C(): // unattended: the step's deadline
+			if out, end := a.deadlineReached(); end {
+				return out
+			}
 		case <-ctx.Done():
 			// Let the current turn end at a message boundary, then go.
+			a.endWait(false)          // unattended: a wait cut short is recorded as ended
 			return a.interrupted(ctx) // stop.go
 		}
 	}
@@ -223,17 +241,20 @@ func (a *attemptRun) successorDue() <-chan time.Time {
 	return nil
 }
 
-// expired ends the attempt whose state's deadline passed.
-func (a *attemptRun) expired() outcome {
+// expired handles the passing of the state's deadline: it ends the
+// attempt, except a limit's wait, whose end sends the session on.
+func (a *attemptRun) expired() (outcome, bool) {
 	rt := a.rt
 	switch s := a.state.(type) {
 	case *cutting:
 		// The session would not stop: it cannot write its handoff.
-		return a.handoff(s.at, handoffwriter.Handoff{}, fmt.Sprintf("the harness did not end the turn within %v of the interrupt", rt.opts.CutTimeout))
+		return a.handoff(s.at, handoffwriter.Handoff{}, fmt.Sprintf("the harness did not end the turn within %v of the interrupt", rt.opts.CutTimeout)), true
 	case *writing:
-		return a.handoff(s.at, handoffwriter.Handoff{}, fmt.Sprintf("the writing turn did not finish within %v", rt.opts.WritingTimeout))
+		return a.handoff(s.at, handoffwriter.Handoff{}, fmt.Sprintf("the writing turn did not finish within %v", rt.opts.WritingTimeout)), true
+	case *waiting:
+		return a.waitOver(s) // unattended: the limit lifted; the same session goes on
 	}
-	return a.fail(fmt.Sprintf("turn exceeded the turn timeout of %v", rt.opts.TurnTimeout))
+	return a.fail(fmt.Sprintf("turn exceeded the turn timeout of %v", rt.opts.TurnTimeout)), true
 }
 
 // fold handles the facts the front has delivered already.
@@ -300,6 +321,10 @@ func (a *attemptRun) exitWhy() string {
 // died handles a harness that is gone. Mid-handoff, the handoff degrades
 // (the session cannot write any more); otherwise the attempt failed.
 func (a *attemptRun) died(why string) outcome {
+	if w, ok := a.state.(*waiting); ok && w.cut == nil && w.w == nil {
+		// unattended: a harness that exits while a work turn's limit is waited out failed like any other; the retry resumes the session
+		return a.fail(why)
+	}
 	if !a.working() {
 		return a.handoff(a.cutOf(), handoffwriter.Handoff{}, why)
 	}
@@ -317,6 +342,13 @@ func (a *attemptRun) cutOf() cutAt {
 		return s.at
 	case *writing:
 		return s.at
+	case *waiting:
+		switch {
+		case s.cut != nil:
+			return *s.cut
+		case s.w != nil:
+			return s.w.at
+		}
 	}
 	return cutAt{reason: manifest.ReasonThreshold, context: a.meter.Context}
 }
@@ -342,6 +374,9 @@ func (a *attemptRun) handle(f front.Fact) (outcome, bool) {
 		// chart (DESIGN.md «Run page»); the phase says a writing turn's.
 		a.log.Info("response", "context", a.meter.Context, "window", a.rt.policy.Window,
 			"at", a.rt.policy.At(), "warn_at", a.rt.policy.WarnAt())
+	}
+	if r, ok := f.(front.Round); ok {
+		a.spend.observe(r, a.model) // unattended: each response's cost, subagents' included
 	}
 	if f, ok := f.(front.SessionSwitched); ok {
 		a.onSessionSwitched(f)
@@ -543,7 +578,10 @@ func (a *attemptRun) check() (outcome, bool) {
 		a.sawRound = true
 		a.firstRound = a.meter.Context
 	}
-	return a.judge()
+	if out, end := a.judge(); end || !a.working() {
+		return out, end
+	}
+	return a.checkBounds() // unattended: the step's budget and deadline, at every round
 }
 
 // judge applies the futile guard and the thresholds, after a round or
@@ -579,6 +617,13 @@ func (a *attemptRun) judge() (outcome, bool) {
 // between turns) has nothing to interrupt, and its writing turn starts at
 // once.
 func (a *attemptRun) handoffDue(at cutAt) (outcome, bool) {
+	if w, ok := a.state.(*waiting); ok {
+		// unattended: no turn runs while a limit is waited out; the writing turn starts once it lifts
+		if w.cut == nil && w.w == nil {
+			w.cut = &at
+		}
+		return outcome{}, false
+	}
 	if _, idle := a.state.(*idle); idle {
 		a.log.Info("handoff due with no turn running: writing at once", "reason", at.reason, "context", at.context)
 		return a.startWriting(at)
@@ -599,6 +644,7 @@ func (a *attemptRun) onTurnEnded(f front.TurnEnded) (outcome, bool) {
 	if w := a.resultWindow(f); w > 0 {
 		a.crossCheck(w)
 	}
+	a.turnCost(f) // unattended: the harness's cost replaces the estimate
 	switch s := a.state.(type) {
 	case *cutting:
 		return a.cutEnded(s, f)
@@ -622,14 +668,17 @@ func (a *attemptRun) workEnded(f front.TurnEnded) (outcome, bool) {
 	case a.rt.caps.OutsideTurns:
 		// The person reads the turn's end (an error included) on the
 		// harness's screen and types the next one.
+		if f.How == front.EndedLimited && f.Limit != nil {
+			a.limitShown(*f.Limit) // unattended: a limit's reset, for whoever starts the turns
+		}
 		a.enter(&idle{})
 		return outcome{}, false
 	case f.How == front.EndedOnOwn:
 		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
+	case f.How == front.EndedLimited:
+		// unattended: a limit is waited out in state waiting, then the same session goes on (no attempt)
+		return a.limited(f, nil, nil)
 	}
-	// EndedLimited is, for now, the error it always was. Waiting out the
-	// limit goes here: a state that waits on the clock until the reset
-	// (f.Limit), then sends a TurnWork continuation in the same session.
 	why := "the turn ended in an error: " + firstNonEmpty(f.Text, f.Detail)
 	if !a.sawInit {
 		// A result before any init line: the harness refused the
@@ -649,6 +698,11 @@ func (a *attemptRun) cutEnded(s *cutting, f front.TurnEnded) (outcome, bool) {
 		at := s.at
 		at.reason = manifest.ReasonOverflow
 		return a.handoff(at, handoffwriter.Handoff{}, "overflow at the cut: "+firstNonEmpty(f.Text, f.Detail)), true
+	case f.How == front.EndedLimited && !a.rt.caps.OutsideTurns:
+		// unattended: the cut turn met a limit; its writing turn starts once the limit lifts
+		a.rt.save(a.st)
+		at := s.at
+		return a.limited(f, &at, nil)
 	case f.How == front.EndedOnOwn && !a.rt.caps.OutsideTurns:
 		// The round over the threshold was the agent's last reply: the
 		// agent is done, and there is nothing to hand off (DESIGN.md «The cut»).
@@ -673,6 +727,10 @@ func (a *attemptRun) writingEnded(w *writing, f front.TurnEnded) (outcome, bool)
 	if f.How == front.EndedOverflow {
 		return a.handoff(w.at, handoffwriter.Handoff{}, "the writing turn overflowed: "+firstNonEmpty(f.Text, f.Detail)), true
 	}
+	if f.How == front.EndedLimited && !a.rt.caps.OutsideTurns {
+		// unattended: the writing turn met a limit; it is asked again once the limit lifts, so the handoff is not degraded for it
+		return a.limited(f, nil, w)
+	}
 	h := handoffwriter.Parse(w.doc.String())
 	if h.Complete() {
 		return a.handoff(w.at, h, ""), true
@@ -687,8 +745,6 @@ func (a *attemptRun) writingEnded(w *writing, f front.TurnEnded) (outcome, bool)
 		}
 		return outcome{}, false
 	}
-	// A limit (EndedLimited) is, for now, a failed writing turn. Waiting
-	// it out goes here too: the handoff is then not degraded for it.
 	var why string
 	switch {
 	case w.again && w.tools > 1:

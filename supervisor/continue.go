@@ -152,6 +152,9 @@ func (s *stepRun) continuation(message string) (launch, error) {
 		note(fmt.Sprintf("generation %d has no session to resume; it starts fresh from %s", n, from))
 		return launch{prompt: withMessage(prompt), newGeneration: fresh, fallback: s.handoffFallback}, nil
 
+	case st.Status == manifest.StatusLimited && rt.policy.Enabled && gen.Context >= rt.policy.At(): // unattended: a step a limit stopped mid-handoff resumes its live session in the writing turn
+		return s.resumeWriting(gen, session, begin), nil
+
 	case rt.policy.Enabled && gen.Context >= rt.policy.At():
 		// The generation's last result was at the threshold: it had been
 		// cut for a handoff (its context is saved at each result).

@@ -31,6 +31,10 @@ type genEnd struct {
 func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) genEnd {
 	rt, st := s.rt, s.st
 	for {
+		if err := s.boundBefore(); err != nil { // unattended: a bound reached already starts nothing
+			s.abandon(*l)
+			return genEnd{gen: st.Current(), err: err}
+		}
 		if l.newGeneration {
 			st.BeginGeneration("", rt.opts.Now())
 			l.newGeneration = false
@@ -62,6 +66,7 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 		// A successor started early serves one attempt: a retry starts
 		// its own harness.
 		l.early, l.predecessor, l.begun, l.beginErr = nil, nil, false, nil
+		l.writing = false // unattended: a retry resumes the session as a working turn (it is cut again at its first round)
 		if out.kind == outcomeFailed && ctx.Err() != nil {
 			// The harness went because flower is stopping (a second
 			// signal kills it at once): that is no failure of the step.
@@ -126,6 +131,13 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 		case outcomeHandoff:
 			end.frozen, end.err = s.books().Freeze(gen, handoff.Cut{Handoff: out.handoff, Why: out.why, Reason: out.reason,
 				Context: out.context, WritingSeconds: out.writingSeconds, WritingCostUSD: out.writingCost, Outcome: out.writeOutcome})
+			if end.err == nil {
+				end.err = s.boundStop(out.reason) // unattended: past the budget or deadline, the step stops after the handoff
+			}
+			return end
+
+		case outcomeLimited: // unattended: a limit past --max-wait stops the step; its session stays live for continue
+			end.err = s.limitStop(gen, out)
 			return end
 		}
 	}

@@ -248,7 +248,7 @@ func memWatchdog() *time.Timer {
 }
 
 func memGuaranteeTable() []memGuarantee {
-	return []memGuarantee{
+	return append([]memGuarantee{
 		{"lock", memLock},
 		{"retry after a harness crash", memCrash},
 		{"a front that cannot resume retries from the task", memCrashNoResume},
@@ -291,7 +291,7 @@ func memGuaranteeTable() []memGuarantee {
 		{"handoff now", memHandoffNow},
 		{"person-driven front", memPersonDriven},
 		{"window moved under an idle session: writes at once", memIdleWindow},
-	}
+	}, memUnattendedRows()...)
 }
 
 // memIdleWindow: on a person-driven front, the harness's window comes back

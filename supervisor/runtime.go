@@ -120,6 +120,25 @@ type Options struct {
 	// Clock runs every timer and deadline of the engine (the machine's
 	// when nil; DESIGN.md «Engine states»).
 	Clock Clock
+
+	// unattended: the step's bounds and the limit wait (DESIGN.md «Unattended: limits, budget, deadline»).
+	// MaxBudgetUSD bounds the step's cost (every generation, retry and
+	// writing turn); 0 keeps the budget the step recorded, if any.
+	// MaxDuration bounds this call's wall-clock time, waits included; 0:
+	// none. MaxWait bounds the wait for a limit; 0: none. LimitBackoff is
+	// the first wait for a limit with no reset known (DefaultLimitBackoff
+	// when 0), doubled for each limit in a row.
+	MaxBudgetUSD float64
+	MaxDuration  time.Duration
+	MaxWait      time.Duration
+	LimitBackoff time.Duration
+	// Deadline, when set, is the step's deadline itself (a remote step's,
+	// fixed when it was submitted); it wins over MaxDuration. SpentUSD is
+	// what the step cost where this run's manifest does not see it (a
+	// remote step's other workers): the budget counts it when it is more
+	// than the manifest's cost_usd.
+	Deadline time.Time
+	SpentUSD float64
 }
 
 // Runtime runs steps under generational handoff, recording them in one
@@ -412,6 +431,8 @@ type stepRun struct {
 	// late: no harness of this step starts before its first prompt is
 	// known, whatever the front can (warm.go).
 	late bool
+	// unattended: the step's budget and deadline in this call (unattended.go)
+	bounds stepBounds
 }
 
 // begin marks the step running under this Runtime's settings.
@@ -426,6 +447,7 @@ func (s *stepRun) begin() {
 	if st.StartedAt.IsZero() {
 		st.StartedAt = now
 	}
+	s.setBounds(now) // unattended: the budget given or recorded, the deadline from now
 	if rt.wbErr != nil {
 		// DESIGN.md «No workbench» goes on without a file; the manifest says why there is none.
 		st.AddError(fmt.Sprintf("workbench unavailable (%v): handoffs reach the successor through its prompt only", rt.wbErr))
@@ -457,6 +479,9 @@ type launch struct {
 	// (beginErr).
 	begun    bool
 	beginErr error
+	// unattended: writing resumes a session a limit stopped in its writing turn; prompt is the writing prompt, at the cut's context
+	writing        bool
+	writingContext int
 }
 
 func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, error) {

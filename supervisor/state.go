@@ -15,17 +15,19 @@ import (
 //	idle     --a handoff due (no turn to cut)-->                              writing
 //	cutting  --the cut turn ended, not on its own-->                          writing (TurnWriting)
 //	writing  --the first ask ended after a tool was stopped-->                writing, asked again
+//	working, cutting, writing --the turn ended on a limit-->                  waiting (unattended.go)
+//	waiting  --the limit lifted-->                                            working (TurnWork), or writing
 //	any      --the caller cancelled-->                                        stopping (stop.go)
 //	any      --the attempt returned its outcome-->                            ended
 //
 // Every other fact folds into the state it finds; a turn that ends the
 // attempt (done, failed, a handoff) returns its outcome from the handler
-// (attempt.go: one handler per fact type). Two states of the unattended
-// features have their places marked: a turn that ends on a usage limit
-// (front.EndedLimited) waits in a state of its own and then continues the
-// same session (see workEnded and writingEnded), and a budget or deadline
-// reached at a round cuts like the threshold, with its own reason (see
-// check).
+// (attempt.go: one handler per fact type). The unattended features
+// (DESIGN.md «Unattended: limits, budget, deadline») are a state and a
+// check: a turn that ends on a usage or rate limit (front.EndedLimited)
+// waits in state waiting until the limit lifts, then the same session goes
+// on; a budget or deadline reached at a round (check) or at the deadline's
+// timer cuts like the threshold, with its own reason.
 type state interface {
 	// phase names the state in log records (package runlog stamps it);
 	// the run page reads "writing" as the writing turn's.

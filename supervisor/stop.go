@@ -60,6 +60,8 @@ func (a *attemptRun) bookInterrupted(ev front.TurnEnded) {
 // (probe.go), and the harness is stopped, unless a successor took over
 // (then the step stops it once the successor has its prompt).
 func (a *attemptRun) finish() {
+	a.endWait(false) // unattended: a wait cut short (flower stopping) is recorded as ended
+	a.deadline.stop()
 	a.enter(&ended{})
 	a.retirePredecessor()
 	if a.early != nil {

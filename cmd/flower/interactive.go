@@ -47,6 +47,9 @@ func runInteractive(c *cli.Context, p proc) error {
 	if set.view.output == outputStreamJSON {
 		return usagef("--output %s cannot be used with the interactive mode: the screen is the harness's", outputStreamJSON)
 	}
+	if err := interactiveWaits(c); err != nil { // unattended: the limit wait is the headless front's
+		return err
+	}
 	task := ""
 	if c.NArg() > 0 || c.String("task-file") != "" {
 		t, err := readTask(c, in)

@@ -79,6 +79,9 @@ func exitCode(err error) int {
 		return ew.code
 	case errors.As(err, &ue):
 		return exitUsage
+	case errors.Is(err, supervisor.ErrStopped): // unattended: exit 4, 5, 6 for a bound (unattended.go)
+		code, _ := stopCode(err)
+		return code
 	case errors.Is(err, policy.ErrGenerationLimit):
 		return exitLimit
 	case errors.Is(err, context.Canceled):

@@ -142,8 +142,11 @@ func submitAction(c *cli.Context, p proc) error {
 		return err
 	}
 	defer cl.Close()
-	run, err := fleet.Submit(c.Context, cl, c.String("task-queue"), c.String("id"), fleet.StepInput{
-		Step: c.String("step"), Task: task, Workspace: ws, HeartbeatTimeout: c.Duration("heartbeat-timeout")})
+	in := fleet.StepInput{Step: c.String("step"), Task: task, Workspace: ws, HeartbeatTimeout: c.Duration("heartbeat-timeout")}
+	if err := submitBounds(c, &in, time.Now()); err != nil { // unattended: the step's budget and deadline
+		return err
+	}
+	run, err := fleet.Submit(c.Context, cl, c.String("task-queue"), c.String("id"), in)
 	if err != nil {
 		return fmt.Errorf("submit step %s: %w", c.String("step"), err)
 	}
@@ -227,6 +230,8 @@ func stepError(id string, err error) error {
 			return stepEnd{msg: app.Message(), kind: policy.ErrGenerationLimit}
 		case supervisor.EndFailed:
 			return stepEnd{msg: app.Message(), kind: supervisor.ErrStepFailed}
+		case manifest.StatusBudget, manifest.StatusDeadline, manifest.StatusLimited: // unattended: exit 4, 5, 6 as locally
+			return stepEnd{msg: app.Message(), kind: &supervisor.StopError{Step: id, Status: app.Type(), Why: app.Message()}}
 		default:
 			// A generation that could not run (a refused workspace, say):
 			// the worker's own words, without the SDK's wrapping.

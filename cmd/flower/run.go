@@ -65,8 +65,13 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
 		&cli.StringFlag{Name: "output", Value: "text", Usage: "stdout `FORMAT`: text, or stream-json (the harness's lines plus flower's events, one JSON object per line)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the effective auth configuration (secrets masked) and policy before running"},
-		&cli.StringFlag{Name: "notify", EnvVars: []string{"FLOWER_NOTIFY"}, Usage: "run `CMD` (with sh -c) for each handoff, the generation limit and the step's end, one JSON event on its stdin (see the README)"},
+		&cli.StringFlag{Name: "notify", EnvVars: []string{"FLOWER_NOTIFY"}, Usage: "run `CMD` (with sh -c) for each handoff, limit wait, budget or deadline reached, the generation limit and the step's end, one JSON event on its stdin (see the README)"},
 		&cli.DurationFlag{Name: "notify-timeout", Value: notify.DefaultTimeout, Usage: "kill a --notify command that runs longer than this"},
+		// unattended: the step's budget and deadline, the limit wait (unattended.go)
+		&cli.Float64Flag{Name: "max-budget-usd", EnvVars: []string{envMaxBudget}, Usage: "stop the step once it has cost `USD` (every generation, retry and handoff): the session hands off at the message boundary, exit 4; continue keeps it unless given again", DefaultText: "none"},
+		&cli.DurationFlag{Name: "max-duration", EnvVars: []string{envMaxDuration}, Usage: "stop the step after `D` of wall-clock time, waits included (counted from this run's start): the session hands off, exit 5", DefaultText: "none"},
+		&cli.DurationFlag{Name: "max-wait", EnvVars: []string{envMaxWait}, Usage: "wait out a rate or usage limit at most `D`; past it the step stops, exit 6, its session live for continue", DefaultText: "no bound"},
+		&cli.DurationFlag{Name: "limit-backoff", Value: supervisor.DefaultLimitBackoff, Usage: "wait `D` for a limit whose reset the harness did not say; it doubles for each limit in a row, up to 30m"},
 		interactiveFlag(),
 	}
 }
@@ -155,6 +160,11 @@ type jobSettings struct {
 	// notify is --notify's command, notifyTimeout its bound.
 	notify        string
 	notifyTimeout time.Duration
+	// unattended: the step's bounds and the limit wait
+	maxBudgetUSD float64
+	maxDuration  time.Duration
+	maxWait      time.Duration
+	limitBackoff time.Duration
 	// harnessEnv is the harness's base environment (flower's own, or the
 	// demo's).
 	harnessEnv []string
@@ -187,6 +197,11 @@ func settingsFrom(c *cli.Context, p proc) (jobSettings, error) {
 		view:    viewSettings{lang: c.String("lang"), output: c.String("output"), quiet: c.Bool("quiet")},
 		verbose: c.Bool("verbose"), harnessEnv: p.env,
 		notify: c.String("notify"), notifyTimeout: c.Duration("notify-timeout"),
+		maxBudgetUSD: c.Float64("max-budget-usd"), maxDuration: c.Duration("max-duration"),
+		maxWait: c.Duration("max-wait"), limitBackoff: c.Duration("limit-backoff"),
+	}
+	if err := set.checkUnattended(); err != nil {
+		return jobSettings{}, err
 	}
 	if set.notifyTimeout <= 0 {
 		return jobSettings{}, usagef("--notify-timeout must be more than zero")
@@ -376,7 +391,8 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, HookBinary: hookBinary, Env: set.harnessEnv, Model: set.model,
 		MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout, Logger: logger,
 		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, TaskCarry: set.taskCarry,
-		TrustNotes: set.trustNotes,
+		TrustNotes:   set.trustNotes,
+		MaxBudgetUSD: set.maxBudgetUSD, MaxDuration: set.maxDuration, MaxWait: set.maxWait, LimitBackoff: set.limitBackoff,
 	})
 	if err != nil {
 		live.Close()

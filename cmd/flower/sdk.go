@@ -51,6 +51,10 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 			*to = n
 		}
 	}
+	var bounds jobSettings // unattended: FLOWER_MAX_BUDGET_USD, FLOWER_MAX_DURATION
+	if err := envUnattended(&bounds, env); err != nil {
+		return err
+	}
 	harnessPath, err := relayHarness(env("FLOWER_HARNESS"), env("PATH"))
 	if err != nil {
 		return err
@@ -144,6 +148,7 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol,
 		HarnessPath: harnessPath, HarnessArgs: args, HookBinary: hookBinary, Env: p.env, Model: model, Front: rl, Logger: logger,
+		MaxBudgetUSD: bounds.maxBudgetUSD, MaxDuration: bounds.maxDuration,
 		OnEvent: func(ev event.Event) {
 			live.Event(ev)
 			rl.Event(ev)

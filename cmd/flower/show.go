@@ -182,6 +182,9 @@ func writeShow(w io.Writer, m *manifest.Manifest, dir string) error {
 		}
 		kv(in, "attempts", "%d failed (handoffs are not attempts)", s.Attempts)
 		kv(in, "cost", "%s over %d turns", dollars(s.CostUSD), s.NumTurns)
+		if line := budgetLine(s); line != "" {
+			kv(in, "budget", "%s", line) // unattended: spent against the budget, and the deadline
+		}
 		kv(in, "context", "%s", contextOf(s))
 		if s.Model != "" {
 			kv(in, "model", "%s", s.Model)

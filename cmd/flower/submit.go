@@ -16,7 +16,7 @@ queue run one generation at a time, and prints its workflow id. The
 workspace (-C) must be where every worker sees it, at the same path.
 With --wait it follows the step to its end with the status lines of a
 local run and exits with the same codes (0 succeeded, 1 failed,
-3 generation limit).
+3 generation limit, 4 budget, 5 deadline).
 
 A step whose workspace lies outside the workers' --workspace-root dirs is
 refused, and fails with that error. For a secured server, see the --tls-*
@@ -34,6 +34,9 @@ Examples:
 			&cli.BoolFlag{Name: "wait", Usage: "follow the step to its end, with the status lines of a local run"},
 			&cli.DurationFlag{Name: "heartbeat-timeout", Value: defaultHeartbeatTimeout, Usage: "a worker not heard from for this long is lost; its generation starts again on another"},
 			&cli.StringFlag{Name: "lang", Value: "zh", Usage: "labels of the status lines: zh (as in the design) or en"},
+			// unattended: the step's budget, counted across workers, and its deadline
+			&cli.Float64Flag{Name: "max-budget-usd", Usage: "stop the step once it has cost `USD`, on whichever workers: the session hands off, exit 4 with --wait", DefaultText: "none"},
+			&cli.DurationFlag{Name: "max-duration", Usage: "stop the step `D` after it was submitted: the session hands off, exit 5 with --wait", DefaultText: "none"},
 		),
 		Action: func(c *cli.Context) error { return submitAction(c, p) },
 	}

@@ -94,6 +94,10 @@ type Round struct {
 	// Overflow: the API refused the request as too long; the turn ends
 	// in the harness's "Prompt is too long" result.
 	Overflow bool
+	// Limit: the API refuses the request with a limit (HTTP 429); the
+	// turn ends in the harness's limit result, as the real one's records
+	// say it (DESIGN.md «Limits»).
+	Limit *Limit
 	// Malformed are lines that are not records, written before the
 	// response: a front drops and counts them (front.Exit.Skipped).
 	Malformed []string
@@ -106,6 +110,18 @@ type Round struct {
 	// next turn, or, with PersonExits, ends the harness in an orderly way.
 	PersonNext  string
 	PersonExits bool
+}
+
+// Limit is a limit the API answers a request with.
+type Limit struct {
+	// Usage: a subscription's usage limit (a rejected rate_limit_event
+	// with its reset, then the harness's "usage_limit_reached" 429);
+	// otherwise an API key's rate limit, which the harness retried after
+	// RetryAfter and then gave up on, saying no reset.
+	Usage bool
+	// ResetIn is when a usage limit resets, from now.
+	ResetIn    time.Duration
+	RetryAfter time.Duration
 }
 
 // Tool is a tool call of a round.
@@ -642,6 +658,10 @@ func (s *session) turn(t front.Turn) (last Round) {
 			s.result(true, "Prompt is too long", "prompt_too_long", "", turns)
 			return
 		}
+		if r.Limit != nil {
+			s.limited(*r.Limit, turns)
+			return r // what the person does next applies
+		}
 		s.msgSeq++
 		l.mu.Lock()
 		s.context = r.Context
@@ -684,6 +704,33 @@ func (s *session) preCompact(trigger string) {
 		in, _ := json.Marshal(map[string]any{"trigger": trigger, "session_id": s.p.session, "hook_event_name": "PreCompact"})
 		_ = levers.RunHook(strings.NewReader(string(in)), io.Discard, dir)
 	}
+}
+
+// limited writes what the harness writes for a request the API refused
+// with a limit, and ends the turn in its error result.
+func (s *session) limited(lim Limit, turns int) {
+	sid := s.p.session
+	apiError, text := "rate_limit", "API Error: Request rejected (429) · This request would exceed the rate limit for your organization."
+	if lim.Usage {
+		apiError, text = "usage_limit_reached", "You've hit your limit."
+		reset := time.Now().Add(lim.ResetIn).Unix()
+		s.emit(map[string]any{"type": "rate_limit_event", "session_id": sid, "rate_limit_info": map[string]any{
+			"status": "rejected", "resetsAt": reset, "rateLimitType": "five_hour"}})
+	} else {
+		s.emit(map[string]any{"type": "system", "subtype": "api_retry", "session_id": sid, "attempt": 1, "max_retries": 1,
+			"retry_delay_ms": lim.RetryAfter.Milliseconds(), "error_status": 429, "error": "rate_limit"})
+	}
+	s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": nil, "error": "rate_limit",
+		"is_api_error_message": true, "api_error_status": 429, "api_error": apiError,
+		"message": map[string]any{"id": "msg_synthetic", "model": "<synthetic>",
+			"content": []any{map[string]any{"type": "text", "text": text}}}})
+	line := map[string]any{"type": "result", "subtype": "success", "is_error": true, "result": text,
+		"session_id": sid, "total_cost_usd": s.cost, "num_turns": turns, "terminal_reason": "api_error",
+		"stop_reason": "stop_sequence", "api_error_status": 429, "api_error": apiError}
+	s.emit(line)
+	s.l.mu.Lock()
+	s.l.logf("limited %d", s.p.N)
+	s.l.mu.Unlock()
 }
 
 func (s *session) interrupted(turns int) {
