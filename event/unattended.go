@@ -21,4 +21,8 @@ const (
 	// at the harness's own screen, an application through the relay);
 	// flower waits nothing itself, and says when the limit resets.
 	PhaseShown = "shown"
+	// PhaseExceeded: the limit outlasted --max-wait and the step stops.
+	// Path is the degraded handoff flower left on disk for a person; the
+	// session is not burned, and flower continue resumes it.
+	PhaseExceeded = "exceeded"
 )

@@ -233,7 +233,8 @@ func TestMaxWait(t *testing.T) {
 		return scriptedapi.Reply{}, false
 	}
 	g := newGuarRun(t, headlessGuar{}, m.script, oauth...)
-	h := g.run(guarTask, "--window", "200000", "--max-wait", "2s")
+	events := filepath.Join(t.TempDir(), "events")
+	h := g.run(guarTask, "--window", "200000", "--max-wait", "2s", "--notify", notifyTo(events))
 	code := g.wait(h)
 	st := g.step()
 	if code != 6 || st.Status != manifest.StatusLimited {
@@ -251,6 +252,18 @@ func TestMaxWait(t *testing.T) {
 	}
 	if len(st.Retired) != 0 || st.Generations[0].Handoff != nil || st.HandoffPath != w.HandoffPath {
 		t.Fatalf("retired %q, generation handoff %+v, handoff_path %q: want the session live and the document recorded", st.Retired, st.Generations[0].Handoff, st.HandoffPath)
+	}
+	// A hook hears of the document as a degraded handoff, then of the
+	// stop (no wait began: the reset is past --max-wait already).
+	got := notified(t, events)
+	if kinds := kindsOf(got); kinds != "handoff,step_end" {
+		t.Fatalf("notified %s; want handoff, step_end", kinds)
+	}
+	if hv := got[0]; !hv.Get("degraded").Bool() || hv.Get("path").String() != w.HandoffPath || !strings.Contains(hv.Get("why").String(), "--max-wait") {
+		t.Errorf("handoff event %s; want the degraded document flower left, with its path and why", hv.Raw)
+	}
+	if end := got[1]; end.Get("status").String() != manifest.StatusLimited {
+		t.Errorf("step_end %s; want status %s", end.Raw, manifest.StatusLimited)
 	}
 	first := m.requests()[0].SessionID
 	m.setLimit(nil)

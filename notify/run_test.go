@@ -17,6 +17,11 @@ func TestFromRun(t *testing.T) {
 	if !ok || ev.Kind != notify.KindHandoff || !ev.Degraded || ev.Path != done.Path || ev.Generation != 2 || ev.RunDir != "/run" || ev.Why != "overflow" {
 		t.Fatalf("FromRun(done) = %+v, %v", ev, ok)
 	}
+	left := event.Event{Kind: event.KindLimitWait, Phase: event.PhaseExceeded, Step: "main", Generation: 1,
+		Why: "the usage limit did not lift within --max-wait 2s", Path: "/w/.flower/notes/交接-main.md"}
+	if ev, ok := notify.FromRun(left, "/run"); !ok || ev.Kind != notify.KindHandoff || !ev.Degraded || ev.Path != left.Path || ev.Why != left.Why {
+		t.Errorf("FromRun(limit wait exceeded) = %+v, %v; want a degraded handoff with its path", ev, ok)
+	}
 	for _, e := range []event.Event{
 		{Kind: event.KindHandoff, Phase: event.PhaseNear}, {Kind: event.KindHandoff, Phase: event.PhaseWriting},
 		{Kind: event.KindText, Text: "hello"}, {Kind: event.KindTurn}, {Kind: event.KindGeneration},

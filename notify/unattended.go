@@ -24,6 +24,11 @@ func fromUnattended(ev event.Event, runDir string) (Event, bool) {
 			n.Kind = KindWaitEnd
 			n.Text = fmt.Sprintf("flower: step %s waited out its %s and goes on", ev.Step, ev.Limit)
 		}
+	case ev.Kind == event.KindLimitWait && ev.Phase == event.PhaseExceeded:
+		// The document flower left is a degraded handoff a person reads;
+		// no successor starts from it (the session stays live).
+		n.Kind, n.Path, n.Degraded, n.Why, n.Reason = KindHandoff, ev.Path, true, ev.Why, "limit_wait_exceeded"
+		n.Text = fmt.Sprintf("flower: step %s left a degraded handoff (%s); its session stays live for flower continue: %s", ev.Step, ev.Why, ev.Path)
 	case ev.Kind == event.KindBound && ev.Reason == "budget":
 		n.Kind, n.BudgetUSD = KindBudget, ev.BudgetUSD
 		n.Text = fmt.Sprintf("flower: step %s reached its budget of $%.2f; it hands off and stops", ev.Step, ev.BudgetUSD)

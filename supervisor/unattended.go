@@ -529,7 +529,8 @@ func (s *stepRun) limitStop(gen *manifest.Generation, out outcome) error {
 	}
 	msg += "; the session " + firstNonEmpty(out.sessionID, s.st.SessionID) + " stays the one flower continue resumes"
 	s.log.Warn(msg)
-	s.rt.emit(Event{Kind: KindNotice, Step: s.st.Name, Generation: gen.N, SessionID: out.sessionID, Path: path, Text: msg, IsError: true})
+	s.rt.emit(Event{Kind: KindLimitWait, Phase: event.PhaseExceeded, Step: s.st.Name, Generation: gen.N, SessionID: out.sessionID,
+		Path: path, Why: out.why, Text: msg, IsError: true, CostUSD: s.st.CostUSD})
 	return s.stop(manifest.StatusLimited, out.why)
 }
 
