@@ -122,7 +122,9 @@ var _ front.Launcher = (*Relay)(nil)
 // Capabilities implements front.Launcher: the application sends the work
 // turns, and nobody types. A harness is started only with its first turn
 // known (a successor's is the handoff, read once it is frozen).
-func (r *Relay) Capabilities() front.Capabilities { return front.Capabilities{OutsideTurns: true, Resumes: true} }
+func (r *Relay) Capabilities() front.Capabilities {
+	return front.Capabilities{OutsideTurns: true, Resumes: true}
+}
 
 // New makes the relay; Start begins reading the application.
 func New(cfg Config) *Relay {
