@@ -221,6 +221,7 @@ type runProc struct {
 	pid, ppid int
 	comm, exe string
 	env       []byte
+	start     int64  // its start time, in clock ticks since boot
 	tag       string // its FLOWER_HARNESS_TAG
 	reaperTag string // the tag a flower guard guards (child.GuardName)
 }
@@ -255,6 +256,9 @@ func allProcs() []runProc {
 		}
 		p := runProc{pid: pid, comm: string(stat[bytes.IndexByte(stat, '(')+1 : i])}
 		p.ppid, _ = strconv.Atoi(fields[1])
+		if len(fields) > 19 {
+			p.start, _ = strconv.ParseInt(fields[19], 10, 64) // field 22, starttime
+		}
 		p.exe, _ = os.Readlink(dir + "/exe")
 		p.env, _ = os.ReadFile(dir + "/environ")
 		for _, kv := range bytes.Split(p.env, []byte{0}) {

@@ -183,12 +183,15 @@ func harnessState(home string, pid int) string {
 // harnessChild is the pid of flower's harness child (exe is the harness's
 // resolved path), 0 if none runs.
 func harnessChild(flowerPID int, exe string) int {
+	// The oldest: the interactive front's context-usage probe is a second
+	// harness of the same executable, started once the first round is back.
+	pid, start := 0, int64(0)
 	for _, p := range allProcs() {
-		if p.ppid == flowerPID && p.exe == exe {
-			return p.pid
+		if p.ppid == flowerPID && p.exe == exe && (pid == 0 || p.start < start) {
+			pid, start = p.pid, p.start
 		}
 	}
-	return 0
+	return pid
 }
 
 // startPerson runs person until flower exits or the test ends.

@@ -58,6 +58,12 @@ const (
 	// harness has said idle and written nothing for this long, so that a
 	// marker that is only late still says how it ended.
 	idleSettle = 1500 * time.Millisecond
+	// inputSettle: a command of the harness's screen that ends (a /compact
+	// flower's hook blocked) puts its text back into the input a moment
+	// after the state file says idle; a prompt typed before that would be
+	// appended to it (seen on 2.1.328 more than 0.1 s after the block, on
+	// a loaded machine).
+	inputSettle = time.Second
 )
 
 type sessionConfig struct {
@@ -118,6 +124,7 @@ type session struct {
 	// meanwhile (see Send).
 	busy     chan struct{}
 	idleAt   time.Time // the idle sign ends the running turn then; zero for never
+	idleFrom time.Time // when the state file last turned from at work to idle
 	cost     float64   // the process's cost so far (cost-state lines)
 	typed    string    // the long first prompt, until typed
 	endAfter bool      // EndAfterTurn waits for the turn to end
@@ -282,21 +289,29 @@ func (s *session) whenIdle() error {
 	s.mu.Lock()
 	ch := s.busy
 	s.mu.Unlock()
-	if ch == nil {
-		return nil
+	if ch != nil {
+		s.log.Info("the harness is busy; the prompt waits until it is idle")
+		t := time.NewTimer(s.f.opts.SubmitTimeout)
+		defer t.Stop()
+		select {
+		case <-ch:
+		case <-t.C:
+			s.log.Warn("the harness still says it is busy; typing the prompt anyway", "after", s.f.opts.SubmitTimeout)
+			return nil
+		case <-s.ctx.Done():
+			return context.Cause(s.ctx)
+		}
 	}
-	s.log.Info("the harness is busy; the prompt waits until it is idle")
-	t := time.NewTimer(s.f.opts.SubmitTimeout)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return nil
-	case <-t.C:
-		s.log.Warn("the harness still says it is busy; typing the prompt anyway", "after", s.f.opts.SubmitTimeout)
-		return nil
-	case <-s.ctx.Done():
-		return context.Cause(s.ctx)
+	// What the harness puts back into its input as its work ends (a
+	// blocked /compact's own text) comes a moment after the state file
+	// said idle: the Ctrl-C that clears the input waits for it.
+	s.mu.Lock()
+	left := inputSettle - time.Since(s.idleFrom)
+	s.mu.Unlock()
+	if left > 0 {
+		return sleep(s.ctx, left)
 	}
+	return nil
 }
 
 // EndAfterTurn ends the harness as a person would, once its turn is over:
@@ -589,6 +604,7 @@ func (s *session) sawStatus(status string) {
 	case !working(status) && s.busy != nil:
 		close(s.busy)
 		s.busy = nil
+		s.idleFrom = time.Now()
 	}
 	t := s.turn
 	switch {

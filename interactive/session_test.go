@@ -532,6 +532,9 @@ func TestSessionTypesALongFirstPrompt(t *testing.T) {
 	if e := ends(fs)[0]; e.How != front.EndedOnOwn {
 		t.Errorf("turn ended %+v", e)
 	}
+	// The fake records a prompt as it reads it, beside its reply: wait for
+	// the record rather than read it once.
+	fc.person.waitFor("the prompt recorded", func() bool { return len(fc.record().Prompts) > 0 })
 	if r := fc.record(); len(r.Prompts) != 1 || promptText(r.Prompts[0]) != promptText(prompt) {
 		t.Fatalf("the fake got %d prompts; the first is not the long prompt whole", len(r.Prompts))
 	}
