@@ -380,6 +380,7 @@ func (r *round) finish() *roundResult {
 			r.breach("the step ends within max_generations", "%d generations", n)
 		}
 		r.checkSuccessors(st, res)
+		r.checkLimits(st)
 	}
 	r.mu.Lock()
 	res.broken = slices.Clone(r.broken)
@@ -471,4 +472,94 @@ func (r *round) checkSuccessor(st *manifest.StepResult, g *manifest.Generation, 
 			r.breach(what, "generation %d's handoff is degraded (%s) but errors lack 交接降级(…) for it: %q", recGen+1, rec.Why, st.Errors)
 		}
 	}
+}
+
+// limitWords are what an error or a degraded handoff's reason says when a
+// limit caused it.
+var limitWords = []string{"rate limit", "rate_limit", "hit your", "usage limit", "429"}
+
+// checkLimits: a limit is waited out, not failed (DESIGN.md «Unattended:
+// limits, budget, deadline»). On every front no attempt is counted for
+// one, no handoff is degraded for one, and after a limit that reached
+// flower the session it hit sends the next request (on the interactive
+// front once the person typed on) — unless a process fault landed while
+// flower waited. On the headless front the wait is recorded in that
+// session's generation.
+func (r *round) checkLimits(st *manifest.StepResult) {
+	for _, e := range st.Errors {
+		if strings.HasPrefix(e, "attempt ") && containsAny(e, limitWords) {
+			r.breach("no attempt is counted for a limit", "%s", clip(e, 200))
+		}
+	}
+	for _, g := range st.Generations {
+		if h := g.Handoff; h != nil && h.Degraded && containsAny(h.Why, limitWords) {
+			r.breach("no handoff is degraded for a limit", "generation %d: %s", g.N, h.Why)
+		}
+	}
+	oauth := strings.HasPrefix(r.key, "sk-ant-oat01-")
+	for _, f := range r.plan {
+		var kind string
+		switch {
+		case f.kind == faultAPIUsageLimit && f.hits > 0:
+			kind = "usage_limit"
+		case f.kind == faultAPIRateLimit && f.hits == 3 && !oauth:
+			// Three in a row reach flower: the harness retries two.
+			kind = "rate_limit"
+		default:
+			continue
+		}
+		q, ok := r.requestBySeq(f.lastSeq)
+		if !ok || r.processFaultNear(q.Time, 5*time.Second) {
+			r.note("limit: %s not checked: a process fault landed while flower waited", f)
+			continue
+		}
+		i := slices.IndexFunc(st.Generations, func(g manifest.Generation) bool { return g.SessionID == f.session })
+		if i < 0 {
+			r.breach("a limit is waited out in the same session", "%s hit session %s, which no generation records", f, f.session)
+			continue
+		}
+		if r.front.name() == "headless" && !slices.ContainsFunc(st.Generations[i].LimitWaits, func(w manifest.LimitWait) bool { return w.Kind == kind }) {
+			r.breach("a limit is waited out in the same session", "%s: generation %d records no %s wait (%+v)", f, i+1, kind, st.Generations[i].LimitWaits)
+		}
+		for _, n := range r.srv.Requests() {
+			if n.Seq > f.lastSeq && isMain(&n) {
+				if n.SessionID != f.session {
+					r.breach("a limit is waited out in the same session", "%s hit session %s; the next request (seq %d) went to %s", f, f.session, n.Seq, n.SessionID)
+				} else {
+					r.note("limit: %s waited out in generation %d; seq %d went on in the same session %s %.1fs later",
+						f, i+1, n.Seq, clip(f.session, 8), n.Time.Sub(q.Time).Seconds())
+				}
+				break
+			}
+		}
+	}
+}
+
+func containsAny(s string, words []string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *round) requestBySeq(seq int) (scriptedapi.Request, bool) {
+	for _, q := range r.srv.Requests() {
+		if q.Seq == seq {
+			return q, true
+		}
+	}
+	return scriptedapi.Request{}, false
+}
+
+// processFaultNear reports whether a process fault was injected within d
+// after t.
+func (r *round) processFaultNear(t time.Time, d time.Duration) bool {
+	for _, f := range r.plan {
+		if f.injected && !f.injectedAt.Before(t) && f.injectedAt.Sub(t) < d {
+			return true
+		}
+	}
+	return false
 }

@@ -77,6 +77,7 @@ func (m *chaosModel) reply(r *scriptedapi.Request) scriptedapi.Reply {
 	sessionN := slices.Index(m.sessions, r.SessionID) + 1
 	if f := m.faults[ord]; f != nil {
 		f.hits++
+		f.session, f.lastSeq = r.SessionID, r.Seq
 		return f.kind.reply()
 	}
 	if strings.Contains(r.LastUserText, handoffwriter.PromptTag) {

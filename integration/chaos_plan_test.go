@@ -27,21 +27,32 @@ const (
 	// waits it out and sends the same session on (DESIGN.md «Unattended:
 	// limits, budget, deadline»).
 	faultAPIRateLimit faultKind = "API 429 rate limit"
+	// faultAPIUsageLimit is a subscription's usage limit (429 with the
+	// unified headers, status rejected, reset 2 s ahead). The harness
+	// reads it only as a subscriber's, and does not retry it: a round
+	// whose plan holds it runs the harness with an OAuth token instead of
+	// the API key (newRound). flower waits until the reset and sends the
+	// same session on (DESIGN.md «Unattended: limits, budget, deadline»).
+	faultAPIUsageLimit faultKind = "API usage limit"
 )
 
 // faultKinds lists every kind in the order the summary prints them.
 var faultKinds = []faultKind{faultKillFlower, faultTermFlower, faultKillHarness, faultEditNotes,
-	faultAPI500, faultAPI529, faultAPIReset, faultAPIStall, faultAPIOverflow, faultAPIRateLimit}
+	faultAPI500, faultAPI529, faultAPIReset, faultAPIStall, faultAPIOverflow, faultAPIRateLimit, faultAPIUsageLimit}
 
 // api reports whether the scripted API injects the fault (rather than the
 // campaign, from outside flower).
 func (k faultKind) api() bool {
 	switch k {
-	case faultAPI500, faultAPI529, faultAPIReset, faultAPIStall, faultAPIOverflow, faultAPIRateLimit:
+	case faultAPI500, faultAPI529, faultAPIReset, faultAPIStall, faultAPIOverflow, faultAPIRateLimit, faultAPIUsageLimit:
 		return true
 	}
 	return false
 }
+
+// limit reports whether the fault is a limit flower waits out rather
+// than a failure.
+func (k faultKind) limit() bool { return k == faultAPIRateLimit || k == faultAPIUsageLimit }
 
 // reply is the scripted API's answer for an API fault.
 func (k faultKind) reply() scriptedapi.Reply {
@@ -58,6 +69,8 @@ func (k faultKind) reply() scriptedapi.Reply {
 		return scriptedapi.Overflow(250_123, 200_000)
 	case faultAPIRateLimit:
 		return scriptedapi.RateLimited(time.Second, time.Time{})
+	case faultAPIUsageLimit:
+		return scriptedapi.UsageLimited(time.Now().Add(2 * time.Second))
 	}
 	panic("not an API fault: " + string(k))
 }
@@ -81,9 +94,15 @@ type fault struct {
 	freeze int
 
 	// What happened.
-	hits     int    // API faults: requests answered with it
-	injected bool   // process faults and edits
-	note     string // why it was not injected, or what it hit
+	hits int // API faults: requests answered with it
+	// API faults: the session and the request seq of the last request
+	// answered with it.
+	session string
+	lastSeq int
+	// process faults: when injected.
+	injectedAt time.Time
+	injected   bool   // process faults and edits
+	note       string // why it was not injected, or what it hit
 }
 
 func (f *fault) String() string {

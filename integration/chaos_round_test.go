@@ -87,10 +87,15 @@ func newRound(t *testing.T, fr front, seed int64, faults int, flower, harness st
 	r.runDir = filepath.Join(r.ws, ".flower", "runs", "chaos")
 	r.task = chaosTaskMark + ": append lines to work.txt, one Bash command at a time, until told the job is done."
 	r.key = "sk-ant-chaos-" + randomHex(16)
+	cred := []string{"ANTHROPIC_API_KEY=" + r.key}
+	if slices.ContainsFunc(r.plan, func(f *fault) bool { return f.kind == faultAPIUsageLimit }) {
+		// The harness reads a usage limit only as a subscriber's; the
+		// token is then the secret no file or output may show.
+		r.key = "sk-ant-oat01-chaos-" + randomHex(16)
+		cred = []string{"ANTHROPIC_API_KEY=", "CLAUDE_CODE_OAUTH_TOKEN=" + r.key}
+	}
 	r.marker = "FLOWER_CHAOS_RUN=" + randomHex(8)
-	r.env = harnessEnv(t, r.srv,
-		"FLOWER_HARNESS="+harness,
-		"ANTHROPIC_API_KEY="+r.key, // after the server's: the last one wins
+	r.env = harnessEnv(t, r.srv, append(append([]string{"FLOWER_HARNESS=" + harness}, cred...), // after the server's: the last one wins
 		"ANTHROPIC_MODEL=claude-haiku-4-5",
 		// Measured on 2.1.328: the harness retries 5xx, 529 and resets
 		// itself, 10 times by default with growing backoff; two keeps a
@@ -103,7 +108,7 @@ func newRound(t *testing.T, fr front, seed int64, faults int, flower, harness st
 		"CLAUDE_BYTE_STREAM_IDLE_TIMEOUT_MS=10000",
 		"FLOWER_TEST_PAUSE_AFTER_FREEZE="+pauseAfterFreeze,
 		r.marker,
-	)
+	)...)
 	r.home = homeOf(r.env)
 	r.watch = newWatcher(r)
 	return r
@@ -166,6 +171,9 @@ func (r *round) run() *roundResult {
 			<-h.exited()
 		}
 		r.lastOutput = h.output()
+		if strings.Contains(r.lastOutput, r.key) {
+			r.breach("the API key is in no output", "flower pid %d printed it", h.pid())
+		}
 		r.note("flower pid %d exited %d (%s)", h.pid(), h.exitCode(), cause)
 		r.checkNoSurvivors(h)
 		st := r.checkState(cause)
@@ -295,7 +303,7 @@ func (r *round) inject(h flowerHandle, f *fault) {
 			return
 		}
 	}
-	f.injected = true
+	f.injected, f.injectedAt = true, time.Now()
 	f.note = fmt.Sprintf("after request %d, %s", at, r.phase())
 	r.note("injected %s (%s)", f.kind, f.note)
 }

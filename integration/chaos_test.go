@@ -9,7 +9,7 @@ package integration_test
 // exit of flower and at the end the invariants are checked (chaos_check_test.go).
 //
 // CHAOS_FRONT (headless, interactive, or both: the default) names the
-// fronts; CHAOS_SEED (default 1) is the first round's seed, CHAOS_ROUNDS
+// fronts; CHAOS_SEED (default 40) is the first round's seed, CHAOS_ROUNDS
 // the number of rounds per front (default 3 headless, 2 interactive: an
 // interactive round is slower), round i using seed CHAOS_SEED+i;
 // CHAOS_FAULTS (default 6) faults of distinct kinds are drawn per round.
@@ -19,6 +19,7 @@ package integration_test
 
 import (
 	"fmt"
+	"math/rand"
 	"os"
 	"strconv"
 	"strings"
@@ -45,7 +46,7 @@ func (c chaosConfig) roundsFor(fr front) int {
 }
 
 func chaosConfigFromEnv(t *testing.T) chaosConfig {
-	c := chaosConfig{seed: 1, faults: 6}
+	c := chaosConfig{seed: 40, faults: 6}
 	for _, v := range []struct {
 		name string
 		set  func(int64)
@@ -164,4 +165,30 @@ func firstNonEmptyStr(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// TestChaosDefaultSeeds: the default seeds plan every kind on each front,
+// as the campaign's comment promises (a new kind may need a new default
+// seed).
+func TestChaosDefaultSeeds(t *testing.T) {
+	cfg := chaosConfig{seed: 40, faults: 6}
+	t.Setenv("CHAOS_SEED", "")
+	t.Setenv("CHAOS_ROUNDS", "")
+	t.Setenv("CHAOS_FAULTS", "")
+	if got := chaosConfigFromEnv(t); got != cfg {
+		t.Fatalf("default config %+v, want %+v", got, cfg)
+	}
+	for _, fr := range []front{headless{}, interactive{}} {
+		seen := map[faultKind]bool{}
+		for i := 0; i < cfg.roundsFor(fr); i++ {
+			for _, f := range planRound(rand.New(rand.NewSource(cfg.seed+int64(i))), fr, cfg.faults) {
+				seen[f.kind] = true
+			}
+		}
+		for _, k := range faultKinds {
+			if !seen[k] {
+				t.Errorf("%s front: the default seeds plan no %q", fr.name(), k)
+			}
+		}
+	}
 }
