@@ -21,12 +21,17 @@ func watchParentHelper() {
 	saw := make(chan error, 1)
 	go watchParent(ctx, func(err error) { saw <- err })
 	os.WriteFile(out+".ready", nil, 0o600)
+	var said string
 	select {
 	case err := <-saw:
-		os.WriteFile(out, []byte("gone: "+err.Error()), 0o600)
+		said = "gone: " + err.Error()
 	case <-ctx.Done():
-		os.WriteFile(out, []byte("not seen"), 0o600)
+		said = "not seen"
 	}
+	// Written beside and renamed: the test reads the file as soon as it
+	// exists, and must never read it half written.
+	os.WriteFile(out+".tmp", []byte(said), 0o600)
+	os.Rename(out+".tmp", out)
 	os.Exit(0)
 }
 
