@@ -58,12 +58,6 @@ const (
 	// harness has said idle and written nothing for this long, so that a
 	// marker that is only late still says how it ended.
 	idleSettle = 1500 * time.Millisecond
-	// inputSettle: a command of the harness's screen that ends (a /compact
-	// flower's hook blocked) puts its text back into the input a moment
-	// after the state file says idle; a prompt typed before that would be
-	// appended to it (seen on 2.1.328 more than 0.1 s after the block, on
-	// a loaded machine).
-	inputSettle = time.Second
 )
 
 type sessionConfig struct {
@@ -124,7 +118,6 @@ type session struct {
 	// meanwhile (see Send).
 	busy     chan struct{}
 	idleAt   time.Time // the idle sign ends the running turn then; zero for never
-	idleFrom time.Time // when the state file last turned from at work to idle
 	cost     float64   // the process's cost so far (cost-state lines)
 	typed    string    // the long first prompt, until typed
 	endAfter bool      // EndAfterTurn waits for the turn to end
@@ -260,11 +253,19 @@ func (s *session) Send(t front.Turn) error {
 	s.pending = p
 	s.mu.Unlock()
 	err := s.whenIdle()
-	if err == nil {
-		err = s.f.gate.Type([]byte(keyCtrlC))
+	clears := 1
+	if t.Kind == front.TurnWriting {
+		// A writing turn often follows a command of the screen that
+		// flower's hook blocked (a person's /compact): the harness puts
+		// the command's text back into its input as it ends, which can
+		// come after the first Ctrl-C on a loaded machine. A second one,
+		// past the double-press window, empties that too.
+		clears = 2
 	}
-	if err == nil {
-		err = sleep(s.ctx, clearWait)
+	for i := 0; i < clears && err == nil; i++ {
+		if err = s.f.gate.Type([]byte(keyCtrlC)); err == nil {
+			err = sleep(s.ctx, clearWait)
+		}
 	}
 	if err == nil {
 		err = s.submit(p, t.Prompt)
@@ -301,15 +302,6 @@ func (s *session) whenIdle() error {
 		case <-s.ctx.Done():
 			return context.Cause(s.ctx)
 		}
-	}
-	// What the harness puts back into its input as its work ends (a
-	// blocked /compact's own text) comes a moment after the state file
-	// said idle: the Ctrl-C that clears the input waits for it.
-	s.mu.Lock()
-	left := inputSettle - time.Since(s.idleFrom)
-	s.mu.Unlock()
-	if left > 0 {
-		return sleep(s.ctx, left)
 	}
 	return nil
 }
@@ -604,7 +596,6 @@ func (s *session) sawStatus(status string) {
 	case !working(status) && s.busy != nil:
 		close(s.busy)
 		s.busy = nil
-		s.idleFrom = time.Now()
 	}
 	t := s.turn
 	switch {
