@@ -131,13 +131,7 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 	}
 	md := []byte(h.Markdown())
 	rec.SHA256Written = Digest(md)
-	path, err := b.Workbench.Freeze(st.Name, md, b.Now())
-	if err != nil {
-		st.AddError("write handoff: " + err.Error())
-		b.Log.Error("write handoff", "err", err)
-		b.failed("handoff file", err)
-		path = ""
-	}
+	path := b.writeHandoff(md)
 	rec.Path, rec.Sections = path, h.Filled()
 	// The document as written, for the run's page (DESIGN.md «Run page»).
 	b.Log.Info("handoff document as written", "of_gen", gen.N, "degraded", rec.Degraded, "path", path, "document", string(md))
@@ -178,18 +172,25 @@ func (b Books) Leave(why string) string {
 	h := handoffwriter.Degraded(st.Name, task, why)
 	st.DegradedError(why) // DESIGN.md «Degraded handoff»
 	md := []byte(h.Markdown())
-	path, err := b.Workbench.Freeze(st.Name, md, b.Now())
-	if err != nil {
-		st.AddError("write handoff: " + err.Error())
-		b.Log.Error("write handoff", "err", err)
-		b.failed("handoff file", err)
-		path = ""
-	}
+	path := b.writeHandoff(md)
 	if path != "" {
 		st.HandoffPath = path
 	}
 	b.Save()
 	b.Log.Info("degraded handoff left on disk; the session stays live", "path", path, "why", why, "document", string(md))
+	return path
+}
+
+// writeHandoff writes the step's handoff file; a failure is recorded on the
+// step and said, and the path is "".
+func (b Books) writeHandoff(md []byte) string {
+	path, err := b.Workbench.Freeze(b.Step.Name, md, b.Now())
+	if err != nil {
+		b.Step.AddError("write handoff: " + err.Error())
+		b.Log.Error("write handoff", "err", err)
+		b.failed("handoff file", err)
+		return ""
+	}
 	return path
 }
 
