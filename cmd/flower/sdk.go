@@ -199,6 +199,11 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 			notifier.Send(ev)
 		}
 	}
+	if _, bound := stopCode(err); bound {
+		// A budget, a deadline or a limit outlasting its wait stopped the
+		// step: its exit code says which, as in a run (README «Exit codes»).
+		return err
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		// The application reads the error result; the exit status says
 		// only that the query failed, as the harness's would.
