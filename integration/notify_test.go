@@ -1,12 +1,9 @@
 package integration_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -162,43 +159,14 @@ func TestNotifyRelay(t *testing.T) {
 	env := harnessEnv(t, srv, "FLOWER_HARNESS="+harnessPath(t), "FLOWER_STEP=relay", "FLOWER_RUN_DIR="+runDir,
 		"FLOWER_NOTIFY=cat >> "+file, "FLOWER_NOTIFY_TIMEOUT=5s")
 	seedHarnessHome(t, homeOf(env), ws, scriptedapi.APIKey)
-	cmd := exec.Command(flowerBinary(t), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
-	cmd.Dir, cmd.Env = ws, env
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	if _, err := io.WriteString(stdin, `{"type":"user","message":{"role":"user","content":"say done"}}`+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		if gjson.Get(sc.Text(), "type").String() == "result" {
+	r := startRelayMode(t, ws, env, "say done")
+	for r.out.Scan() {
+		if gjson.Get(r.out.Text(), "type").String() == "result" {
 			break
 		}
 	}
-	_ = stdin.Close()
-	_, _ = io.Copy(io.Discard, stdout)
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	select {
-	case err := <-waited:
-		if err != nil {
-			t.Fatalf("relay exited: %v\n%s", err, stderr.String())
-		}
-	case <-time.After(waitLimit):
-		t.Fatalf("relay still running %s after stdin closed", waitLimit)
+	if err := r.wait(t); err != nil {
+		t.Fatalf("relay exited: %v\n%s", err, r.stderr.String())
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {

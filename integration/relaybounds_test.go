@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -31,46 +32,18 @@ func TestRelayBudget(t *testing.T) {
 	env := harnessEnv(t, srv, "FLOWER_HARNESS="+harnessPath(t), "FLOWER_STEP=relay", "FLOWER_RUN_DIR="+runDir,
 		"FLOWER_MAX_BUDGET_USD=0.001")
 	seedHarnessHome(t, homeOf(env), ws, scriptedapi.APIKey)
-	cmd := exec.Command(flowerBinary(t), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-		"--allowedTools", "Bash")
-	cmd.Dir, cmd.Env = ws, env
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	if _, err := io.WriteString(stdin, `{"type":"user","message":{"role":"user","content":"`+guarTask+`"}}`+"\n"); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelayMode(t, ws, env, guarTask, "--allowedTools", "Bash")
 	results := 0
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		if gjson.Get(sc.Text(), "type").String() == "result" {
+	for r.out.Scan() {
+		if gjson.Get(r.out.Text(), "type").String() == "result" {
 			results++
-			_ = stdin.Close()
+			_ = r.stdin.Close()
 		}
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	var werr error
-	select {
-	case werr = <-waited:
-	case <-time.After(waitLimit):
-		t.Fatalf("relay still running %s after its result", waitLimit)
-	}
+	werr := r.wait(t)
 	var ee *exec.ExitError
 	if !errors.As(werr, &ee) || ee.ExitCode() != 4 {
-		t.Errorf("relay exited %v, want exit 4 (the budget's):\n%s", werr, stderr.String())
+		t.Errorf("relay exited %v, want exit 4 (the budget's):\n%s", werr, r.stderr.String())
 	}
 	if results != 1 {
 		t.Errorf("the application got %d results, want one for its turn", results)
@@ -91,6 +64,58 @@ func TestRelayBudget(t *testing.T) {
 		t.Errorf("the handoff file %q (%v) is not the session's document:\n%s", st.Generations[0].Handoff.Path, err, doc)
 	}
 	if st.CostUSD <= 0.001 {
-		t.Errorf("cost %v: the step spent past its budget of 0.001 only by the writing turn and the cut response", st.CostUSD)
+		t.Errorf("cost %v: want more than the budget of 0.001 (the response that reached it and the exempt writing turn are paid)", st.CostUSD)
+	}
+}
+
+// relayMode is flower started in the harness's place, as the Agent SDK
+// starts it, with one user message written to it.
+type relayMode struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	out    *bufio.Scanner
+	stderr *strings.Builder
+}
+
+func startRelayMode(t *testing.T, ws string, env []string, prompt string, args ...string) *relayMode {
+	t.Helper()
+	cmd := exec.Command(flowerBinary(t), append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}, args...)...)
+	cmd.Dir, cmd.Env = ws, env
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &relayMode{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout), stderr: &strings.Builder{}}
+	r.out.Buffer(nil, 64<<20)
+	cmd.Stderr = r.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	msg, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": prompt}})
+	if _, err := stdin.Write(append(msg, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// wait waits for the relay to exit, its output read to the end.
+func (r *relayMode) wait(t *testing.T) error {
+	t.Helper()
+	_ = r.stdin.Close()
+	for r.out.Scan() {
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- r.cmd.Wait() }()
+	select {
+	case err := <-waited:
+		return err
+	case <-time.After(waitLimit):
+		t.Fatalf("relay still running %s after its input closed", waitLimit)
+		return nil
 	}
 }
