@@ -52,6 +52,13 @@ type labels struct {
 	inWrite  string // the writing turn runs
 	handing  string // the handoff is done, the successor not yet started
 	waiting  string // a limit's wait: until when, how long to go
+
+	// The harness's status line (screenline.go).
+	about     string // distance to the handoff, in the near notice's words
+	budget    string // the step's budget
+	deadline  string // the step's deadline
+	handedOff string // generation, what it was doing, the handoff file
+	noState   string
 }
 
 var zh = labels{
@@ -70,6 +77,12 @@ var zh = labels{
 	inWrite:  "写交接中",
 	handing:  "换代中",
 	waiting:  "限额,等到 %s(还有 %s)",
+
+	about:     "还有约 %s 到换代",
+	budget:    "预算 $%.2f",
+	deadline:  "截止 %s",
+	handedOff: "<- 第 %d 代已交接:%s · 交接写在 %s",
+	noState:   "flower · 没有运行状态",
 }
 
 var en = labels{
@@ -88,6 +101,12 @@ var en = labels{
 	inWrite:  "writing the handoff",
 	handing:  "handing over",
 	waiting:  "limit: waiting until %s (%s left)",
+
+	about:     "about %s to handoff",
+	budget:    "budget $%.2f",
+	deadline:  "deadline %s",
+	handedOff: "<- gen %d handed off: %s · handoff written to %s",
+	noState:   "flower · no live state",
 }
 
 // labelsOf picks the labels of a language; zh is the default.

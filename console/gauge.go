@@ -93,6 +93,13 @@ func (g *gauge) ready() bool { return g.gen > 0 }
 // text renders the gauge, e.g. "gen 2 · context 142.3K/200K · 7.7K to
 // handoff · $0.42". Without handoff there is no distance to show.
 func (g *gauge) text(lab labels, handoff bool) string {
+	return strings.Join(append(g.meter(lab, handoff, policy.FormatUsed), fmt.Sprintf("$%.2f", g.cost)), " · ")
+}
+
+// meter is the gauge's parts before the cost: the generation, the context
+// and the distance to the handoff (written by distance) or the phase, a
+// limit's wait.
+func (g *gauge) meter(lab labels, handoff bool, distance func(int) string) []string {
 	parts := []string{fmt.Sprintf(lab.gen, g.gen)}
 	switch {
 	case g.phase == gaugeStarting:
@@ -106,14 +113,13 @@ func (g *gauge) text(lab labels, handoff bool) string {
 		case g.phase == gaugeHandedOn:
 			parts = append(parts, lab.handing)
 		default:
-			parts = append(parts, fmt.Sprintf(lab.toGo, policy.FormatUsed(g.at-g.context)))
+			parts = append(parts, fmt.Sprintf(lab.toGo, distance(g.at-g.context)))
 		}
 	}
 	if !g.until.IsZero() {
 		parts = append(parts, fmt.Sprintf(lab.waiting, g.until.Local().Format("15:04:05"), g.left))
 	}
-	parts = append(parts, fmt.Sprintf("$%.2f", g.cost))
-	return strings.Join(parts, " · ")
+	return parts
 }
 
 // columns is how many terminal columns s takes (East Asian wide characters

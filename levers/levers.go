@@ -31,11 +31,16 @@ const flag = "--settings"
 // cannot run at all (exit status other than 0 and 2, which the harness
 // takes as "go on") is turned into a block by "|| exit 2".
 func Hook(argv ...string) string {
+	return Quote(argv...) + " || exit 2"
+}
+
+// Quote is argv as one shell command line, each word quoted.
+func Quote(argv ...string) string {
 	quoted := make([]string, len(argv))
 	for i, a := range argv {
 		quoted[i] = shellQuote(a)
 	}
-	return strings.Join(quoted, " ") + " || exit 2"
+	return strings.Join(quoted, " ")
 }
 
 // BlockOnly is the hook of a run that has no flower executable to record

@@ -78,7 +78,7 @@ settings then come from FLOWER_* environment variables (see the README).`,
 		// HelpName in place, so commands shared between runs in one
 		// process (the tests) would show "flower flower run".
 		Commands: []*cli.Command{runCommand(p), continueCommand(p), rerunCommand(p), showCommand(p), logsCommand(p), psCommand(p), uiCommand(p), demoCommand(p),
-			workerCommand(p), submitCommand(p), handoffCommand(p), doctorCommand(p), hookCommand(p)},
+			workerCommand(p), submitCommand(p), handoffCommand(p), doctorCommand(p), hookCommand(p), statusLineCommand(p)},
 		Reader:               p.stdin,
 		Writer:               p.stdout,
 		ErrWriter:            p.stderr,

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -14,6 +15,7 @@ import (
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/interactive"
+	"github.com/flowerhq/flower/manifest"
 )
 
 // interactiveFlag is -i: run the harness's own terminal UI under handoff.
@@ -62,6 +64,25 @@ func runInteractive(c *cli.Context, p proc) error {
 	if err != nil {
 		return err
 	}
+	job, st, err := screenJob(c, set, p, in, lang, task)
+	if job == nil {
+		return err
+	}
+	defer job.close()
+	if st != nil {
+		// The harness's own goodbye was kept off the screen: this is
+		// the way to go on, never a retired session.
+		_, _ = io.WriteString(job.render.live, console.Escape(interactive.ContinueHint(job.rt.RunDir(), st, p.harnessArgs)))
+	}
+	return err
+}
+
+// screenJob runs set's step with the harness's terminal UI in a pty on
+// this terminal: the same engine as a headless run, with package
+// interactive as its front, and flower's segment on the harness's status
+// line. The job comes back (nil when it could not be set up) for its
+// caller to close once it printed what it has to.
+func screenJob(c *cli.Context, set jobSettings, p proc, in *os.File, lang console.Lang, task string) (*job, *manifest.StepResult, error) {
 	home, _ := os.UserHomeDir()
 	var (
 		f       *interactive.Front
@@ -69,14 +90,16 @@ func runInteractive(c *cli.Context, p proc) error {
 		cancel  context.CancelCauseFunc
 		openErr error
 	)
-	set.front = func(log *slog.Logger) (front.Launcher, func(event.Event)) {
+	set.front = func(log *slog.Logger, runDir string) (front.Launcher, func(event.Event)) {
 		f, ctx, cancel, openErr = interactive.Open(c.Context, interactive.Options{
 			In: in, Out: p.stdout, Render: screenRenderer{lang: lang, home: home}, Logger: log,
 		})
 		if openErr != nil {
 			return nil, nil // reported below, before anything runs
 		}
-		return f, f.Sink(nil)
+		line := console.NewScreenLine(lang, !set.handoff.Enabled, home, console.Bounds{BudgetUSD: set.maxBudgetUSD, Deadline: deadlineOf(set.maxDuration)})
+		w := newStatusWriter(runDir, line, log)
+		return statusLauncher{Launcher: f, state: w.path, lang: lang, log: log}, f.Sink(w.handle)
 	}
 	job, err := setupJob(set, p)
 	if f != nil {
@@ -86,21 +109,25 @@ func runInteractive(c *cli.Context, p proc) error {
 		if f != nil {
 			f.Close()
 		}
-		return err
+		return nil, nil, err
 	}
-	defer job.close()
 	if openErr != nil {
-		return openErr
+		job.close()
+		return nil, nil, openErr
 	}
 	st, err := job.rt.RunStep(ctx, set.step, task)
 	f.Close()
 	job.finish(st, err)
-	if st != nil {
-		// The harness's own goodbye was kept off the screen: this is
-		// the way to go on, never a retired session.
-		_, _ = io.WriteString(job.render.live, console.Escape(interactive.ContinueHint(job.rt.RunDir(), st, p.harnessArgs)))
+	return job, st, err
+}
+
+// deadlineOf is the deadline --max-duration sets, counted from now; zero
+// for none.
+func deadlineOf(d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
 	}
-	return err
+	return time.Now().Add(d)
 }
 
 // screenRenderer shows the interactive run's events as the status lines

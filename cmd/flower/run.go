@@ -176,7 +176,7 @@ type jobSettings struct {
 	// front, when set, gives the front that runs the harness and where the
 	// events go, once the run's log is open (the interactive mode); the
 	// headless front and the renderer otherwise.
-	front func(log *slog.Logger) (front.Launcher, func(event.Event))
+	front func(log *slog.Logger, runDir string) (front.Launcher, func(event.Event))
 }
 
 // settingsFrom reads and checks the run flags; nothing is made on disk.
@@ -373,7 +373,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	onEvent := render.event
 	frontName := registry.FrontHeadless
 	if set.front != nil {
-		launcher, onEvent = set.front(logger)
+		launcher, onEvent = set.front(logger, runDir)
 		frontName = registry.FrontInteractive
 	}
 	var live *registry.Handle

@@ -1,0 +1,64 @@
+package console
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowerhq/flower/event"
+	"github.com/flowerhq/flower/handoffwriter"
+)
+
+// The status line in the harness's screen carries the near notice's
+// figures, the generation, and the handoff's announcement.
+func TestScreenLineFigures(t *testing.T) {
+	deadline := time.Date(2026, 12, 1, 16, 30, 0, 0, time.Local)
+	for _, c := range []struct {
+		lang                    Lang
+		starting, meter, bounds string
+		announce                string
+	}{
+		{LangZh, "第 1 代 · 启动中", "第 1 代 · 上下文 130.0K/200K · 还有约 20K 到换代", "预算 $5.00 · 截止 16:30",
+			"<- 第 1 代已交接:改 Makefile · 交接写在 ~/proj/.flower/notes/交接-干活.md"},
+		{LangEn, "gen 1 · starting", "gen 1 · context 130.0K/200K · about 20K to handoff", "budget $5.00 · deadline 16:30",
+			"<- gen 1 handed off: 改 Makefile · handoff written to ~/proj/.flower/notes/交接-干活.md"},
+	} {
+		s := NewScreenLine(c.lang, false, "/home/p", Bounds{BudgetUSD: 5, Deadline: deadline})
+		if s.Meter() != "" {
+			t.Errorf("%s: meter %q before any generation", c.lang, s.Meter())
+		}
+		s.Handle(event.Event{Kind: event.KindGeneration, Generation: 1})
+		if got := s.Meter(); got != c.starting {
+			t.Errorf("%s: meter %q, want %q", c.lang, got, c.starting)
+		}
+		s.Handle(event.Event{Kind: event.KindTurn, Generation: 1, Context: 130_000, Window: 200_000, At: 150_000, CostUSD: 0.25})
+		if got := s.Meter(); got != c.meter {
+			t.Errorf("%s: meter %q, want %q", c.lang, got, c.meter)
+		}
+		if got := s.Bounds(); got != c.bounds {
+			t.Errorf("%s: bounds %q, want %q", c.lang, got, c.bounds)
+		}
+		if got := ScreenText(s.Meter(), s.Cost()+0.5, s.Bounds()); got != "flower · "+c.meter+" · $0.75 · "+c.bounds {
+			t.Errorf("%s: line %q", c.lang, got)
+		}
+		h := handoffwriter.Parse("## doing\n- 改 Makefile\n- more\n")
+		s.Handle(event.Event{Kind: event.KindHandoff, Phase: event.PhaseDone, Generation: 1, Context: 152_000, Window: 200_000,
+			Handoff: &h, Path: "/home/p/proj/.flower/notes/交接-干活.md"})
+		if got := s.Announcement(); got != c.announce {
+			t.Errorf("%s: announcement %q, want %q", c.lang, got, c.announce)
+		}
+	}
+}
+
+// Without handoff or bounds the line shows neither; text read back from a
+// file stays on one line and safe.
+func TestScreenLinePlain(t *testing.T) {
+	s := NewScreenLine(LangEn, true, "", Bounds{})
+	s.Handle(event.Event{Kind: event.KindTurn, Generation: 2, Context: 10_000, Window: 200_000, At: 150_000})
+	if got := ScreenText(s.Meter(), s.Cost(), s.Bounds()); got != "flower · gen 2 · context 10.0K/200K · $0.00" {
+		t.Errorf("line %q", got)
+	}
+	if got := ScreenText("a\nb\x1b]52;c;x\x07", 0, ""); strings.ContainsAny(got, "\n\x1b\x07") {
+		t.Errorf("line %q keeps a newline or a control character", got)
+	}
+}
