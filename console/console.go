@@ -57,7 +57,7 @@ type labels struct {
 	about     string // distance to the handoff, in the near notice's words
 	budget    string // the step's budget
 	deadline  string // the step's deadline
-	handedOff string // generation, what it was doing, the handoff file
+	handedOff string // generation, the handoff file, what it was doing
 	noState   string
 }
 
@@ -81,7 +81,7 @@ var zh = labels{
 	about:     "还有约 %s 到换代",
 	budget:    "预算 $%.2f",
 	deadline:  "截止 %s",
-	handedOff: "<- 第 %d 代已交接:%s · 交接写在 %s",
+	handedOff: "<- 第 %d 代已交接,交接写在 %s · 在做:%s",
 	noState:   "flower · 没有运行状态",
 }
 
@@ -105,7 +105,7 @@ var en = labels{
 	about:     "about %s to handoff",
 	budget:    "budget $%.2f",
 	deadline:  "deadline %s",
-	handedOff: "<- gen %d handed off: %s · handoff written to %s",
+	handedOff: "<- gen %d handed off, to %s · doing: %s",
 	noState:   "flower · no live state",
 }
 

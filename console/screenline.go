@@ -29,14 +29,16 @@ type ScreenLine struct {
 	handoff  bool
 	bounds   Bounds
 	announce string
+	dir      string // the workspace
 }
 
 // NewScreenLine renders in lang; noHandoff drops the distance to the
-// handoff; paths under home show as ~/….
-func NewScreenLine(lang Lang, noHandoff bool, home string, b Bounds) *ScreenLine {
+// handoff; paths under the workspace dir show relative to it, others
+// under home as ~/….
+func NewScreenLine(lang Lang, noHandoff bool, dir, home string, b Bounds) *ScreenLine {
 	st := NewStatus(nil, lang)
 	st.ShortenHome(home)
-	return &ScreenLine{lab: labelsOf(lang), status: st, handoff: !noHandoff, bounds: b}
+	return &ScreenLine{lab: labelsOf(lang), status: st, handoff: !noHandoff, bounds: b, dir: strings.TrimRight(dir, "/")}
 }
 
 // Handle folds ev in and reports whether anything shown changed.
@@ -51,8 +53,9 @@ func (s *ScreenLine) Handle(ev event.Event) bool {
 	return changed
 }
 
-// handedOff is the announcement of a handoff done: which generation, what
-// it was doing (the first line of its "doing"), and where the file is.
+// handedOff is the announcement of a handoff done: which generation, where
+// the file is (relative to the workspace, before anything a narrow screen
+// cuts off), and what it was doing (the first line of its "doing").
 func (s *ScreenLine) handedOff(ev event.Event) string {
 	doing := "(空)"
 	if ev.Handoff != nil {
@@ -61,8 +64,11 @@ func (s *ScreenLine) handedOff(ev event.Event) string {
 	where := s.lab.noFile
 	if ev.Path != "" {
 		where = s.status.short(ev.Path)
+		if rel, ok := strings.CutPrefix(ev.Path, s.dir+"/"); ok && s.dir != "" {
+			where = rel
+		}
 	}
-	return Escape(fmt.Sprintf(s.lab.handedOff, max(ev.Generation, 1), doing, where))
+	return Escape(fmt.Sprintf(s.lab.handedOff, max(ev.Generation, 1), where, doing))
 }
 
 // Meter is the line's figures without the cost, in the near notice's

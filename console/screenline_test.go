@@ -19,11 +19,11 @@ func TestScreenLineFigures(t *testing.T) {
 		announce                string
 	}{
 		{LangZh, "第 1 代 · 启动中", "第 1 代 · 上下文 130.0K/200K · 还有约 20K 到换代", "预算 $5.00 · 截止 16:30",
-			"<- 第 1 代已交接:改 Makefile · 交接写在 ~/proj/.flower/notes/交接-干活.md"},
+			"<- 第 1 代已交接,交接写在 ~/proj/.flower/notes/交接-干活.md · 在做:改 Makefile"},
 		{LangEn, "gen 1 · starting", "gen 1 · context 130.0K/200K · about 20K to handoff", "budget $5.00 · deadline 16:30",
-			"<- gen 1 handed off: 改 Makefile · handoff written to ~/proj/.flower/notes/交接-干活.md"},
+			"<- gen 1 handed off, to ~/proj/.flower/notes/交接-干活.md · doing: 改 Makefile"},
 	} {
-		s := NewScreenLine(c.lang, false, "/home/p", Bounds{BudgetUSD: 5, Deadline: deadline})
+		s := NewScreenLine(c.lang, false, "", "/home/p", Bounds{BudgetUSD: 5, Deadline: deadline})
 		if s.Meter() != "" {
 			t.Errorf("%s: meter %q before any generation", c.lang, s.Meter())
 		}
@@ -53,7 +53,7 @@ func TestScreenLineFigures(t *testing.T) {
 // Without handoff or bounds the line shows neither; text read back from a
 // file stays on one line and safe.
 func TestScreenLinePlain(t *testing.T) {
-	s := NewScreenLine(LangEn, true, "", Bounds{})
+	s := NewScreenLine(LangEn, true, "", "", Bounds{})
 	s.Handle(event.Event{Kind: event.KindTurn, Generation: 2, Context: 10_000, Window: 200_000, At: 150_000})
 	if got := ScreenText(s.Meter(), s.Cost(), s.Bounds()); got != "flower · gen 2 · context 10.0K/200K · $0.00" {
 		t.Errorf("line %q", got)

@@ -16,6 +16,7 @@ import (
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/workbench"
 )
 
 // interactiveFlag is -i: run the harness's own terminal UI under handoff.
@@ -97,7 +98,7 @@ func screenJob(c *cli.Context, set jobSettings, p proc, in *os.File, lang consol
 		if openErr != nil {
 			return nil, nil // reported below, before anything runs
 		}
-		line := console.NewScreenLine(lang, !set.handoff.Enabled, home, console.Bounds{BudgetUSD: set.maxBudgetUSD, Deadline: deadlineOf(set.maxDuration)})
+		line := console.NewScreenLine(lang, !set.handoff.Enabled, workbench.HoldingWorkspace(runDir), home, console.Bounds{BudgetUSD: set.maxBudgetUSD, Deadline: deadlineOf(set.maxDuration)})
 		w := newStatusWriter(runDir, line, log)
 		return statusLauncher{Launcher: f, state: w.path, lang: lang, log: log}, f.Sink(w.handle)
 	}

@@ -31,7 +31,7 @@ func statusLineRun(t *testing.T, stdin string, args ...string) string {
 func writtenState(t *testing.T, now time.Time, evs ...event.Event) string {
 	t.Helper()
 	dir := t.TempDir()
-	w := newStatusWriter(dir, console.NewScreenLine(console.LangEn, false, "/home/p", console.Bounds{BudgetUSD: 5}), slog.New(slog.DiscardHandler))
+	w := newStatusWriter(dir, console.NewScreenLine(console.LangEn, false, "/home/p/ws", "/home/p", console.Bounds{BudgetUSD: 5}), slog.New(slog.DiscardHandler))
 	w.now = func() time.Time { return now }
 	for _, ev := range evs {
 		w.handle(ev)
@@ -97,7 +97,7 @@ func TestStatusLineAnnouncesHandoff(t *testing.T) {
 		event.Event{Kind: event.KindGeneration, Generation: 2})
 	var out strings.Builder
 	statusLine(strings.NewReader(sessionJSON), &out, state, console.LangEn, "", now.Add(handoffShown-time.Second))
-	want := "flower · gen 2 · starting · $0.50 · budget $5.00\n<- gen 1 handed off: porting the parser · handoff written to ~/ws/.flower/notes/交接-main.md\n"
+	want := "flower · gen 2 · starting · $0.50 · budget $5.00\n<- gen 1 handed off, to .flower/notes/交接-main.md · doing: porting the parser\n"
 	if out.String() != want {
 		t.Errorf("during the announcement\n%q, want\n%q", out.String(), want)
 	}
