@@ -1,6 +1,11 @@
 package demo
 
-import "strings"
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+)
 
 // HarnessEnv is the environment of the demo's harness: parent (os.Environ(),
 // usually) without anything that could carry a credential, point the
@@ -35,4 +40,28 @@ func dropped(key string) bool {
 		return true // flower sets it for the harness itself
 	}
 	return false
+}
+
+// InteractiveArgs are the harness flags of the demo in the harness's own
+// screen: its default permission mode there stops every tool call on a
+// dialog when its safety check cannot be reached, which it cannot from a
+// scripted server on 127.0.0.1.
+var InteractiveArgs = append([]string{"--permission-mode", "dontAsk"}, HarnessArgs...)
+
+// SeedScreen writes the $HOME/.claude.json of the demo's own HOME that
+// lets the harness's screen open straight on its prompt: onboarding done,
+// the workspace trusted, the scripted server's fake key approved (the
+// harness keeps its last 20 characters). These are the person's screens
+// in a real run; the demo's HOME is its own, made for the demo.
+func SeedScreen(home, workspace, apiKey string) error {
+	key := apiKey[max(len(apiKey)-20, 0):]
+	b, err := json.Marshal(map[string]any{
+		"hasCompletedOnboarding": true,
+		"customApiKeyResponses":  map[string]any{"approved": []string{key}, "rejected": []string{}},
+		"projects":               map[string]any{workspace: map[string]any{"hasTrustDialogAccepted": true}},
+	})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600)
 }

@@ -75,6 +75,7 @@ type interactiveRun struct {
 	flower    string   // the binary
 	harness   string   // --harness
 	args      []string // flower's arguments after -i
+	argv      []string // the whole command line, instead of flower -i … args
 }
 
 // startPane starts a tmux server and runs r in a 120x40 pane through a
@@ -86,15 +87,19 @@ func startPane(t *testing.T, r interactiveRun) *pane {
 		t.Fatalf("the interactive tests need tmux: %v", err)
 	}
 	p := &pane{t: t, socket: fmt.Sprintf("flower-it-%d-%d", os.Getpid(), time.Now().UnixNano()), dir: t.TempDir()}
-	argv := []string{r.flower, "-i", "--harness", r.harness, "-C", r.workspace}
-	argv = append(argv, r.args...)
+	argv := r.argv
+	if argv == nil {
+		argv = append([]string{r.flower, "-i", "--harness", r.harness, "-C", r.workspace}, r.args...)
+	}
 	var q []string
 	for _, a := range argv {
 		q = append(q, shellQuote(a))
 	}
 	var env []string
-	for _, kv := range r.srv.Env() {
-		env = append(env, "export "+shellQuote(kv))
+	if r.srv != nil {
+		for _, kv := range r.srv.Env() {
+			env = append(env, "export "+shellQuote(kv))
+		}
 	}
 	script := fmt.Sprintf(`#!/bin/bash
 unset ANTHROPIC_AUTH_TOKEN ANTHROPIC_MODEL ANTHROPIC_DEFAULT_OPUS_MODEL CLAUDE_CONFIG_DIR DISABLE_AUTO_COMPACT

@@ -1,8 +1,10 @@
 package integration_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -42,10 +44,11 @@ func (s *statusLineScript) reply(r *scriptedapi.Request) scriptedapi.Reply {
 	return scriptedapi.Harmless(r)
 }
 
-// flowerLineBelowInput reports whether the screen's last input box (the
-// "❯" line between two rules) has flower's line under it, after the
-// person's own status line, within the lines the harness shows there.
-func flowerLineBelowInput(screen, want string) bool {
+// belowInput reports whether the screen's last input box (the "❯" line
+// between two rules) has a line with want under it, after the person's own
+// status line (a line with theirs, unless "") and within the lines the
+// harness shows there.
+func belowInput(screen, want, theirs string) bool {
 	lines := strings.Split(screen, "\n")
 	prompt := -1
 	for i, l := range lines {
@@ -62,7 +65,7 @@ func flowerLineBelowInput(screen, want string) bool {
 	}
 	for i := rule + 1; i < len(lines) && i <= rule+4; i++ {
 		if strings.Contains(lines[i], want) {
-			return strings.Contains(strings.Join(lines[rule+1:i], "\n"), "THEIRS-LINE")
+			return strings.Contains(strings.Join(lines[rule+1:i], "\n"), theirs)
 		}
 	}
 	return false
@@ -107,7 +110,7 @@ func TestStatusLineUnderTmux(t *testing.T) {
 	p.harnessUp(r.home)
 	seen := func(what, want string) {
 		t.Helper()
-		p.waitFor(what+" under the input box", waitLimit, func() bool { return flowerLineBelowInput(p.tmux("capture-pane", "-p", "-t", "it"), want) })
+		p.waitFor(what+" under the input box", waitLimit, func() bool { return belowInput(p.tmux("capture-pane", "-p", "-t", "it"), want, "THEIRS-LINE") })
 	}
 	prompt := func(text string) {
 		p.keys(text)
@@ -120,7 +123,17 @@ func TestStatusLineUnderTmux(t *testing.T) {
 	p.waitText("ONE-DONE", waitLimit)
 	seen("generation 1's meter", "flower · 第 1 代 · 上下文 60.0K/200K · 还有约 90K 到换代 · $")
 	prompt("GROW-TWO")
-	p.waitText("SUCCESSOR-SAYS", 2*waitLimit)
+	// While flower cuts and types the handoff prompt (its Ctrl-C makes
+	// the harness flash "Press Ctrl-C again to exit"), its line says why.
+	writing := false
+	p.waitFor("the successor", 2*waitLimit, func() bool {
+		screen := p.capture()
+		writing = writing || belowInput(p.tmux("capture-pane", "-p", "-t", "it"), "flower · 第 1 代 · 上下文 155.0K/200K · 写交接中", "THEIRS-LINE")
+		return strings.Contains(screen, "SUCCESSOR-SAYS")
+	})
+	if !writing {
+		t.Errorf("the status line never said the handoff was being written")
+	}
 	seen("the handoff's announcement", "<- 第 1 代已交接,交接写在 .flower/notes/交接-main.md · 在做:Generation 1 was adding")
 	seen("generation 2's meter", "flower · 第 2 代 · 上下文 20.0K/200K · 还有约 130K 到换代 · $")
 	prompt("GROW-THREE")
@@ -138,5 +151,60 @@ func TestStatusLineUnderTmux(t *testing.T) {
 	}
 	if script.writing != 1 {
 		t.Errorf("%d writing turns, want 1", script.writing)
+	}
+}
+
+// meterOnScreen finds flower's meter under the input box: generation and
+// context.
+var meterOnScreen = regexp.MustCompile(`flower · 第 (\d) 代 · 上下文 ([\d.]+K)/200K`)
+
+// TestDemoInteractive: `flower demo -i` plays the scripted demo in the
+// real harness's own screen, with no key: flower's meter under the input
+// box, live in each generation, both handoffs announced there, and the
+// story checked at the end as `flower demo` checks it.
+func TestDemoInteractive(t *testing.T) {
+	t.Parallel()
+	r := interactiveRun{workspace: t.TempDir(), home: t.TempDir()}
+	r.argv = []string{buildFlower(t), "demo", "-i", "--clean", "--harness", harnessPath(t)}
+	p := startPane(t, r)
+	figures := map[string]map[string]bool{} // generation → the context figures seen
+	announced := map[string]bool{}
+	deadline := time.Now().Add(4 * waitLimit)
+	for !strings.Contains(p.tmux("capture-pane", "-p", "-t", "it"), "Done. wordfreq.sh") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo did not finish within %v; figures seen %v", 4*waitLimit, figures)
+		}
+		screen := p.tmux("capture-pane", "-p", "-t", "it")
+		for _, m := range meterOnScreen.FindAllStringSubmatch(screen, -1) {
+			if belowInput(screen, m[0], "") {
+				if figures[m[1]] == nil {
+					figures[m[1]] = map[string]bool{}
+				}
+				figures[m[1]][m[2]] = true
+			}
+		}
+		for _, gen := range []string{"1", "2"} {
+			want := fmt.Sprintf("<- 第 %s 代已交接,交接写在 .flower/notes/交接-demo.md · 在做:", gen)
+			announced[gen] = announced[gen] || belowInput(screen, want, "")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, gen := range []string{"1", "2", "3"} {
+		if len(figures[gen]) < 2 {
+			t.Errorf("generation %s: context figures %v under the input box, want it to move", gen, figures[gen])
+		}
+	}
+	if !announced["1"] || !announced["2"] {
+		t.Errorf("handoffs announced on the status line: %v, want generations 1 and 2", announced)
+	}
+	p.keys("/exit")
+	time.Sleep(500 * time.Millisecond)
+	p.press("Enter")
+	p.waitText("TTY-", 2*waitLimit)
+	screen := p.capture()
+	for _, want := range []string{"flower demo -i: 3 sessions, 2 handoffs", "FLOWER-EXIT=0", "TTY-RESTORED", "(--clean)"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the screen after the demo lacks %q", want)
+		}
 	}
 }

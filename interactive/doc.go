@@ -60,7 +60,9 @@
 // the current line of a multi-line input. After an interrupt before any
 // reply the harness puts the interrupted prompt back into the input. So
 // before typing, flower clears the input with one Ctrl-C and waits out the
-// double-press window.
+// double-press window; the "Press Ctrl-C again to exit" it shows meanwhile
+// has no key without a hint of its own to replace it (DESIGN.md «Screen
+// turns»).
 //
 // Files. $HOME/.claude/sessions/<pid>.json appears as the harness starts
 // (before any prompt) with "sessionId", "cwd" and "status" ("busy" while a
@@ -85,7 +87,10 @@
 // the terminal title once at start ("✳ Claude Code") and left it alone
 // afterwards in these runs, so the title is where flower shows the near
 // notice while a harness owns the screen; the same lines are printed on the
-// screen between generations and at the end.
+// screen between generations and at the end. The harness's own status line
+// (settings' statusLine, run every second with refreshInterval 1, its
+// output shown under the input box) carries flower's meter and each
+// handoff's announcement (DESIGN.md «Status line in the harness's screen»).
 //
 // # What this front translates
 //

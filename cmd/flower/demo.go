@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/flowerhq/flower/demo"
+	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/scriptedapi"
@@ -24,7 +25,7 @@ func demoCommand(p proc) *cli.Command {
 	return &cli.Command{
 		Name:      "demo",
 		Usage:     "watch a handoff happen on the real harness against a scripted local model",
-		UsageText: "flower demo [--clean] [--pace 0] [--lang en] [-q] [-v]",
+		UsageText: "flower demo [-i] [--clean] [--pace 0] [--lang en] [-q] [-v]",
 		Description: `Runs a real supervised job on the real harness. The model is scripted and
 served on 127.0.0.1: no API key, no network, nothing billed. It writes a small
 tool in a fresh workspace over three sessions; each of the first two fills its
@@ -35,7 +36,8 @@ unless --clean is given.
 Examples:
    flower demo                 # the Chinese status lines, as in the design
    flower demo --lang en       # English labels
-   flower demo --pace 0 --clean   # as fast as it goes, leave nothing behind`,
+   flower demo --pace 0 --clean   # as fast as it goes, leave nothing behind
+   flower demo -i              # in the harness's own screen; /exit when the third session is done`,
 		Flags:  demoFlags(),
 		Action: func(c *cli.Context) error { return demoAction(c, p) },
 	}
@@ -44,6 +46,7 @@ Examples:
 func demoFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.DurationFlag{Name: "pace", Value: demo.DefaultPace, Usage: "the scripted model's pause before each reply, so a person can follow (0: full speed)"},
+		&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "run it in the harness's own screen (a terminal), flower's figures on its status line; /exit ends it"},
 		&cli.BoolFlag{Name: "clean", Usage: "remove the demo's directory at the end", DefaultText: "keep it for inspection"},
 		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the claude executable", DefaultText: "the copy make installed, else claude on PATH"},
 		&cli.StringFlag{Name: "lang", Value: "zh", Usage: "labels of the status lines: zh (as in the design) or en"},
@@ -62,6 +65,10 @@ func demoAction(c *cli.Context, p proc) (err error) {
 	}
 	if c.Duration("pace") < 0 {
 		return usagef("--pace must not be negative")
+	}
+	screen, isScreen := p.stdin.(*os.File)
+	if c.Bool("interactive") && (!isScreen || !isTerminal(screen)) {
+		return usageError{interactive.ErrNotTerminal}
 	}
 	// The script was observed on the pinned harness; prefer it to whatever
 	// claude is on PATH.
@@ -120,6 +127,14 @@ func demoAction(c *cli.Context, p proc) (err error) {
 		unlisted: true,
 	}
 	p.harnessArgs = demo.HarnessArgs
+	if c.Bool("interactive") {
+		if err := demo.SeedScreen(home, workspace, scriptedapi.APIKey); err != nil {
+			return fmt.Errorf("demo directory: %w", err)
+		}
+		p.harnessArgs = demo.InteractiveArgs
+		started = true
+		return demoScreen(c, set, p, screen, srv.URL, workspace)
+	}
 	job, err := setupJob(set, p)
 	if err != nil {
 		return err
@@ -154,6 +169,31 @@ func demoAction(c *cli.Context, p proc) (err error) {
 		fmt.Fprintf(p.stderr, "flower demo: earlier handoffs are kept in %s\n", filepath.Join(workbench.NotesDir(workbench.DirOf(workspace)), "archive"))
 		fmt.Fprintf(p.stderr, "flower demo: the harness's HOME (its session logs) is %s\n", home)
 	}
+	return nil
+}
+
+// demoScreen runs the demo in the harness's own screen: the same story,
+// the person watching flower's status line and typing /exit at the end.
+func demoScreen(c *cli.Context, set jobSettings, p proc, in *os.File, url, workspace string) error {
+	lang, err := set.view.check()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(p.stderr, "flower demo -i: the real harness's own screen, a scripted model on %s: no API key, no network\n", url)
+	fmt.Fprintf(p.stderr, "flower demo -i: flower's figures are on the status line under the input box; type /exit once the third session is done\n")
+	start := time.Now()
+	job, st, err := screenJob(c, set, p, in, lang, demo.Task)
+	if job == nil {
+		return err
+	}
+	defer job.close()
+	if err != nil {
+		return err
+	}
+	if err := checkDemo(st, workspace); err != nil {
+		return fmt.Errorf("demo: %w (the log is in %s)", err, job.runDir)
+	}
+	fmt.Fprintf(p.stderr, "flower demo -i: %d sessions, %d handoffs in %.1fs\n", len(st.Generations), len(st.Generations)-1, time.Since(start).Seconds())
 	return nil
 }
 
