@@ -2,10 +2,12 @@ package levers
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // StatusRefresh is how often, in seconds, the harness runs flower's status
@@ -65,16 +67,11 @@ func commandOf(v any) (string, any) {
 
 // fileStatusLine is the status line command of the first of paths (in the
 // harness's order of precedence) that sets one; files that are missing,
-// too large or not JSON are passed over, as nothing of flower's depends on
-// them.
+// not regular, too large or not JSON are passed over, as nothing of
+// flower's depends on them.
 func fileStatusLine(paths ...string) (string, any) {
 	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			continue
-		}
-		b, err := io.ReadAll(io.LimitReader(f, MaxSettingsFile+1))
-		f.Close()
+		b, err := readRegular(p)
 		var m map[string]any
 		if err != nil || len(b) > MaxSettingsFile || json.Unmarshal(b, &m) != nil {
 			continue
@@ -84,4 +81,19 @@ func fileStatusLine(paths ...string) (string, any) {
 		}
 	}
 	return "", nil
+}
+
+// readRegular reads a settings file the harness would read: a link is
+// followed, as the harness follows it (dotfiles are often links), but a
+// FIFO or device is never read nor waited on.
+func readRegular(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	return io.ReadAll(io.LimitReader(f, MaxSettingsFile+1))
 }

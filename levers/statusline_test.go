@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -59,6 +60,12 @@ func TestStatusLineSettings(t *testing.T) {
 	// Broken files are passed over; a broken --settings leaves args as they were.
 	write(filepath.Join(dir, ".claude", "settings.local.json"), `{not json`)
 	check(nil, "project-line")
+	// A FIFO where a settings file belongs is neither read nor waited on.
+	os.Remove(filepath.Join(dir, ".claude", "settings.json"))
+	if err := syscall.Mkfifo(filepath.Join(dir, ".claude", "settings.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check(nil, "user-line")
 	bad := []string{"--settings", filepath.Join(dir, "missing.json")}
 	if out, err := StatusLine(bad, dir, conf, command); err == nil || strings.Join(out, " ") != strings.Join(bad, " ") {
 		t.Errorf("a missing --settings file: %q, %v", out, err)

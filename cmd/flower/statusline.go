@@ -22,6 +22,7 @@ import (
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/levers"
+	"github.com/flowerhq/flower/safefile"
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -239,13 +240,13 @@ func readBounded(r io.Reader, limit int64, wait time.Duration) []byte {
 	}
 }
 
-// readFileBounded reads at most limit bytes of path; a larger file is an
-// error.
+// readFileBounded reads at most limit bytes of the regular file at path,
+// never through a link or from a FIFO; a larger file is an error.
 func readFileBounded(path string, limit int64) ([]byte, error) {
 	if path == "" {
 		return nil, os.ErrNotExist
 	}
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,7 +68,16 @@ func TestStatusLineWithoutState(t *testing.T) {
 	if err := os.WriteFile(broken, []byte("{half"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, state := range []string{filepath.Join(dir, "missing.json"), broken, ""} {
+	// A state planted as a link or a FIFO is not followed nor waited on.
+	good := writtenState(t, time.Now(), event.Event{Kind: event.KindGeneration, Generation: 1})
+	link, fifo := filepath.Join(dir, "link.json"), filepath.Join(dir, "fifo.json")
+	if err := os.Symlink(good, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, state := range []string{filepath.Join(dir, "missing.json"), broken, "", link, fifo} {
 		if got := statusLineRun(t, sessionJSON, "--state", state, "--lang", "en"); got != "flower · no live state\n" {
 			t.Errorf("state %q: %q", state, got)
 		}
