@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/flowerhq/flower/demo"
 	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/manifest"
 )
 
@@ -186,5 +188,17 @@ func TestDemoUnderTmux(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "ok   flower demo exited 0") {
 		t.Errorf("the script passed without checking the exit status")
+	}
+}
+
+// demo -i needs a terminal: without one it is refused as a usage error
+// before anything is made on disk.
+func TestDemoInteractiveNeedsTerminal(t *testing.T) {
+	_, _, _, err := runDemo(t, "-i")
+	if !errors.Is(err, interactive.ErrNotTerminal) || exitCode(err) != 2 {
+		t.Fatalf("demo -i without a terminal: %v (exit %d), want a usage error", err, exitCode(err))
+	}
+	if left, _ := os.ReadDir(os.Getenv("TMPDIR")); len(left) > 0 {
+		t.Errorf("demo -i left %d entries behind", len(left))
 	}
 }
