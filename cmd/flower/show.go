@@ -39,8 +39,8 @@ Examples:
    flower show -C ~/src/app                     # the latest run of another workspace
    flower show .flower/runs/20261130-112853     # a given run
    flower show --json | jq '.steps[].cost_usd'  # the manifest as written
-   flower show --html                           # the latest run's page: RUN_DIR/run.html
-   flower show --html -o - RUN_DIR > page.html  # a run's page on stdout`,
+   flower show --html                           # on a terminal: writes RUN_DIR/run.html, prints its path
+   flower show --html RUN_DIR > page.html       # stdout not a terminal: the page itself`,
 		Flags: append([]cli.Flag{
 			workspaceFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print manifest.json as it is on disk (with --temporal: the status query's answer)"},

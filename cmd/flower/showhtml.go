@@ -15,7 +15,7 @@ import (
 func htmlFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "html", Usage: "write the run's page: one self-contained HTML file (a chart of the context at every API response, the generations, handoffs and edits)"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "with --html, write the page to `FILE` (- for stdout)", DefaultText: "RUN_DIR/run.html"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "with --html, write the page to `FILE` (- for stdout)", DefaultText: "stdout when it is not a terminal, else RUN_DIR/run.html"},
 		&cli.StringFlag{Name: "lang", Value: "zh", Usage: "with --html, the page's labels: zh or en"},
 	}
 }
@@ -47,6 +47,11 @@ func showHTML(c *cli.Context, p proc, dir string) error {
 		return err
 	}
 	out := c.String("output")
+	if out == "" && !isTerminal(p.stdout) {
+		// show --html RUN_DIR > page.html: the page, not its path, goes
+		// where stdout was sent.
+		out = "-"
+	}
 	if out == "-" {
 		_, err := p.stdout.Write(b.Bytes())
 		return err

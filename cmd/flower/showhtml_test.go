@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+
 	"github.com/flowerhq/flower/integration/pagecheck"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/scriptedapi"
@@ -255,22 +257,44 @@ func exitOf(err error) int {
 	return 0
 }
 
-// flower show --html writes RUN_DIR/run.html and prints its path, or the
-// page on stdout with -o -; bad flags are usage errors.
+// flower show --html on a terminal writes RUN_DIR/run.html and prints its
+// path; with stdout elsewhere (a file, a pipe) it writes the page there, as
+// it does with -o -; bad flags are usage errors.
 func TestShowHTMLCLI(t *testing.T) {
 	ws := t.TempDir()
 	fakeRuns(t, ws, "20261201-080000")
 	dir := filepath.Join(ws, ".flower", "runs", "20261201-080000")
-	var out, errOut strings.Builder
-	if err := run(context.Background(), []string{"flower", "show", "--html", "-C", ws}, strings.NewReader(""), &out, &errOut); err != nil {
+	page := filepath.Join(dir, "run.html")
+	ptmx, tty, err := pty.Open()
+	if err != nil {
 		t.Fatal(err)
 	}
-	page := filepath.Join(dir, "run.html")
-	if got := strings.TrimSpace(out.String()); got != page {
-		t.Errorf("printed %q, want %q", got, page)
+	defer ptmx.Close()
+	var errOut strings.Builder
+	err = run(context.Background(), []string{"flower", "show", "--html", "--lang", "zh", "-C", ws}, strings.NewReader(""), tty, &errOut)
+	tty.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	printed, _ := io.ReadAll(ptmx) // EIO once the tty side is closed
+	if got := strings.TrimSpace(string(printed)); got != page {
+		t.Errorf("on a terminal printed %q, want %q", got, page)
 	}
 	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), `<svg class="chart"`) || !strings.Contains(string(b), "主线程") {
 		t.Errorf("run.html: %v", err)
+	}
+	if err := os.Remove(page); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := run(context.Background(), []string{"flower", "show", "--html", "--lang", "zh", dir}, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "<!DOCTYPE html>") || !strings.Contains(out.String(), "主线程") {
+		t.Errorf("stdout not a terminal: %.80q, want the page", out.String())
+	}
+	if _, err := os.Stat(page); err == nil {
+		t.Errorf("the page went to %s as well as to stdout", page)
 	}
 	out.Reset()
 	if err := run(context.Background(), []string{"flower", "show", "--html", "--lang", "en", "-o", "-", dir}, strings.NewReader(""), &out, &errOut); err != nil {
