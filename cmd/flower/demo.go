@@ -112,12 +112,13 @@ func demoAction(c *cli.Context, p proc) (err error) {
 		handoff: policy.HandoffPolicy{Enabled: true, Window: demo.Window,
 			Headroom: policy.DefaultHeadroom, MaxGenerations: policy.DefaultMaxGenerations},
 		harness: c.String("harness"), maxAttempts: supervisor.DefaultMaxAttempts, turnTimeout: time.Minute,
-		view:       viewSettings{lang: c.String("lang"), output: outputText, quiet: c.Bool("quiet")},
-		verbose:    c.Bool("verbose"),
+		view:    viewSettings{lang: c.String("lang"), output: outputText, quiet: c.Bool("quiet")},
+		verbose: c.Bool("verbose"),
+		// The harness gets a HOME of its own: the person's is left as
+		// it was, but for flower's registry entry, which flower ps lists
+		// while the demo runs (a run like any other) and which goes when
+		// it ends.
 		harnessEnv: demo.HarnessEnv(os.Environ(), home, srv.Env()),
-		// The demo leaves the person's HOME as it found it: no registry
-		// entry (flower ps does not list it).
-		unlisted: true,
 	}
 	p.harnessArgs = demo.HarnessArgs
 	job, err := setupJob(set, p)
@@ -133,7 +134,8 @@ func demoAction(c *cli.Context, p proc) (err error) {
 	fmt.Fprintf(p.stderr, "flower demo: the real harness (%s), a scripted model on %s: no API key, no network\n", job.harnessPath, srv.URL)
 	fmt.Fprintf(p.stderr, "flower demo: window %s · near notice at %s · handoff at %s · workspace %s\n",
 		policy.FormatRound(pol.Window), policy.FormatRound(pol.WarnAt()), policy.FormatRound(pol.At()), workspace)
-	fmt.Fprintf(p.stderr, "flower demo: task: %s\n\n", demo.Task)
+	fmt.Fprintf(p.stderr, "flower demo: task: %s\n", demo.Task)
+	fmt.Fprintf(p.stderr, "flower demo: flower ps lists it while it runs; flower show, logs and ui -C %s show it\n\n", workspace)
 
 	ctx, cancel := context.WithTimeout(c.Context, demoTimeout)
 	defer cancel()

@@ -168,8 +168,6 @@ type jobSettings struct {
 	// harnessEnv is the harness's base environment (flower's own, or the
 	// demo's).
 	harnessEnv []string
-	// unlisted: the run writes no entry for flower ps (the demo).
-	unlisted bool
 	// trustNotes: the person vouches for notes files no manifest records
 	// (continue and rerun's --trust-notes).
 	trustNotes bool
@@ -376,11 +374,8 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		launcher, onEvent = set.front(logger)
 		frontName = registry.FrontInteractive
 	}
-	var live *registry.Handle
-	if !set.unlisted {
-		live = register(p, logger, registry.Entry{Front: frontName, Workspace: workspace, Step: set.step, RunDir: runDir})
-		onEvent = live.Tee(onEvent)
-	}
+	live := register(p, logger, registry.Entry{Front: frontName, Workspace: workspace, Step: set.step, RunDir: runDir})
+	onEvent = live.Tee(onEvent)
 	notifier := notify.New(notify.Options{Command: set.notify, Timeout: set.notifyTimeout, Env: p.env, Logger: logger})
 	if notifier != nil {
 		abs, _ := filepath.Abs(runDir)
