@@ -119,6 +119,7 @@ func demoAction(c *cli.Context, p proc) (err error) {
 		// while the demo runs (a run like any other) and which goes when
 		// it ends.
 		harnessEnv: demo.HarnessEnv(os.Environ(), home, srv.Env()),
+		noContinue: true,
 	}
 	p.harnessArgs = demo.HarnessArgs
 	job, err := setupJob(set, p)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -94,12 +93,7 @@ func runInteractive(c *cli.Context, p proc) error {
 	}
 	st, err := job.rt.RunStep(ctx, set.step, task)
 	f.Close()
-	job.finish(st, err)
-	if st != nil {
-		// The harness's own goodbye was kept off the screen: this is
-		// the way to go on, never a retired session.
-		_, _ = io.WriteString(job.render.live, console.Escape(interactive.ContinueHint(job.rt.RunDir(), st, p.harnessArgs)))
-	}
+	job.finish(st, err) // and the way to go on
 	return err
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,11 +15,13 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/notify"
 	"github.com/flowerhq/flower/policy"
@@ -111,6 +114,12 @@ type job struct {
 	live *registry.Handle
 	// notifier runs --notify (DESIGN.md «Notify»); nil without it.
 	notifier *notify.Notifier
+	// harnessArgs go into the closing flower continue line.
+	harnessArgs []string
+	// interactive: the closing flower continue line ends every run, the
+	// harness's own goodbye having been kept off the screen; a headless
+	// run prints it when interrupted, but for a demo (noContinue).
+	interactive, noContinue bool
 }
 
 func (j *job) close() {
@@ -138,6 +147,10 @@ func (j *job) finish(st *manifest.StepResult, err error) {
 		j.notifier.Send(ev)
 	}
 	j.render.summary(st, j.runDir)
+	if j.interactive || (errors.Is(err, context.Canceled) && !j.noContinue) {
+		// The same way on from both fronts: never a retired session.
+		_, _ = io.WriteString(j.render.live, console.Escape(interactive.ContinueHint(j.rt.RunDir(), st, j.harnessArgs)))
+	}
 }
 
 // jobSettings is everything setupJob builds a job from: read from the run
@@ -168,6 +181,9 @@ type jobSettings struct {
 	// harnessEnv is the harness's base environment (flower's own, or the
 	// demo's).
 	harnessEnv []string
+	// noContinue: nothing can continue the run once it ends (the demo,
+	// whose scripted model is gone), so no flower continue line is shown.
+	noContinue bool
 	// trustNotes: the person vouches for notes files no manifest records
 	// (continue and rerun's --trust-notes).
 	trustNotes bool
@@ -410,7 +426,8 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	if set.verbose {
 		printVerbose(p.stderr, rt, harnessPath, p.harnessArgs)
 	}
-	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger, live: live, notifier: notifier}, nil
+	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger, live: live, notifier: notifier,
+		harnessArgs: p.harnessArgs, interactive: set.front != nil, noContinue: set.noContinue}, nil
 }
 
 // notifyEvents passes every event to next and the ones a --notify hook
