@@ -33,8 +33,8 @@ new session takes over from the file. The workspace is kept for inspection
 unless --clean is given.
 
 Examples:
-   flower demo                 # the Chinese status lines, as in the design
-   flower demo --lang en       # English labels
+   flower demo                 # labels in the locale's language
+   flower demo --lang zh       # the Chinese status lines, as in the design
    flower demo --pace 0 --clean   # as fast as it goes, leave nothing behind`,
 		Flags:  demoFlags(),
 		Action: func(c *cli.Context) error { return demoAction(c, p) },
@@ -46,7 +46,7 @@ func demoFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "pace", Value: demo.DefaultPace, Usage: "the scripted model's pause before each reply, so a person can follow (0: full speed)"},
 		&cli.BoolFlag{Name: "clean", Usage: "remove the demo's directory at the end", DefaultText: "keep it for inspection"},
 		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the claude executable", DefaultText: "the copy make installed, else claude on PATH"},
-		&cli.StringFlag{Name: "lang", Value: "zh", Usage: "labels of the status lines: zh (as in the design) or en"},
+		langFlag("labels of the status lines"),
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the harness's auth configuration (all fake) and the policy before running"},
 	}
@@ -112,7 +112,7 @@ func demoAction(c *cli.Context, p proc) (err error) {
 		handoff: policy.HandoffPolicy{Enabled: true, Window: demo.Window,
 			Headroom: policy.DefaultHeadroom, MaxGenerations: policy.DefaultMaxGenerations},
 		harness: c.String("harness"), maxAttempts: supervisor.DefaultMaxAttempts, turnTimeout: time.Minute,
-		view:    viewSettings{lang: c.String("lang"), output: outputText, quiet: c.Bool("quiet")},
+		view:    viewSettings{lang: langOf(c, p.env), output: outputText, quiet: c.Bool("quiet")},
 		verbose: c.Bool("verbose"),
 		// The harness gets a HOME of its own: the person's is left as
 		// it was, but for flower's registry entry, which flower ps lists

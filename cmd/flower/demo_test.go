@@ -46,6 +46,10 @@ func runDemo(t *testing.T, args ...string) (stdout, stderr string, home string, 
 	t.Setenv("TMPDIR", t.TempDir())
 	t.Setenv("ANTHROPIC_AUTH_TOKEN", "canary-token-must-not-travel")
 	t.Setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+	// The labels follow the locale: Chinese here, unless --lang says otherwise.
+	t.Setenv("LC_ALL", "")
+	t.Setenv("LC_MESSAGES", "")
+	t.Setenv("LANG", "zh_CN.UTF-8")
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -192,12 +196,17 @@ func TestDemoUnderTmux(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(filepath.Join("..", "..", "scripts", "demo-tmux.sh"))
-	cmd.Env = append(os.Environ(), "FLOWER_BIN="+bin, "FLOWER_HARNESS="+realHarness(t), "TMPDIR="+dir, "DEMO_TMUX_TIMEOUT=150")
+	// Under a Chinese locale, the design's own status lines.
+	cmd.Env = append(os.Environ(), "FLOWER_BIN="+bin, "FLOWER_HARNESS="+realHarness(t), "TMPDIR="+dir, "DEMO_TMUX_TIMEOUT=150",
+		"LC_ALL=", "LC_MESSAGES=", "LANG=zh_CN.UTF-8")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	t.Logf("demo-tmux.sh took %v:\n%s", time.Since(start), out)
 	if err != nil {
 		t.Fatalf("demo-tmux.sh: %v", err)
+	}
+	if !strings.Contains(string(out), "labels: zh\n") {
+		t.Errorf("the script did not check the Chinese labels")
 	}
 	if !strings.Contains(string(out), "ok   flower demo exited 0") {
 		t.Errorf("the script passed without checking the exit status")
