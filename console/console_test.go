@@ -211,7 +211,7 @@ func TestLocaleLang(t *testing.T) {
 		{[]string{"LC_ALL=C", "LC_MESSAGES=zh_CN.UTF-8", "LANG=zh_CN.UTF-8"}, LangEn},
 		{[]string{"LC_ALL=zh_CN.UTF-8", "LANG=en_US.UTF-8"}, LangZh},
 		{[]string{"LC_ALL=", "LC_MESSAGES=", "LANG=zh_HK"}, LangZh}, // empty is unset
-		{[]string{"LANG=en_US", "LANG=zh_CN"}, LangZh},               // the last one counts
+		{[]string{"LANG=en_US", "LANG=zh_CN"}, LangZh},              // the last one counts
 	} {
 		if got := LocaleLang(tt.env); got != tt.want {
 			t.Errorf("LocaleLang(%q) = %s, want %s", tt.env, got, tt.want)
