@@ -220,7 +220,7 @@ func TestStreamJSONHandoff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	args := append([]string{"flower", "--harness", harnessPath, "-C", ws, "--window", "200000", "--model", demo.ModelName,
-		"--step", demo.Step, "--turn-timeout", "1m", "--output", "stream-json", demo.Task, "--"}, demo.HarnessArgs...)
+		"--step", demo.Step, "--turn-timeout", "1m", "--output", "stream-json", "--lang", "zh", demo.Task, "--"}, demo.HarnessArgs...)
 	var stdout, stderr bytes.Buffer
 	p := proc{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, env: demo.HarnessEnv(os.Environ(), home, srv.Env())}
 	if err := runIn(ctx, args, p); err != nil {
