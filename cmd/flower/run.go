@@ -68,7 +68,7 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
 		&cli.StringFlag{Name: "output", Value: "text", Usage: "stdout `FORMAT`: text, or stream-json (the harness's lines plus flower's events, one JSON object per line)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the effective auth configuration (secrets masked) and policy before running"},
-		&cli.StringFlag{Name: "notify", EnvVars: []string{"FLOWER_NOTIFY"}, Usage: "run `CMD` (with sh -c) for each handoff, limit wait, budget or deadline reached, the generation limit and the step's end, one JSON event on its stdin (see the README)"},
+		&cli.StringFlag{Name: "notify", EnvVars: []string{"FLOWER_NOTIFY"}, Usage: "run `CMD` (with sh -c) for each handoff, limit wait, budget or deadline reached, the generation limit and the step's end, one JSON event on its stdin (see docs/guide.md)"},
 		&cli.DurationFlag{Name: "notify-timeout", Value: notify.DefaultTimeout, Usage: "kill a --notify command that runs longer than this"},
 		// unattended: the step's budget and deadline, the limit wait (unattended.go)
 		&cli.Float64Flag{Name: "max-budget-usd", EnvVars: []string{envMaxBudget}, Usage: "stop the step once it has cost `USD` (every generation, retry and handoff): the session hands off at the message boundary, exit 4; continue keeps it unless given again", DefaultText: "none"},
