@@ -10,8 +10,7 @@ import (
 // generation number: the step's current file holds the last one, and every
 // earlier one was moved into notes/archive/交接/ when the next was frozen
 // (DESIGN.md «Handoff files»). A file is a generation's when its contents
-// are the ones the successor launched from (or, unrecorded, the ones
-// written). Only the workbench holding the run is read, each file as
+// are the ones the successor launched from, else the ones written. Only the workbench holding the run is read, each file as
 // flower reads a note; a generation no file matches is left out, and show
 // then names the path it was written to.
 func handoffFiles(m *manifest.Manifest, runDir string, s *manifest.StepResult) map[int]string {
@@ -43,12 +42,8 @@ func handoffFiles(m *manifest.Manifest, runDir string, s *manifest.StepResult) m
 		if g.Handoff == nil {
 			continue
 		}
-		want := g.Handoff.SHA256Launched
-		if want == "" {
-			want = g.Handoff.SHA256Written
-		}
-		for i := len(candidates) - 1; want != "" && i >= 0; i-- {
-			if !used[i] && digests[i] == want {
+		for _, want := range []string{g.Handoff.SHA256Launched, g.Handoff.SHA256Written} {
+			if i := newestUnused(digests, used, want); i >= 0 {
 				used[i] = true
 				files[g.N] = candidates[i]
 				break
@@ -56,4 +51,15 @@ func handoffFiles(m *manifest.Manifest, runDir string, s *manifest.StepResult) m
 		}
 	}
 	return files
+}
+
+// newestUnused is the index of the last digest that is want and not used,
+// or -1.
+func newestUnused(digests []string, used []bool, want string) int {
+	for i := len(digests) - 1; want != "" && i >= 0; i-- {
+		if !used[i] && digests[i] == want {
+			return i
+		}
+	}
+	return -1
 }
