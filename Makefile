@@ -77,7 +77,7 @@ test: tidy build tools darwin
 	  $(GO) test -race -count=1 -timeout 30m ./...
 
 # flower builds and vets for macOS (both kinds of Mac), whose platform parts
-# sit behind build tags; nothing here runs it there (README «Platforms»).
+# sit behind build tags; nothing here runs it there (docs/guide.md «Platforms»).
 darwin:
 	@for arch in arm64 amd64; do \
 	  GOOS=darwin GOARCH=$$arch $(GO) build -o /dev/null ./cmd/flower && \

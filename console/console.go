@@ -20,11 +20,60 @@ import (
 // Lang selects the labels of the status lines.
 type Lang string
 
-// The languages. Chinese is the original design's and the default.
+// The languages. Chinese is the original design's; a person's locale picks
+// one (LocaleLang).
 const (
 	LangZh Lang = "zh"
 	LangEn Lang = "en"
 )
+
+// LocaleLang is the language of the locale in env, as POSIX picks the
+// messages' locale: LC_ALL, else LC_MESSAGES, else LANG, the first one set
+// and not empty. A zh or zh_* locale (zh_CN.UTF-8, zh_TW) is LangZh; any
+// other, or none, is LangEn.
+func LocaleLang(env []string) Lang {
+	for _, key := range []string{"LC_ALL", "LC_MESSAGES", "LANG"} {
+		v := lookup(env, key)
+		if v == "" {
+			continue
+		}
+		if v == "zh" || strings.HasPrefix(v, "zh_") || strings.HasPrefix(v, "zh.") || strings.HasPrefix(v, "zh@") {
+			return LangZh
+		}
+		return LangEn
+	}
+	return LangEn
+}
+
+// lookup is env's last value of key, as the process would see it.
+func lookup(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Meter is the context meter of DESIGN.md «Status lines» in lang, without
+// the status line's "# ": the context used of the window and the way to the
+// handoff at at ("上下文 130.0K/200K · 还有约 20K 到换代"), or, from at on,
+// that the handoff is being written ("上下文 152.0K/200K —— 写交接准备换代").
+func Meter(lang Lang, context, window, at int) string {
+	lab := labelsOf(lang)
+	if context >= at {
+		return lab.meterWriting(context, window)
+	}
+	return lab.meterNear(context, window, at)
+}
+
+func (lab labels) meterNear(context, window, at int) string {
+	return fmt.Sprintf(lab.near, policy.FormatUsed(context), policy.FormatRound(window), policy.FormatRound(max(at-context, 0)))
+}
+
+func (lab labels) meterWriting(context, window int) string {
+	return fmt.Sprintf(lab.writing, policy.FormatUsed(context), policy.FormatRound(window))
+}
 
 // ParseLang accepts "zh" or "en".
 func ParseLang(s string) (Lang, error) {
@@ -36,8 +85,8 @@ func ParseLang(s string) (Lang, error) {
 }
 
 type labels struct {
-	near     string // context, window, distance
-	writing  string // context, window
+	near     string // the meter (Meter): context, window, distance
+	writing  string // the meter while the handoff is written: context, window
 	written  string // path
 	noFile   string
 	takeover string // context
@@ -62,8 +111,8 @@ type labels struct {
 }
 
 var zh = labels{
-	near:     "# 上下文 %s/%s · 还有约 %s 到换代",
-	writing:  "# 上下文 %s/%s —— 写交接准备换代",
+	near:     "上下文 %s/%s · 还有约 %s 到换代",
+	writing:  "上下文 %s/%s —— 写交接准备换代",
 	written:  "<- 交接写在 %s",
 	noFile:   "<- 没有工作台,交接只随提示词交给新会话",
 	takeover: "<- 新会话接手,上下文从 %s 重新开始",
@@ -86,8 +135,8 @@ var zh = labels{
 }
 
 var en = labels{
-	near:     "# context %s/%s · about %s to handoff",
-	writing:  "# context %s/%s —— writing the handoff",
+	near:     "context %s/%s · about %s to handoff",
+	writing:  "context %s/%s —— writing the handoff",
 	written:  "<- handoff written to %s",
 	noFile:   "<- no workbench: the handoff goes to the new session through its prompt only",
 	takeover: "<- new session takes over; context restarts from %s",
@@ -169,16 +218,15 @@ func (s *Status) lines(ev event.Event) string {
 }
 
 func (s *Status) handoff(w io.Writer, ev event.Event) {
-	win := policy.FormatRound(ev.Window)
 	switch ev.Phase {
 	case event.PhaseNear:
-		fmt.Fprintf(w, s.lab.near+"\n", policy.FormatUsed(ev.Context), win, policy.FormatRound(max(ev.At-ev.Context, 0)))
+		fmt.Fprintf(w, "# %s\n", s.lab.meterNear(ev.Context, ev.Window, ev.At))
 	case event.PhaseWriting:
-		fmt.Fprintf(w, s.lab.writing+"\n", policy.FormatUsed(ev.Context), win)
+		fmt.Fprintf(w, "# %s\n", s.lab.meterWriting(ev.Context, ev.Window))
 	case event.PhaseDone:
 		if ev.Reason == "overflow" {
 			// No writing turn ran, so no writing line was shown.
-			fmt.Fprintf(w, s.lab.writing+"\n", policy.FormatUsed(ev.Context), win)
+			fmt.Fprintf(w, "# %s\n", s.lab.meterWriting(ev.Context, ev.Window))
 		}
 		if ev.Handoff != nil {
 			for _, key := range []string{"doing", "decided", "deadends", "next"} {

@@ -192,3 +192,48 @@ func TestParseLang(t *testing.T) {
 		}
 	}
 }
+
+// The labels' language follows the locale as POSIX orders it: LC_ALL, then
+// LC_MESSAGES, then LANG; zh and zh_* are Chinese, the rest English.
+func TestLocaleLang(t *testing.T) {
+	for _, tt := range []struct {
+		env  []string
+		want Lang
+	}{
+		{nil, LangEn},
+		{[]string{"LANG=zh_CN.UTF-8"}, LangZh},
+		{[]string{"LANG=zh_TW.Big5"}, LangZh},
+		{[]string{"LANG=zh"}, LangZh},
+		{[]string{"LANG=C.UTF-8"}, LangEn},
+		{[]string{"LANG=zhx_XX"}, LangEn},
+		{[]string{"LANG=en_US.UTF-8", "LC_MESSAGES=zh_CN.UTF-8"}, LangZh},
+		{[]string{"LANG=zh_CN.UTF-8", "LC_MESSAGES=en_GB.UTF-8"}, LangEn},
+		{[]string{"LC_ALL=C", "LC_MESSAGES=zh_CN.UTF-8", "LANG=zh_CN.UTF-8"}, LangEn},
+		{[]string{"LC_ALL=zh_CN.UTF-8", "LANG=en_US.UTF-8"}, LangZh},
+		{[]string{"LC_ALL=", "LC_MESSAGES=", "LANG=zh_HK"}, LangZh}, // empty is unset
+		{[]string{"LANG=en_US", "LANG=zh_CN"}, LangZh},              // the last one counts
+	} {
+		if got := LocaleLang(tt.env); got != tt.want {
+			t.Errorf("LocaleLang(%q) = %s, want %s", tt.env, got, tt.want)
+		}
+	}
+}
+
+// Meter is the status lines' meter without its "# ", in each language;
+// under zh exactly the design's.
+func TestMeter(t *testing.T) {
+	for _, tt := range []struct {
+		lang                Lang
+		context, window, at int
+		want                string
+	}{
+		{LangZh, 130000, 200000, 150000, "上下文 130.0K/200K · 还有约 20K 到换代"},
+		{LangZh, 152000, 200000, 150000, "上下文 152.0K/200K —— 写交接准备换代"},
+		{LangEn, 130000, 200000, 150000, "context 130.0K/200K · about 20K to handoff"},
+		{LangEn, 152000, 200000, 150000, "context 152.0K/200K —— writing the handoff"},
+	} {
+		if got := Meter(tt.lang, tt.context, tt.window, tt.at); got != tt.want {
+			t.Errorf("Meter(%s, %d, %d, %d) = %q, want %q", tt.lang, tt.context, tt.window, tt.at, got, tt.want)
+		}
+	}
+}

@@ -11,7 +11,7 @@ const PinnedVersion = "2.1.328"
 
 // TestedVersions are the harness versions flower's real-harness suites
 // passed on (make compat HARNESS_VERSION=X), oldest first; the pinned one
-// is among them. The README lists the same.
+// is among them. docs/guide.md lists the same (after updating claude).
 var TestedVersions = []string{PinnedVersion, "2.1.332"}
 
 // NewestTested is the last of TestedVersions.

@@ -22,6 +22,7 @@ import (
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/harness/harnesstest"
 	"github.com/flowerhq/flower/integration/itest"
+	flowerinteractive "github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
@@ -358,7 +359,8 @@ func firstMainAfter(srv *scriptedapi.Server, n int) scriptedapi.Request {
 // The first Ctrl-C (SIGINT to flower) reaches the harness as an interrupt:
 // the running tool stops, the turn ends, the manifest says "interrupted",
 // flower exits 130 and the harness with its tools is gone within 10
-// seconds. `flower continue` then resumes the same session.
+// seconds. flower prints the flower continue line the interactive front
+// ends with, and that command, run as printed, resumes the same session.
 func TestCtrlCThenContinue(t *testing.T) {
 	t.Parallel()
 	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "timeout 60 tail -f /dev/null"), done(110_000)}}}
@@ -390,9 +392,19 @@ func TestCtrlCThenContinue(t *testing.T) {
 		t.Errorf("the interrupted turn's result was not booked (num_turns 0)")
 	}
 	session := st.SessionID
+	// The way on is printed as the interactive front prints it, and it
+	// is what continues the step.
+	hint := flowerinteractive.ContinueHint(runDir, st, []string{"--allowedTools", "Bash"})
+	if !strings.Contains(f.output(), hint) {
+		t.Fatalf("after SIGINT flower did not print\n%s\nit printed:\n%s", hint, f.output())
+	}
+	line := strings.Fields(strings.Split(hint, "\n")[1])
+	if line[0] != "flower" || line[1] != "continue" || strings.ContainsAny(hint, `'"`) {
+		t.Fatalf("the continue line is not one to run as it is: %q", line)
+	}
 
 	seq := len(srv.Requests())
-	code, out := runFlowerCLI(t, env, append([]string{"continue"}, append(args, "--", "--allowedTools", "Bash")...)...)
+	code, out := runFlowerCLI(t, env, line[1:]...)
 	if code != 0 {
 		t.Fatalf("flower continue exited %d:\n%s", code, out)
 	}

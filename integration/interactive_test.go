@@ -270,7 +270,7 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 	script := &interactiveScript{}
 	srv := startServer(t, script.reply)
 	r := interactiveRun{srv: srv, workspace: t.TempDir(), home: t.TempDir(), flower: buildFlower(t), harness: harnessPath(t),
-		args: []string{"--window", "200000", "--", "--permission-mode", "dontAsk", "--allowedTools", "Bash"}}
+		args: []string{"--lang", "zh", "--window", "200000", "--", "--permission-mode", "dontAsk", "--allowedTools", "Bash"}}
 	seedHarnessHome(t, r.home, r.workspace, scriptedapi.APIKey)
 	p := startPane(t, r)
 	p.harnessUp(r.home)

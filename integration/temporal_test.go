@@ -307,7 +307,7 @@ func TestTemporalThreeGenerationsTwoWorkers(t *testing.T) {
 		workers = append(workers, ts.startWorker(t, srv, queue, name, "--window", "200000"))
 	}
 	sub := startFlower(t, harnessEnv(t, srv), "submit", "--temporal", ts.addr, "--task-queue", queue, "-C", ws,
-		"--id", id, "--wait", "Build the shim. TASK-MARK")
+		"--id", id, "--wait", "--lang", "zh", "Build the shim. TASK-MARK")
 
 	waitFor(t, "generation 3's first request", g.hit)
 	mid := ts.show(t, id)

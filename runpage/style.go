@@ -1,7 +1,9 @@
 package runpage
 
 // Style is the pages' one stylesheet (a run's page, flower ui's index):
-// plain, readable, printable, with a dark mode; no font is fetched.
+// plain, readable, printable, with a dark mode; no font is fetched. The
+// font stacks end in CJK fonts, so a page's Chinese (labels under zh, a
+// run's own text under either) is drawn where one is installed.
 const Style = style
 
 const style = `
@@ -15,7 +17,7 @@ const style = `
 }
 * { box-sizing: border-box; }
 body { margin:0; background:var(--bg); color:var(--fg);
-  font: 15px/1.5 system-ui, -apple-system, "Segoe UI", "Noto Sans", "PingFang SC", "Microsoft YaHei", sans-serif; }
+  font: 15px/1.5 system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Hiragino Sans GB", "Microsoft YaHei", sans-serif; }
 main { max-width: 1040px; margin: 0 auto; padding: 24px 20px 48px; }
 h1 { font-size: 1.4em; margin: 0 0 8px; word-break: break-all; }
 h2 { font-size: 1.2em; margin: 32px 0 8px; border-top: 1px solid var(--line); padding-top: 16px; }
@@ -29,8 +31,8 @@ dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px;
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; word-break: break-all; }
 pre { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px;
-  white-space: pre-wrap; word-break: break-word; font: 13px/1.45 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
-code { font: 13px ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
+  white-space: pre-wrap; word-break: break-word; font: 13px/1.45 ui-monospace, "SFMono-Regular", Menlo, Consolas, "Noto Sans Mono CJK SC", monospace; }
+code { font: 13px ui-monospace, "SFMono-Regular", Menlo, Consolas, "Noto Sans Mono CJK SC", monospace; }
 table { border-collapse: collapse; width: 100%; font-size: .93em; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); }
 th { color: var(--muted); font-weight: 600; }

@@ -238,7 +238,7 @@ func ReadFile(anchor, path string, limit int64, what string) ([]byte, error) {
 func tooLarge(path string, size, limit int64, what string) *Error {
 	return &Error{Path: path, Err: ErrTooLarge,
 		Problem: fmt.Sprintf("holds %s, over the cap of %s for %s", Size(size), Size(limit), what),
-		Fix:     "make it smaller (see «Input caps» in flower's README)"}
+		Fix:     "make it smaller (see «Input caps» in flower's docs/reference.md)"}
 }
 
 // Size writes n bytes for a person: 1.5 MiB, 300 KiB, 12 bytes.

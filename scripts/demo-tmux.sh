@@ -2,7 +2,7 @@
 # Runs `flower demo` under a real terminal: a detached tmux session of fixed
 # size on a tmux server of its own. Once the demo exits, prints the captured
 # screen (scrollback included) and checks that it holds each status line of
-# SPEC R40 at least twice and that the demo exited 0.
+# SPEC R40 at least twice, in the labels' language, and that the demo exited 0.
 #
 #   scripts/demo-tmux.sh [DEMO FLAGS]      e.g. scripts/demo-tmux.sh --pace 0
 #
@@ -68,14 +68,37 @@ check() { # PATTERN (grep -E): must match at least twice
     fail=1
   fi
 }
-check '^# 上下文 .*K/200K · 还有约 .*K 到换代'
-check '^# 上下文 .*K/200K —— 写交接准备换代'
-check '^  - 现在在做  '
-check '^  - 已定的事  '
-check '^  - 走不通的  '
-check '^  - 下一步    '
-check '^<- 交接写在 .*交接-.*\.md'
-check '^<- 新会话接手,上下文从 .*K 重新开始'
+# The labels follow --lang, else the locale, as flower's do: LC_ALL, else
+# LC_MESSAGES, else LANG; zh_* is Chinese, anything else English.
+lang=en
+locale="${LC_ALL:-${LC_MESSAGES:-${LANG:-}}}"
+case "$locale" in zh|zh_*|zh.*|zh@*) lang=zh ;; esac
+prev=
+for a in "$@"; do
+  case "$a" in --lang=*) lang="${a#--lang=}" ;; esac
+  [ "$prev" = --lang ] && lang="$a"
+  prev="$a"
+done
+echo "labels: $lang"
+if [ "$lang" = zh ]; then
+  check '^# 上下文 .*K/200K · 还有约 .*K 到换代'
+  check '^# 上下文 .*K/200K —— 写交接准备换代'
+  check '^  - 现在在做  '
+  check '^  - 已定的事  '
+  check '^  - 走不通的  '
+  check '^  - 下一步    '
+  check '^<- 交接写在 .*交接-.*\.md'
+  check '^<- 新会话接手,上下文从 .*K 重新开始'
+else
+  check '^# context .*K/200K · about .*K to handoff'
+  check '^# context .*K/200K —— writing the handoff'
+  check '^  - doing       '
+  check '^  - decided     '
+  check '^  - dead ends   '
+  check '^  - next        '
+  check '^<- handoff written to .*交接-.*\.md'
+  check '^<- new session takes over; context restarts from .*K'
+fi
 if [ "$rc" = 0 ]; then
   echo "ok   flower demo exited 0 after ${elapsed}s"
 else

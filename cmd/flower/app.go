@@ -66,7 +66,7 @@ Many machines (Temporal):
 
 Started by an Agent SDK application in the harness's place (its
 pathToClaudeCodeExecutable, or cli_path), flower acts as the harness; its
-settings then come from FLOWER_* environment variables (see the README).`,
+settings then come from FLOWER_* environment variables (see docs/guide.md).`,
 		Flags: runFlags(),
 		Action: func(c *cli.Context) error {
 			if err := mistypedCommand(c); err != nil {

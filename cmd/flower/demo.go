@@ -34,8 +34,8 @@ new session takes over from the file. The workspace is kept for inspection
 unless --clean is given.
 
 Examples:
-   flower demo                 # the Chinese status lines, as in the design
-   flower demo --lang en       # English labels
+   flower demo                 # labels in the locale's language
+   flower demo --lang zh       # the Chinese status lines, as in the design
    flower demo --pace 0 --clean   # as fast as it goes, leave nothing behind
    flower demo -i              # in the harness's own screen; /exit when the third session is done`,
 		Flags:  demoFlags(),
@@ -49,7 +49,7 @@ func demoFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "run it in the harness's own screen (a terminal), flower's figures on its status line; /exit ends it"},
 		&cli.BoolFlag{Name: "clean", Usage: "remove the demo's directory at the end", DefaultText: "keep it for inspection"},
 		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the claude executable", DefaultText: "the copy make installed, else claude on PATH"},
-		&cli.StringFlag{Name: "lang", Value: "zh", Usage: "labels of the status lines: zh (as in the design) or en"},
+		langFlag("labels of the status lines"),
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the harness's auth configuration (all fake) and the policy before running"},
 	}
@@ -119,12 +119,14 @@ func demoAction(c *cli.Context, p proc) (err error) {
 		handoff: policy.HandoffPolicy{Enabled: true, Window: demo.Window,
 			Headroom: policy.DefaultHeadroom, MaxGenerations: policy.DefaultMaxGenerations},
 		harness: c.String("harness"), maxAttempts: supervisor.DefaultMaxAttempts, turnTimeout: time.Minute,
-		view:       viewSettings{lang: c.String("lang"), output: outputText, quiet: c.Bool("quiet")},
-		verbose:    c.Bool("verbose"),
+		view:    viewSettings{lang: langOf(c, p.env), output: outputText, quiet: c.Bool("quiet")},
+		verbose: c.Bool("verbose"),
+		// The harness gets a HOME of its own: the person's is left as
+		// it was, but for flower's registry entry, which flower ps lists
+		// while the demo runs (a run like any other) and which goes when
+		// it ends.
 		harnessEnv: demo.HarnessEnv(os.Environ(), home, srv.Env()),
-		// The demo leaves the person's HOME as it found it: no registry
-		// entry (flower ps does not list it).
-		unlisted: true,
+		noContinue: true,
 	}
 	p.harnessArgs = demo.HarnessArgs
 	if c.Bool("interactive") {
@@ -148,7 +150,8 @@ func demoAction(c *cli.Context, p proc) (err error) {
 	fmt.Fprintf(p.stderr, "flower demo: the real harness (%s), a scripted model on %s: no API key, no network\n", job.harnessPath, srv.URL)
 	fmt.Fprintf(p.stderr, "flower demo: window %s · near notice at %s · handoff at %s · workspace %s\n",
 		policy.FormatRound(pol.Window), policy.FormatRound(pol.WarnAt()), policy.FormatRound(pol.At()), workspace)
-	fmt.Fprintf(p.stderr, "flower demo: task: %s\n\n", demo.Task)
+	fmt.Fprintf(p.stderr, "flower demo: task: %s\n", demo.Task)
+	fmt.Fprintf(p.stderr, "flower demo: flower ps lists it while it runs; flower show, logs and ui -C %s show it\n\n", workspace)
 
 	ctx, cancel := context.WithTimeout(c.Context, demoTimeout)
 	defer cancel()

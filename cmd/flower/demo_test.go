@@ -8,14 +8,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/flowerhq/flower/demo"
+	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/registry"
 )
 
 // demoScreenLines are the status lines the demo must show, each at least twice
@@ -43,6 +48,10 @@ func runDemo(t *testing.T, args ...string) (stdout, stderr string, home string, 
 	t.Setenv("TMPDIR", t.TempDir())
 	t.Setenv("ANTHROPIC_AUTH_TOKEN", "canary-token-must-not-travel")
 	t.Setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+	// The labels follow the locale: Chinese here, unless --lang says otherwise.
+	t.Setenv("LC_ALL", "")
+	t.Setenv("LC_MESSAGES", "")
+	t.Setenv("LANG", "zh_CN.UTF-8")
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -50,8 +59,11 @@ func runDemo(t *testing.T, args ...string) (stdout, stderr string, home string, 
 	return out.String(), errOut.String(), home, err
 }
 
+// TestDemo runs the demo and checks its story; flower ps lists it while it
+// runs, and flower show names where each generation's handoff is now.
 func TestDemo(t *testing.T) {
 	start := time.Now()
+	listed := watchRegistry(t)
 	stdout, stderr, home, err := runDemo(t, "--pace", "0")
 	t.Logf("demo took %v", time.Since(start))
 	if err != nil {
@@ -74,6 +86,12 @@ func TestDemo(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(ws, f)); err != nil {
 			t.Errorf("the agent's file: %v", err)
 		}
+	}
+	if seen := listed(); !slices.Contains(seen, ws) {
+		t.Errorf("flower ps listed %q while the demo ran, want its workspace %s", seen, ws)
+	}
+	if !strings.Contains(stderr, "flower demo: flower ps lists it while it runs") {
+		t.Errorf("the demo does not say where to see it")
 	}
 	// The last generation ran the agent's own tests, and they passed.
 	if out, err := exec.Command("sh", filepath.Join(ws, "test.sh")).CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
@@ -110,6 +128,7 @@ func TestDemo(t *testing.T) {
 	if h := handoffwriter.Parse(string(b)); !h.Complete() || h.IsDegraded() {
 		t.Errorf("the handoff on disk is not a complete one:\n%s", b)
 	}
+	checkShowFiles(t, ws, st)
 
 	// The person's HOME is untouched and the canary credential went nowhere.
 	if ents, err := os.ReadDir(home); err != nil || len(ents) != 0 {
@@ -179,12 +198,17 @@ func TestDemoUnderTmux(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(filepath.Join("..", "..", "scripts", "demo-tmux.sh"))
-	cmd.Env = append(os.Environ(), "FLOWER_BIN="+bin, "FLOWER_HARNESS="+realHarness(t), "TMPDIR="+dir, "DEMO_TMUX_TIMEOUT=150")
+	// Under a Chinese locale, the design's own status lines.
+	cmd.Env = append(os.Environ(), "FLOWER_BIN="+bin, "FLOWER_HARNESS="+realHarness(t), "TMPDIR="+dir, "DEMO_TMUX_TIMEOUT=150",
+		"LC_ALL=", "LC_MESSAGES=", "LANG=zh_CN.UTF-8")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	t.Logf("demo-tmux.sh took %v:\n%s", time.Since(start), out)
 	if err != nil {
 		t.Fatalf("demo-tmux.sh: %v", err)
+	}
+	if !strings.Contains(string(out), "labels: zh\n") {
+		t.Errorf("the script did not check the Chinese labels")
 	}
 	if !strings.Contains(string(out), "ok   flower demo exited 0") {
 		t.Errorf("the script passed without checking the exit status")
@@ -200,5 +224,68 @@ func TestDemoInteractiveNeedsTerminal(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(os.Getenv("TMPDIR")); len(left) > 0 {
 		t.Errorf("demo -i left %d entries behind", len(left))
+	}
+}
+
+// watchRegistry lists flower ps's registry every few milliseconds until
+// the test ends; the function it returns gives the workspaces seen so far.
+func watchRegistry(t *testing.T) func() []string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ps")
+	t.Setenv(registry.EnvDir, dir)
+	var mu sync.Mutex
+	var seen []string
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			entries, _ := registry.List(dir)
+			mu.Lock()
+			for _, e := range entries {
+				if !slices.Contains(seen, e.Workspace) {
+					seen = append(seen, e.Workspace)
+				}
+			}
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+}
+
+// checkShowFiles: flower show names, for each generation that handed off,
+// the file that holds its handoff now: the archive for all but the last,
+// each holding the document its successor launched from.
+func checkShowFiles(t *testing.T, ws string, st *manifest.StepResult) {
+	t.Helper()
+	out, _, err := runInProcess(context.Background(), "show", "-C", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range st.Generations[:2] {
+		row := regexp.MustCompile(`(?m)^  ` + strconv.Itoa(g.N) + `  .*  (\S+)$`).FindStringSubmatch(out)
+		if row == nil {
+			t.Errorf("no row for generation %d in:\n%s", g.N, out)
+			continue
+		}
+		file := row[1]
+		archived := strings.HasPrefix(file, filepath.Join(".flower", "notes", "archive", "交接")+"/")
+		if last := i == 1; archived == last {
+			t.Errorf("generation %d's file %s: archived %v, want %v", g.N, file, archived, !last)
+		}
+		b, err := os.ReadFile(filepath.Join(ws, file))
+		if err != nil || handoff.Digest(b) != g.Handoff.SHA256Launched {
+			t.Errorf("generation %d's file %s does not hold what its successor launched from (%v)", g.N, file, err)
+		}
 	}
 }

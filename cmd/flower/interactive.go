@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -65,16 +64,11 @@ func runInteractive(c *cli.Context, p proc) error {
 	if err != nil {
 		return err
 	}
-	job, st, err := screenJob(c, set, p, in, lang, task)
+	job, _, err := screenJob(c, set, p, in, lang, task)
 	if job == nil {
 		return err
 	}
-	defer job.close()
-	if st != nil {
-		// The harness's own goodbye was kept off the screen: this is
-		// the way to go on, never a retired session.
-		_, _ = io.WriteString(job.render.live, console.Escape(interactive.ContinueHint(job.rt.RunDir(), st, p.harnessArgs)))
-	}
+	job.close()
 	return err
 }
 

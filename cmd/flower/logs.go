@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -26,22 +27,29 @@ func logsCommand(p proc) *cli.Command {
 	return &cli.Command{
 		Name:      "logs",
 		Usage:     "print a run's structured log readably",
-		UsageText: "flower logs [-f] [--json] [-C WORKSPACE] [RUN_DIR]",
+		UsageText: "flower logs [-f] [--json] [--level L] [--since T] [-C WORKSPACE] [RUN_DIR]",
 		Description: `Prints RUN_DIR/flower.log, one line per record: time, level, step,
 generation, phase, the message, then the record's other fields as
-key=value. RUN_DIR defaults to WORKSPACE/.flower/runs/latest. With -f it
-keeps printing lines as they are written, through the log being truncated
-or replaced, until Ctrl-C.
+key=value. Session ids are shortened to 8 characters, dollar amounts to 4
+decimals, and a handoff document is folded into one preview line below
+its record (--json has every record whole). Records below --level (INFO)
+or before --since are left out. RUN_DIR defaults to
+WORKSPACE/.flower/runs/latest. With -f it keeps printing lines as they are
+written, through the log being truncated or replaced, until Ctrl-C.
 
 Examples:
-   flower logs                        # the latest run's log
+   flower logs                        # the latest run's log, INFO and above
    flower logs -f                     # follow the run going on now
+   flower logs --level debug --since 10m
+   flower logs --since 14:30          # today from 14:30 (or 2026-12-01 14:30)
    flower logs --json | jq 'select(.level == "WARN")'
    flower logs .flower/runs/20261130-112853`,
 		Flags: []cli.Flag{
 			workspaceFlag(),
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new lines until interrupted"},
-			&cli.BoolFlag{Name: "json", Usage: "print the records as written, one JSON object per line"},
+			&cli.BoolFlag{Name: "json", Usage: "print the records as written, one JSON object per line (every level unless --level is given)"},
+			&cli.StringFlag{Name: "level", Value: "info", Usage: "leave out records below `LEVEL`: debug, info, warn or error"},
+			&cli.StringFlag{Name: "since", Usage: "leave out records before `T`: a duration back from now (10m, 2h) or a time (15:04, 15:04:05, 2006-01-02 15:04, RFC 3339)"},
 		},
 		Action: func(c *cli.Context) error { return logsAction(c, p) },
 	}
@@ -54,6 +62,9 @@ func logsAction(c *cli.Context, p proc) error {
 	}
 	path := workbench.LogFile(dir)
 	lp := &logPrinter{w: p.stdout, raw: c.Bool("json")}
+	if err := lp.filters(c, time.Now()); err != nil {
+		return err
+	}
 	if c.Bool("follow") {
 		// Ctrl-C is how following ends, so it is not an error here.
 		return logfollow.Follow(c.Context, path, logfollow.Options{}, lp.line)
@@ -95,6 +106,71 @@ type logPrinter struct {
 	w   io.Writer
 	raw bool   // write every line as it is
 	day string // date of the last record, to mark when it changes
+	// filter: records below min or before since are left out.
+	filter bool
+	min    slog.Level
+	since  time.Time
+}
+
+// filters reads --level and --since. With --json, only a level given
+// filters: the records as written are all of them.
+func (p *logPrinter) filters(c *cli.Context, now time.Time) error {
+	if !p.raw || c.IsSet("level") {
+		if err := p.min.UnmarshalText([]byte(c.String("level"))); err != nil {
+			return usagef("--level %s: want debug, info, warn or error", c.String("level"))
+		}
+		p.filter = true
+	} else {
+		p.min = slog.LevelDebug
+	}
+	if c.IsSet("since") {
+		t, err := parseSince(c.String("since"), now)
+		if err != nil {
+			return err
+		}
+		p.since, p.filter = t, true
+	}
+	return nil
+}
+
+// sinceLayouts are the times --since takes, in the reader's zone unless
+// they carry one.
+var sinceLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"}
+
+// parseSince is --since: a duration back from now, a time of day today, or
+// a date and time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{"15:04:05", "15:04"} {
+		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
+			y, m, d := now.Date()
+			return time.Date(y, m, d, t.Hour(), t.Minute(), t.Second(), 0, now.Location()), nil
+		}
+	}
+	for _, layout := range sinceLayouts {
+		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, usagef("--since %s: want a duration back from now (10m, 1h30m) or a time (15:04, 2006-01-02 15:04, 2006-01-02T15:04:05Z07:00)", s)
+}
+
+// keep says whether a record passes --level and --since; one without a
+// level or a time passes what it cannot be held to.
+func (p *logPrinter) keep(rec gjson.Result) bool {
+	if !p.filter {
+		return true
+	}
+	var lv slog.Level
+	if v := rec.Get("level"); v.Exists() && lv.UnmarshalText([]byte(v.String())) == nil && lv < p.min {
+		return false
+	}
+	if t, err := time.Parse(time.RFC3339Nano, rec.Get("time").String()); err == nil && t.Before(p.since) {
+		return false
+	}
+	return true
 }
 
 // The attributes shown before the message, in this order, since they say
@@ -102,11 +178,17 @@ type logPrinter struct {
 var logLead = []string{"step", "gen", "phase"}
 
 func (p *logPrinter) line(l []byte) error {
-	if p.raw || !gjson.ValidBytes(l) {
+	if !gjson.ValidBytes(l) {
 		return p.write(string(l))
 	}
 	rec := gjson.ParseBytes(l)
 	if !rec.IsObject() {
+		return p.write(string(l))
+	}
+	if !p.keep(rec) {
+		return nil
+	}
+	if p.raw {
 		return p.write(string(l))
 	}
 	var head []string
@@ -144,9 +226,14 @@ func (p *logPrinter) line(l []byte) error {
 		skip[k] = true
 	}
 	sep := "  "
+	var folded []string
 	rec.ForEach(func(k, v gjson.Result) bool {
 		if skip[k.String()] {
 			skip[k.String()] = false
+			return true
+		}
+		if k.String() == "document" && v.Type == gjson.String {
+			folded = append(folded, "    document: "+foldDocument(v.String()))
 			return true
 		}
 		b.WriteString(sep)
@@ -154,7 +241,27 @@ func (p *logPrinter) line(l []byte) error {
 		writeAttr(&b, k.String(), v)
 		return true
 	})
+	for _, f := range folded {
+		b.WriteString("\n" + f)
+	}
 	return p.write(b.String())
+}
+
+// foldDocument is a handoff document as one preview line: its first line
+// of text under the headings, and how long it is.
+func foldDocument(doc string) string {
+	lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(doc, "\r\n", "\n")), "\n")
+	preview := ""
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			preview = logText(console.Abbrev(l, 80))
+			break
+		}
+	}
+	if preview == "" {
+		preview = "(no text)"
+	}
+	return fmt.Sprintf("%s … (%d lines, %s; whole with --json)", preview, len(lines), safefile.Size(int64(len(doc))))
 }
 
 // write writes one line: as it is with --json, escaped for a terminal
@@ -180,7 +287,15 @@ func writeAttr(b *strings.Builder, key string, v gjson.Result) {
 		})
 		return
 	}
-	b.WriteString(key + "=" + logValue(v))
+	switch {
+	case v.Type == gjson.Number && strings.HasSuffix(key, "_usd"):
+		// Dollars as flower show gives them, not float noise.
+		b.WriteString(key + "=" + strconv.FormatFloat(v.Float(), 'f', 4, 64))
+	case v.Type == gjson.String && (key == "session" || strings.HasSuffix(key, "session_id")):
+		b.WriteString(key + "=" + logValue(gjson.Result{Type: gjson.String, Str: shortID(v.String())}))
+	default:
+		b.WriteString(key + "=" + logValue(v))
+	}
 }
 
 // logValue is a field's value: strings bare when that is unambiguous,

@@ -32,11 +32,14 @@ func sampleLog(t *testing.T, dir string) []byte {
 	g1 := step.With("gen", 1, "session", "0b1c2d3e-aaaa-4bbb-8ccc-000000000001", "phase", "working")
 	log.Warn("compact policy", "notice", "auto-compact is off while flower hands off")
 	g1.Info("harness started", "pid", 4242, "resume", "")
+	g1.Debug("turn cost", "estimate_usd", 0.06917999999999999, "booked_usd", 1.5)
 	g1.Info("session probed", "max_tokens", 200000, "floor", 21400, "auto_compact", false)
 	g1.Info("handoff due: interrupting at the message boundary", "context", 155000, "at", 150000)
 	g1.Error("write handoff", "err", `open /ws/.flower/notes/交接-干活.md: permission denied`)
 	step.With("gen", 2, "phase", "writing").Info("handoff written", "reason", "threshold",
 		"degraded", true, "why", "the handoff is missing next\nand scene", slog.Group("usage", "in", 10, "out", 2))
+	step.With("gen", 2).Info("handoff document as written", "of_gen", 1, "path", "/ws/.flower/notes/交接-干活.md",
+		"document", "# 交接\n\n## 现在在做\n- 把解析器移到 Go\n\n## 下一步\n- 跑测试\n", "cost_usd", 0.30000000000000004)
 	data := buf.Bytes()
 	// What a crash or another writer can leave in a log.
 	data = append(data, "not json at all\n[1,2,3]\n"...)
@@ -68,6 +71,67 @@ func TestLogsJSONIsTheFileAsWritten(t *testing.T) {
 	}
 }
 
+// logs shows INFO and above unless --level says otherwise, and --since
+// leaves out what came before it; with --json too, once given.
+func TestLogsLevelAndSince(t *testing.T) {
+	dir := t.TempDir()
+	sampleLog(t, dir) // records 17 s apart from showT0, the third at DEBUG
+	count := func(args ...string) (int, string) {
+		t.Helper()
+		out, _, err := runInProcess(context.Background(), append(append([]string{"logs"}, args...), dir)...)
+		if err != nil {
+			t.Fatalf("logs %q: %v", args, err)
+		}
+		return strings.Count(out, "\n"), out
+	}
+	if _, out := count(); strings.Contains(out, "turn cost") || !strings.Contains(out, "harness started") {
+		t.Errorf("the default level shows DEBUG or hides INFO:\n%s", out)
+	}
+	if _, out := count("--level", "debug"); !strings.Contains(out, "estimate_usd=0.0692 booked_usd=1.5000") {
+		t.Errorf("--level debug: the turn cost's dollars are not rounded:\n%s", out)
+	}
+	if _, out := count("--level", "ERROR"); strings.Contains(out, "INFO") || !strings.Contains(out, "write handoff") {
+		t.Errorf("--level ERROR:\n%s", out)
+	}
+	// The sixth record (ERROR) is at showT0+102s; --since it keeps it and what follows.
+	at := showT0.Add(102 * time.Second)
+	for _, since := range []string{at.Format(time.RFC3339), at.In(time.Local).Format("2006-01-02 15:04:05")} {
+		if _, out := count("--since", since); strings.Contains(out, "harness started") || !strings.HasPrefix(out, at.Format("15:04:05")+" ERROR") {
+			t.Errorf("--since %s:\n%s", since, out)
+		}
+	}
+	if n, out := count("--since", "1m"); n != 2 { // the records are from 2026: only the two lines that are not records
+		t.Errorf("--since 1m printed %d lines, want the 2 that are not records:\n%s", n, out)
+	}
+	if n, _ := count("--json", "--level", "warn"); n != 2+2 {
+		t.Errorf("--json --level warn: %d lines, want the WARN and ERROR records and the 2 that are not records", n)
+	}
+	for _, args := range [][]string{{"--level", "loud"}, {"--since", "yesterday"}, {"--since", "-5m"}} {
+		_, _, err := runInProcess(context.Background(), append(append([]string{"logs"}, args...), dir)...)
+		if exitCode(err) != exitUsage {
+			t.Errorf("logs %q: %v, want a usage error", args, err)
+		}
+	}
+}
+
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 12, 1, 15, 30, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"10m":                  now.Add(-10 * time.Minute),
+		"1h30m":                now.Add(-90 * time.Minute),
+		"14:05":                time.Date(2026, 12, 1, 14, 5, 0, 0, time.UTC),
+		"14:05:09":             time.Date(2026, 12, 1, 14, 5, 9, 0, time.UTC),
+		"2026-11-30 09:00":     time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
+		"2026-11-30":           time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC),
+		"2026-11-30T09:00:00Z": time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
+	} {
+		got, err := parseSince(in, now)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("parseSince(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+}
+
 func TestLogPrinterLine(t *testing.T) {
 	tests := []struct {
 		name string
@@ -95,6 +159,12 @@ func TestLogPrinterLine(t *testing.T) {
 		{"not JSON, and JSON that is not a record, as they are",
 			[]string{`plain text`, `[1,2]`, `"s"`, `{"msg":`, ``},
 			"plain text\n[1,2]\n\"s\"\n{\"msg\":\n\n"},
+		{"session ids short, dollars rounded",
+			[]string{`{"msg":"m","session":"0b1c2d3e-aaaa-4bbb-8ccc-000000000001","resume_session_id":"9f8e7d6c-bbbb","cost_usd":0.06917999999999999,"n":0.06917999999999999}`},
+			"m  session=0b1c2d3e resume_session_id=9f8e7d6c cost_usd=0.0692 n=0.06917999999999999\n"},
+		{"a handoff document folded into a preview line",
+			[]string{`{"msg":"handoff document as written","document":"# 交接\n\n## 现在在做\n- port the parser\n\n## 下一步\n- run the tests\n","path":"p"}`},
+			"handoff document as written  path=p\n    document: - port the parser … (7 lines, 74 bytes; whole with --json)\n"},
 		{"a new day is marked",
 			[]string{`{"time":"2026-11-30T23:59:59Z","msg":"a"}`, `{"time":"2026-11-30T23:59:59.5Z","msg":"b"}`, `{"time":"2026-12-01T00:00:01Z","msg":"c"}`},
 			"23:59:59  a\n23:59:59  b\n-- 2026-12-01 --\n00:00:01  c\n"},

@@ -19,7 +19,8 @@ import (
 	"github.com/flowerhq/flower/supervisor"
 )
 
-// Exit codes, documented in the README.
+// Exit codes, documented in docs/reference.md (its table of exit codes;
+// docs_test.go keeps the two in step).
 const (
 	exitOK          = 0
 	exitFailed      = 1 // the step failed, or flower could not run it

@@ -129,7 +129,7 @@ func submitAction(c *cli.Context, p proc) error {
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		return usagef("workspace %s is not a directory", ws)
 	}
-	lang, err := console.ParseLang(c.String("lang"))
+	lang, err := console.ParseLang(langOf(c, p.env))
 	if err != nil {
 		return usageError{err}
 	}

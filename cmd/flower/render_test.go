@@ -98,15 +98,21 @@ func TestStreamJSON(t *testing.T) {
 func TestTextOutput(t *testing.T) {
 	tests := []struct {
 		name       string
+		locale     string // LANG; the labels follow it unless --lang is given
 		flags      []string
 		wantStdout string
+		en         bool
 	}{
-		{"text", nil, "echo: say hello\n"},
-		{"quiet", []string{"--quiet"}, ""},
-		{"en", []string{"--lang", "en"}, "echo: say hello\n"},
+		{"text", "zh_CN.UTF-8", nil, "echo: say hello\n", false},
+		{"quiet", "zh_TW", []string{"--quiet"}, "", false},
+		{"en", "zh_CN.UTF-8", []string{"--lang", "en"}, "echo: say hello\n", true},
+		{"C locale", "C.UTF-8", nil, "echo: say hello\n", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("LC_ALL", "")
+			t.Setenv("LC_MESSAGES", "")
+			t.Setenv("LANG", tt.locale)
 			var stdout, stderr bytes.Buffer
 			if err := runFake(t, harnesstest.ModeStream, &stdout, &stderr, tt.flags...); err != nil {
 				t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
@@ -121,7 +127,7 @@ func TestTextOutput(t *testing.T) {
 			}
 			// The generation's first measure, before the turn's cost.
 			gauge := "第 1 代 · 上下文 5.0K/200K · 距换代 145.0K · $0.00\n"
-			if tt.name == "en" {
+			if tt.en {
 				gauge = "gen 1 · context 5.0K/200K · 145.0K to handoff · $0.00\n"
 			}
 			if !strings.Contains(stderr.String(), gauge) {
@@ -214,7 +220,7 @@ func TestStreamJSONHandoff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	args := append([]string{"flower", "--harness", harnessPath, "-C", ws, "--window", "200000", "--model", demo.ModelName,
-		"--step", demo.Step, "--turn-timeout", "1m", "--output", "stream-json", demo.Task, "--"}, demo.HarnessArgs...)
+		"--step", demo.Step, "--turn-timeout", "1m", "--output", "stream-json", "--lang", "zh", demo.Task, "--"}, demo.HarnessArgs...)
 	var stdout, stderr bytes.Buffer
 	p := proc{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, env: demo.HarnessEnv(os.Environ(), home, srv.Env())}
 	if err := runIn(ctx, args, p); err != nil {

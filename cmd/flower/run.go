@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,11 +15,13 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/notify"
 	"github.com/flowerhq/flower/policy"
@@ -61,11 +64,11 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "model", Usage: "the model the harness runs (--model)"},
 		&cli.IntFlag{Name: "max-attempts", Value: supervisor.DefaultMaxAttempts, Usage: "failed attempts allowed before the step fails (handoffs do not count)"},
 		&cli.DurationFlag{Name: "turn-timeout", Usage: "bound one working turn", DefaultText: "none"},
-		&cli.StringFlag{Name: "lang", Value: "zh", Usage: "labels of the status lines: zh (as in the design) or en"},
+		langFlag("labels of the status lines"),
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
 		&cli.StringFlag{Name: "output", Value: "text", Usage: "stdout `FORMAT`: text, or stream-json (the harness's lines plus flower's events, one JSON object per line)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the effective auth configuration (secrets masked) and policy before running"},
-		&cli.StringFlag{Name: "notify", EnvVars: []string{"FLOWER_NOTIFY"}, Usage: "run `CMD` (with sh -c) for each handoff, limit wait, budget or deadline reached, the generation limit and the step's end, one JSON event on its stdin (see the README)"},
+		&cli.StringFlag{Name: "notify", EnvVars: []string{"FLOWER_NOTIFY"}, Usage: "run `CMD` (with sh -c) for each handoff, limit wait, budget or deadline reached, the generation limit and the step's end, one JSON event on its stdin (see docs/guide.md)"},
 		&cli.DurationFlag{Name: "notify-timeout", Value: notify.DefaultTimeout, Usage: "kill a --notify command that runs longer than this"},
 		// unattended: the step's budget and deadline, the limit wait (unattended.go)
 		&cli.Float64Flag{Name: "max-budget-usd", EnvVars: []string{envMaxBudget}, Usage: "stop the step once it has cost `USD` (every generation, retry and handoff): the session hands off at the message boundary, exit 4; continue keeps it unless given again", DefaultText: "none"},
@@ -111,6 +114,12 @@ type job struct {
 	live *registry.Handle
 	// notifier runs --notify (DESIGN.md «Notify»); nil without it.
 	notifier *notify.Notifier
+	// harnessArgs go into the closing flower continue line.
+	harnessArgs []string
+	// interactive: the closing flower continue line ends every run, the
+	// harness's own goodbye having been kept off the screen; a headless
+	// run prints it when interrupted, but for a demo (noContinue).
+	interactive, noContinue bool
 }
 
 func (j *job) close() {
@@ -138,6 +147,10 @@ func (j *job) finish(st *manifest.StepResult, err error) {
 		j.notifier.Send(ev)
 	}
 	j.render.summary(st, j.runDir)
+	if (j.interactive || errors.Is(err, context.Canceled)) && !j.noContinue {
+		// The same way on from both fronts: never a retired session.
+		_, _ = io.WriteString(j.render.live, console.Escape(interactive.ContinueHint(j.rt.RunDir(), st, j.harnessArgs)))
+	}
 }
 
 // jobSettings is everything setupJob builds a job from: read from the run
@@ -168,8 +181,9 @@ type jobSettings struct {
 	// harnessEnv is the harness's base environment (flower's own, or the
 	// demo's).
 	harnessEnv []string
-	// unlisted: the run writes no entry for flower ps (the demo).
-	unlisted bool
+	// noContinue: nothing can continue the run once it ends (the demo,
+	// whose scripted model is gone), so no flower continue line is shown.
+	noContinue bool
 	// trustNotes: the person vouches for notes files no manifest records
 	// (continue and rerun's --trust-notes).
 	trustNotes bool
@@ -194,7 +208,7 @@ func settingsFrom(c *cli.Context, p proc) (jobSettings, error) {
 			Headroom: c.Int("headroom"), MaxGenerations: c.Int("max-generations")},
 		taskCarry: -1, compact: compact, harness: c.String("harness"), model: c.String("model"),
 		maxAttempts: c.Int("max-attempts"), turnTimeout: c.Duration("turn-timeout"),
-		view:    viewSettings{lang: c.String("lang"), output: c.String("output"), quiet: c.Bool("quiet")},
+		view:    viewSettings{lang: langOf(c, p.env), output: c.String("output"), quiet: c.Bool("quiet")},
 		verbose: c.Bool("verbose"), harnessEnv: p.env,
 		notify: c.String("notify"), notifyTimeout: c.Duration("notify-timeout"),
 		maxBudgetUSD: c.Float64("max-budget-usd"), maxDuration: c.Duration("max-duration"),
@@ -376,11 +390,8 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		launcher, onEvent = set.front(logger, runDir)
 		frontName = registry.FrontInteractive
 	}
-	var live *registry.Handle
-	if !set.unlisted {
-		live = register(p, logger, registry.Entry{Front: frontName, Workspace: workspace, Step: set.step, RunDir: runDir})
-		onEvent = live.Tee(onEvent)
-	}
+	live := register(p, logger, registry.Entry{Front: frontName, Workspace: workspace, Step: set.step, RunDir: runDir})
+	onEvent = live.Tee(onEvent)
 	notifier := notify.New(notify.Options{Command: set.notify, Timeout: set.notifyTimeout, Env: p.env, Logger: logger})
 	if notifier != nil {
 		abs, _ := filepath.Abs(runDir)
@@ -415,7 +426,8 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	if set.verbose {
 		printVerbose(p.stderr, rt, harnessPath, p.harnessArgs)
 	}
-	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger, live: live, notifier: notifier}, nil
+	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger, live: live, notifier: notifier,
+		harnessArgs: p.harnessArgs, interactive: set.front != nil, noContinue: set.noContinue}, nil
 }
 
 // notifyEvents passes every event to next and the ones a --notify hook

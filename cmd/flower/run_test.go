@@ -168,7 +168,7 @@ func TestCLIEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	cmd := exec.Command(flowerBinary(t), "-v", "-C", ws, "--window", "200000", "Write the notes.", "--", "--allowedTools", "Write")
+	cmd := exec.Command(flowerBinary(t), "-v", "--lang", "zh", "-C", ws, "--window", "200000", "Write the notes.", "--", "--allowedTools", "Write")
 	cmd.Env = cliEnv(t, srv, "ANTHROPIC_API_KEY="+secret)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -201,7 +201,7 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	}
 	if _, bound := stopCode(err); bound {
 		// A budget, a deadline or a limit outlasting its wait stopped the
-		// step: its exit code says which, as in a run (the README's "Exit codes").
+		// step: its exit code says which, as in a run (docs/reference.md's "Exit codes").
 		return err
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {

@@ -31,7 +31,8 @@ first line and the file it is frozen in (notes/任务-STEP.md), its status,
 failed attempts, total cost and turns, context and window, latest session,
 retired sessions and errors (交接降级(…) marks a degraded handoff), then
 one row per generation: its session, context at the handoff, cost, turns,
-whether the handoff was degraded and why, and the handoff file.
+whether the handoff was degraded and why, and the handoff file where it is
+now (an earlier generation's in notes/archive/交接/).
 RUN_DIR defaults to WORKSPACE/.flower/runs/latest, the last run started.
 
 Examples:
@@ -39,8 +40,8 @@ Examples:
    flower show -C ~/src/app                     # the latest run of another workspace
    flower show .flower/runs/20261130-112853     # a given run
    flower show --json | jq '.steps[].cost_usd'  # the manifest as written
-   flower show --html                           # the latest run's page: RUN_DIR/run.html
-   flower show --html -o - RUN_DIR > page.html  # a run's page on stdout`,
+   flower show --html                           # on a terminal: writes RUN_DIR/run.html, prints its path
+   flower show --html RUN_DIR > page.html       # stdout not a terminal: the page itself`,
 		Flags: append([]cli.Flag{
 			workspaceFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print manifest.json as it is on disk (with --temporal: the status query's answer)"},
@@ -213,6 +214,7 @@ func writeShow(w io.Writer, m *manifest.Manifest, dir string) error {
 			b.WriteString(in + "no generations yet\n")
 			continue
 		}
+		files := handoffFiles(m, dir, s)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, in+"GEN\tSESSION\tCONTEXT AT HANDOFF\tCOST\tTURNS\tDEGRADED\tHANDOFF FILE")
 		for _, g := range s.Generations {
@@ -223,7 +225,9 @@ func writeShow(w io.Writer, m *manifest.Manifest, dir string) error {
 				if h.Degraded {
 					degraded = "yes: " + h.Why
 				}
-				if h.Path != "" {
+				if now, ok := files[g.N]; ok {
+					file = underWorkspace(m, now)
+				} else if h.Path != "" {
 					file = underWorkspace(m, h.Path)
 				}
 			}

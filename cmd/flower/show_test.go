@@ -5,13 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/workbench"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata from the output")
@@ -265,5 +270,59 @@ func writeFileT(t *testing.T, path, s string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// flower show names each generation's handoff where it is now: frozen by
+// the workbench as a run freezes them, the earlier ones are in the
+// archive, the last at the step's file, each found by what its successor
+// launched from, else by what was written; one no file holds is named as
+// recorded.
+func TestShowNamesArchivedHandoffs(t *testing.T) {
+	ws := t.TempDir()
+	wb, err := workbench.Open(workbench.DirOf(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDir := filepath.Join(workbench.RunsDir(wb.Dir), "20261201-090000")
+	m := manifest.New(runDir, ws, showT0)
+	s := m.EnsureStep("main", "the task", showT0)
+	docs := []string{"# 交接\n\ngeneration one\n", "# 交接\n\ngeneration two\n", "# 交接\n\ngeneration three\n"}
+	var paths []string
+	for i, doc := range docs {
+		s.BeginGeneration(fmt.Sprintf("session-%d", i+1), showT0.Add(time.Duration(i)*time.Hour))
+		// Two handoffs in one second get -2 in the archive: the order
+		// still holds.
+		path, err := wb.Freeze("main", []byte(doc), showT0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, path)
+		s.Current().Handoff = &manifest.HandoffRecord{Reason: manifest.ReasonThreshold, Path: path,
+			SHA256Written: handoff.Digest([]byte(doc)), SHA256Launched: handoff.Digest([]byte(doc))}
+	}
+	// Generation 1's successor launched from an edit the archive does not
+	// hold (edited again since): its file is the one as written. Nothing
+	// holds generation 2's any more: it is named as recorded.
+	s.Generations[0].Handoff.SHA256Launched = handoff.Digest([]byte("an edit nobody kept"))
+	s.Generations[1].Handoff.SHA256Launched = handoff.Digest([]byte("another"))
+	s.Generations[1].Handoff.SHA256Written = handoff.Digest([]byte("and another"))
+	s.BeginGeneration("session-4", showT0.Add(3*time.Hour))
+	writeManifest(t, m)
+
+	out, _, err := runInProcess(context.Background(), "show", runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archived, err := wb.Archive("main")
+	if err != nil || len(archived) != 2 {
+		t.Fatalf("archive %q, %v: want two files", archived, err)
+	}
+	rel := func(p string) string { r, _ := filepath.Rel(ws, p); return r }
+	for gen, want := range map[int]string{1: rel(archived[0]), 2: rel(paths[1]), 3: rel(paths[2])} {
+		row := regexp.MustCompile(`(?m)^  ` + strconv.Itoa(gen) + `  .*  (\S+)$`).FindStringSubmatch(out)
+		if row == nil || row[1] != want {
+			t.Errorf("generation %d's handoff file: %q, want %s\n%s", gen, row, want, out)
+		}
 	}
 }

@@ -15,16 +15,17 @@ import (
 func htmlFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "html", Usage: "write the run's page: one self-contained HTML file (a chart of the context at every API response, the generations, handoffs and edits)"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "with --html, write the page to `FILE` (- for stdout)", DefaultText: "RUN_DIR/run.html"},
-		&cli.StringFlag{Name: "lang", Value: "zh", Usage: "with --html, the page's labels: zh or en"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "with --html, write the page to `FILE` (- for stdout)", DefaultText: "stdout when it is not a terminal, else RUN_DIR/run.html"},
+		langFlag("with --html, the page's labels"),
 	}
 }
 
 // pageLang reads --lang for a page.
-func pageLang(c *cli.Context) (runpage.Lang, error) {
-	lang, ok := runpage.ParseLang(c.String("lang"))
+func pageLang(c *cli.Context, env []string) (runpage.Lang, error) {
+	s := langOf(c, env)
+	lang, ok := runpage.ParseLang(s)
 	if !ok {
-		return "", usagef("--lang %s: want zh or en", c.String("lang"))
+		return "", usagef("--lang %s: want zh or en", s)
 	}
 	return lang, nil
 }
@@ -34,7 +35,7 @@ func showHTML(c *cli.Context, p proc, dir string) error {
 	if c.Bool("json") {
 		return usagef("--json and --html do not go together")
 	}
-	lang, err := pageLang(c)
+	lang, err := pageLang(c, p.env)
 	if err != nil {
 		return err
 	}
@@ -47,6 +48,11 @@ func showHTML(c *cli.Context, p proc, dir string) error {
 		return err
 	}
 	out := c.String("output")
+	if out == "" && !isTerminal(p.stdout) {
+		// show --html RUN_DIR > page.html: the page, not its path, goes
+		// where stdout was sent.
+		out = "-"
+	}
 	if out == "-" {
 		_, err := p.stdout.Write(b.Bytes())
 		return err

@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+
 	"github.com/flowerhq/flower/integration/pagecheck"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/runpage"
 	"github.com/flowerhq/flower/scriptedapi"
 )
 
@@ -153,6 +156,7 @@ func TestShowHTMLInBrowser(t *testing.T) {
 	_, runDir := threeGenerations(t)
 	t.Run("three generations", func(t *testing.T) {
 		p := browser.RunPage(t, flower, runDir, "en", filepath.Join(t.ArtifactDir(), "three-generations.png"))
+		checkPageLang(t, p, runpage.LangEn)
 		if n := p.Count("section.generation.degraded"); n != 1 {
 			t.Errorf("%d degraded generations shown, want 1", n)
 		}
@@ -213,6 +217,7 @@ func TestShowHTMLInBrowser(t *testing.T) {
 	t.Run("generation limit", func(t *testing.T) {
 		dir := generationLimitRun(t)
 		p := browser.RunPage(t, flower, dir, "zh", filepath.Join(t.ArtifactDir(), "generation-limit.png"))
+		checkPageLang(t, p, runpage.LangZh)
 		if !strings.Contains(p.Text(".status"), manifest.StatusGenerationLimit) {
 			t.Errorf("status: %q", p.Text(".status"))
 		}
@@ -223,6 +228,41 @@ func TestShowHTMLInBrowser(t *testing.T) {
 			t.Errorf("--lang zh labels: %q", p.Text("figcaption"))
 		}
 	})
+}
+
+// checkPageLang: the page's labels are lang's and none of the other
+// language's, its html element says lang, and its font stacks end in CJK
+// fonts, for the Chinese of a zh page or of a run's own text.
+func checkPageLang(t *testing.T, p *pagecheck.Page, lang runpage.Lang) {
+	t.Helper()
+	other := runpage.LangZh
+	if lang == runpage.LangZh {
+		other = runpage.LangEn
+	}
+	var text, htmlLang, font, mono string
+	p.Eval("document.body.innerText", &text)
+	p.Eval("document.documentElement.lang", &htmlLang)
+	p.Eval("getComputedStyle(document.body).fontFamily", &font)
+	p.Eval("getComputedStyle(document.querySelector('pre') || document.body.appendChild(document.createElement('pre'))).fontFamily", &mono)
+	if htmlLang != string(lang) {
+		t.Errorf("<html lang=%q>, want %q", htmlLang, lang)
+	}
+	for _, key := range []string{"chart", "gens", "session", "started", "workspace"} {
+		if want := runpage.Label(lang)(key); !strings.Contains(text, want) {
+			t.Errorf("the %s page lacks its label %q", lang, want)
+		}
+		if not := runpage.Label(other)(key); strings.Contains(text, not) {
+			t.Errorf("the %s page shows the %s label %q", lang, other, not)
+		}
+	}
+	for _, f := range []string{`"Noto Sans CJK SC"`, `"PingFang SC"`, `"Microsoft YaHei"`} {
+		if !strings.Contains(font, f) {
+			t.Errorf("the page's font stack %s lacks %s", font, f)
+		}
+	}
+	if !strings.Contains(mono, `"Noto Sans Mono CJK SC"`) {
+		t.Errorf("the page's monospace stack %s lacks a CJK font", mono)
+	}
 }
 
 // generationLimitRun is a run stopped by the generation limit: each
@@ -255,22 +295,44 @@ func exitOf(err error) int {
 	return 0
 }
 
-// flower show --html writes RUN_DIR/run.html and prints its path, or the
-// page on stdout with -o -; bad flags are usage errors.
+// flower show --html on a terminal writes RUN_DIR/run.html and prints its
+// path; with stdout elsewhere (a file, a pipe) it writes the page there, as
+// it does with -o -; bad flags are usage errors.
 func TestShowHTMLCLI(t *testing.T) {
 	ws := t.TempDir()
 	fakeRuns(t, ws, "20261201-080000")
 	dir := filepath.Join(ws, ".flower", "runs", "20261201-080000")
-	var out, errOut strings.Builder
-	if err := run(context.Background(), []string{"flower", "show", "--html", "-C", ws}, strings.NewReader(""), &out, &errOut); err != nil {
+	page := filepath.Join(dir, "run.html")
+	ptmx, tty, err := pty.Open()
+	if err != nil {
 		t.Fatal(err)
 	}
-	page := filepath.Join(dir, "run.html")
-	if got := strings.TrimSpace(out.String()); got != page {
-		t.Errorf("printed %q, want %q", got, page)
+	defer ptmx.Close()
+	var errOut strings.Builder
+	err = run(context.Background(), []string{"flower", "show", "--html", "--lang", "zh", "-C", ws}, strings.NewReader(""), tty, &errOut)
+	tty.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	printed, _ := io.ReadAll(ptmx) // EIO once the tty side is closed
+	if got := strings.TrimSpace(string(printed)); got != page {
+		t.Errorf("on a terminal printed %q, want %q", got, page)
 	}
 	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), `<svg class="chart"`) || !strings.Contains(string(b), "主线程") {
 		t.Errorf("run.html: %v", err)
+	}
+	if err := os.Remove(page); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := run(context.Background(), []string{"flower", "show", "--html", "--lang", "zh", dir}, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "<!DOCTYPE html>") || !strings.Contains(out.String(), "主线程") {
+		t.Errorf("stdout not a terminal: %.80q, want the page", out.String())
+	}
+	if _, err := os.Stat(page); err == nil {
+		t.Errorf("the page went to %s as well as to stdout", page)
 	}
 	out.Reset()
 	if err := run(context.Background(), []string{"flower", "show", "--html", "--lang", "en", "-o", "-", dir}, strings.NewReader(""), &out, &errOut); err != nil {
@@ -278,6 +340,26 @@ func TestShowHTMLCLI(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "<!DOCTYPE html>") || !strings.Contains(out.String(), "Main-thread context") {
 		t.Errorf("stdout is not the English page")
+	}
+	// No --lang: the locale's; --lang before the command counts as well.
+	t.Setenv("LC_ALL", "")
+	t.Setenv("LC_MESSAGES", "zh_CN.UTF-8")
+	t.Setenv("LANG", "en_US.UTF-8")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"show", "--html"}, "主线程"},
+		{[]string{"--lang", "en", "show", "--html"}, "Main-thread context"},
+		{[]string{"show", "--html", "--lang", "en"}, "Main-thread context"},
+	} {
+		out.Reset()
+		if err := run(context.Background(), append(append([]string{"flower"}, tt.args...), dir), strings.NewReader(""), &out, &errOut); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tt.want) {
+			t.Errorf("flower %q under LC_MESSAGES=zh_CN.UTF-8: the page lacks %q", tt.args, tt.want)
+		}
 	}
 	for _, args := range [][]string{{"--html", "--json"}, {"--html", "--lang", "fr"}} {
 		err := run(context.Background(), append(append([]string{"flower", "show"}, args...), dir), strings.NewReader(""), io.Discard, io.Discard)

@@ -33,7 +33,7 @@ Examples:
 			&cli.StringFlag{Name: "id", Usage: "the workflow `ID`", DefaultText: "flower-STEP-<time>"},
 			&cli.BoolFlag{Name: "wait", Usage: "follow the step to its end, with the status lines of a local run"},
 			&cli.DurationFlag{Name: "heartbeat-timeout", Value: defaultHeartbeatTimeout, Usage: "a worker not heard from for this long is lost; its generation starts again on another"},
-			&cli.StringFlag{Name: "lang", Value: "zh", Usage: "labels of the status lines: zh (as in the design) or en"},
+			langFlag("labels of the status lines"),
 			// unattended: the step's budget, counted across workers, and its deadline
 			&cli.Float64Flag{Name: "max-budget-usd", Usage: "stop the step once it has cost `USD`, on whichever workers: the session hands off, exit 4 with --wait", DefaultText: "none"},
 			&cli.DurationFlag{Name: "max-duration", Usage: "stop the step `D` after it was submitted: the session hands off, exit 5 with --wait", DefaultText: "none"},

@@ -46,7 +46,7 @@ Examples:
 			&cli.BoolFlag{Name: "machine", Usage: "serve the runs of every workspace flower ps lists, instead of one workspace"},
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:0", Usage: "listen on `HOST:PORT` (port 0: a free one)"},
 			&cli.StringFlag{Name: "token", EnvVars: []string{"FLOWER_UI_TOKEN"}, Usage: "the `TOKEN` every request must carry; required to listen beyond loopback"},
-			&cli.StringFlag{Name: "lang", Value: "zh", Usage: "the pages' labels: zh or en"},
+			langFlag("the pages' labels"),
 		},
 		Action: func(c *cli.Context) error { return uiAction(c, p) },
 	}
@@ -56,7 +56,7 @@ func uiAction(c *cli.Context, p proc) error {
 	if c.NArg() > 0 {
 		return usagef("flower ui takes no arguments, got %q", c.Args().First())
 	}
-	lang, err := pageLang(c)
+	lang, err := pageLang(c, p.env)
 	if err != nil {
 		return err
 	}

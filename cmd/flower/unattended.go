@@ -19,7 +19,7 @@ const (
 	envMaxWait     = "FLOWER_MAX_WAIT"
 )
 
-// Exit codes of a step a bound stopped, documented in the README.
+// Exit codes of a step a bound stopped, documented in docs/reference.md.
 const (
 	exitBudget    = 4 // --max-budget-usd reached; the handoff is written
 	exitDeadline  = 5 // --max-duration reached; the handoff is written
