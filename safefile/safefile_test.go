@@ -3,6 +3,7 @@ package safefile
 import (
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,10 @@ func TestCheckAndReadFile(t *testing.T) {
 		{"link to /dev/zero", func(t *testing.T, ws string) { mkdir(t, ws, "a"); link(t, "/dev/zero", filepath.Join(ws, "a/b")) }, "a/b is a symbolic link (to /dev/zero)"},
 		{"directory in a file's place", func(t *testing.T, ws string) { mkdir(t, ws, "a/b") }, "a/b is a directory where flower keeps a file"},
 		{"file in a folder's place", func(t *testing.T, ws string) { write(t, ws, "a", "x") }, "a is a file where flower keeps a directory"},
+		{"file with a second hard link", func(t *testing.T, ws string) {
+			mkdir(t, ws, "a")
+			hardlink(t, filepath.Join(victim, "secret"), filepath.Join(ws, "a/b"))
+		}, "a/b has 2 hard links, not one"},
 		{"FIFO", func(t *testing.T, ws string) {
 			mkdir(t, ws, "a")
 			if err := syscall.Mkfifo(filepath.Join(ws, "a/b"), 0o644); err != nil {
@@ -148,5 +153,74 @@ func link(t *testing.T, to, at string) {
 	t.Helper()
 	if err := os.Symlink(to, at); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func hardlink(t *testing.T, to, at string) {
+	t.Helper()
+	if err := os.Link(to, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A file of flower's that shares its inode with a file elsewhere is never
+// opened for writing, so nothing is appended, written or emptied there.
+func TestOpenOwnRefusesAHardLink(t *testing.T) {
+	ws := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "log")
+	write(t, filepath.Dir(victim), "log", "victim\n")
+	for _, name := range []string{"flower.log", "step-main.lock"} {
+		p := filepath.Join(ws, name)
+		hardlink(t, victim, p)
+		var err error
+		if name == "flower.log" {
+			_, err = OpenAppend(p, 0o644)
+		} else {
+			_, err = OpenOwn(p, os.O_RDWR, 0o600)
+		}
+		if !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), p+" has ") || !strings.Contains(err.Error(), "remove it") {
+			t.Errorf("open %s, a hard link: %v", name, err)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "victim\n" {
+		t.Errorf("victim changed: %q", b)
+	}
+	f, err := OpenOwn(filepath.Join(ws, "own.lock"), os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// A FIFO or a socket in a folder of flower's is refused by CheckSpecial,
+// which passes over links and files (a person's .gitignore may be either);
+// a hard-linked file is refused by CheckEntries.
+func TestCheckSpecialAndHardLinkedEntries(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "manifest.json", "{}")
+	link(t, "/etc/passwd", filepath.Join(dir, "a-link"))
+	if err := CheckSpecial(dir); err != nil {
+		t.Fatalf("CheckSpecial: %v", err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, ".gitignore"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSpecial(dir); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), ".gitignore is a FIFO") {
+		t.Errorf("CheckSpecial with a FIFO: %v", err)
+	}
+	sock := t.TempDir()
+	l, err := net.Listen("unix", filepath.Join(sock, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := CheckSpecial(sock); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "s is a socket") {
+		t.Errorf("CheckSpecial with a socket: %v", err)
+	}
+	other := t.TempDir()
+	write(t, other, "x", "y")
+	hardlink(t, filepath.Join(other, "x"), filepath.Join(other, "flower.log"))
+	if err := CheckEntries(other); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "hard links") {
+		t.Errorf("CheckEntries with a hard link: %v", err)
 	}
 }
