@@ -419,3 +419,45 @@ func ReadGiven(path string, limit int64, what string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// ReadGivenIn is ReadGiven for a file a person named by a path that may
+// lie in workspace, someone else's folder: a link there that takes the
+// path out of workspace (a committed task.md → ~/.ssh/id_rsa) is the
+// repository's choice, not the person's, and is refused with an *Error
+// that says to name the file it points to instead. A path the person gave
+// that lies outside workspace is theirs and is read as ReadGiven reads it.
+func ReadGivenIn(workspace, path string, limit int64, what string) ([]byte, error) {
+	ws, err := filepath.Abs(workspace)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if !under(ws, abs) {
+		return ReadGiven(path, limit, what)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, err
+	}
+	realWS, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return nil, err
+	}
+	if !under(realWS, real) {
+		return nil, &Error{Path: path, Err: ErrUnsafe,
+			Problem: "lies in the workspace but leads, through a link there, to " + real + ", outside it",
+			Fix: "flower reads a file outside the workspace only when you name it yourself: if you mean that file, give its own path (-f " +
+				quote(real) + "); else remove the link"}
+	}
+	return ReadGiven(real, limit, what)
+}
+
+// under reports whether path is dir or lies below it (both clean and
+// absolute).
+func under(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && filepath.IsLocal(rel) || path == dir
+}

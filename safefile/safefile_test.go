@@ -224,3 +224,32 @@ func TestCheckSpecialAndHardLinkedEntries(t *testing.T) {
 		t.Errorf("CheckEntries with a hard link: %v", err)
 	}
 }
+
+// A task file named in the workspace is read where it leads only while
+// that stays in the workspace; a path outside it the person named is read.
+func TestReadGivenIn(t *testing.T) {
+	ws, out := t.TempDir(), t.TempDir()
+	write(t, out, "id_rsa", "SECRET")
+	write(t, ws, "own.md", "own task")
+	mkdir(t, ws, "docs")
+	write(t, ws, "docs/real.md", "linked task")
+	link(t, filepath.Join(out, "id_rsa"), filepath.Join(ws, "task.md"))
+	link(t, "docs/real.md", filepath.Join(ws, "inside.md"))
+	link(t, out, filepath.Join(ws, "outdir"))
+	for name, want := range map[string]string{"own.md": "own task", "inside.md": "linked task", "task.md": "", "outdir/id_rsa": ""} {
+		b, err := ReadGivenIn(ws, filepath.Join(ws, name), 100, "a task")
+		if want == "" {
+			if !errors.Is(err, ErrUnsafe) || strings.Contains(string(b), "SECRET") ||
+				!strings.Contains(err.Error(), filepath.Join(out, "id_rsa")+", outside it") || !strings.Contains(err.Error(), "-f "+filepath.Join(out, "id_rsa")) {
+				t.Errorf("%s, a link out of the workspace: %q, %v", name, b, err)
+			}
+			continue
+		}
+		if err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if b, err := ReadGivenIn(ws, filepath.Join(out, "id_rsa"), 100, "a task"); err != nil || string(b) != "SECRET" {
+		t.Errorf("a path outside the workspace the person named: %q, %v", b, err)
+	}
+}
