@@ -9,13 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/flowerhq/flower/safefile"
 )
 
 // Reason is what the blocking PreCompact hook tells the harness; the
@@ -98,12 +98,21 @@ func Read(args []string, dir string) (Own, error) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(dir, path)
 	}
-	// The person's file, but never a FIFO to block on; what is said of it
-	// never shows the path, which is a --settings value like any other
-	// (DESIGN.md «Secrets on screen and in logs»).
-	b, err := safefile.ReadGiven(path, MaxSettingsFile, "the harness's settings")
+	// The person's file, read as they named it (a pipe of theirs, as
+	// --settings <(…) gives, included); what is said of it never shows the
+	// path, which is a --settings value like any other (DESIGN.md «Secrets
+	// on screen and in logs»).
+	f, err := os.Open(path)
 	if err != nil {
 		return Own{}, settingsError(v, path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxSettingsFile+1))
+	if err != nil {
+		return Own{}, settingsError(v, path, err)
+	}
+	if len(b) > MaxSettingsFile {
+		return Own{}, settingsError(v, path, fmt.Errorf("larger than %d bytes", MaxSettingsFile))
 	}
 	if err := json.Unmarshal(b, &m); err != nil || m == nil {
 		if err == nil {
@@ -119,12 +128,7 @@ func Read(args []string, dir string) (Own, error) {
 // place, and the path taken out of the cause.
 func settingsError(v, path string, err error) error {
 	cause := err.Error()
-	var pe *fs.PathError
-	var se *safefile.Error
-	switch {
-	case errors.As(err, &se):
-		cause = "the file " + se.Problem
-	case errors.As(err, &pe):
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
 		cause = pe.Op + ": " + pe.Err.Error()
 	}
 	cause = strings.ReplaceAll(strings.ReplaceAll(cause, path, "the file"), v, "the file")

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -109,11 +108,7 @@ func TestReadRefusesBadSettings(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`[1]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fifo := filepath.Join(dir, "token-abc123.json")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range []string{"missing.json", big, bad, "[1,2]", "{not json", fifo, filepath.Join(dir, "sk-secret", "s.json")} {
+	for _, v := range []string{"missing.json", big, bad, "[1,2]", "{not json", filepath.Join(dir, "sk-secret", "s.json")} {
 		_, err := Read([]string{"--settings", v}, dir)
 		if !errors.Is(err, ErrSettings) {
 			t.Errorf("--settings %.40q: err %v, want ErrSettings", v, err)
