@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/manifest"
@@ -129,12 +130,21 @@ func (b Books) Freeze(gen *manifest.Generation, c Cut) (Frozen, error) {
 	} else if rec.Outcome == "" {
 		rec.Outcome = manifest.OutcomeWritten
 	}
+	if cut, was := h.Fit(workbench.MaxHandoff); was {
+		// Cut now, at the cap the successor's launch reads under, so the
+		// file a successor and a person read is never over it (DESIGN.md
+		// «Input caps»).
+		rec.CutFromBytes = len(h.Markdown())
+		h = cut
+		b.Log.Warn("the handoff as written is over the cap for a handoff: cut to it, marked "+handoffwriter.CutMarker,
+			"of_gen", gen.N, "bytes", rec.CutFromBytes, "cap", workbench.MaxHandoff)
+	}
 	md := []byte(h.Markdown())
 	rec.SHA256Written = Digest(md)
 	path := b.writeHandoff(md)
 	rec.Path, rec.Sections = path, h.Filled()
 	// The document as written, for the run's page (DESIGN.md «Run page»).
-	b.Log.Info("handoff document as written", "of_gen", gen.N, "degraded", rec.Degraded, "path", path, "document", string(md))
+	b.Log.Info("handoff document as written", append([]any{"of_gen", gen.N, "degraded", rec.Degraded, "path", path}, document(md)...)...)
 	if path != "" {
 		st.HandoffPath = path
 	}
@@ -177,8 +187,27 @@ func (b Books) Leave(why string) string {
 		st.HandoffPath = path
 	}
 	b.Save()
-	b.Log.Info("degraded handoff left on disk; the session stays live", "path", path, "why", why, "document", string(md))
+	b.Log.Info("degraded handoff left on disk; the session stays live", append([]any{"path", path, "why", why}, document(md)...)...)
 	return path
+}
+
+// LogDocument bounds how much of a handoff document one log line carries:
+// a handoff of a few KiB goes whole, for the run's page; past it the line
+// gets a preview, the document's size and document_cut (DESIGN.md «Input
+// caps»).
+const LogDocument = 64 << 10
+
+// document is the log attributes of a handoff document: all of it up to
+// LogDocument bytes, else its first part (on a character boundary).
+func document(md []byte) []any {
+	if len(md) <= LogDocument {
+		return []any{"document", string(md)}
+	}
+	end := LogDocument
+	for end > 0 && !utf8.RuneStart(md[end]) {
+		end--
+	}
+	return []any{"document", string(md[:end]), "document_bytes", len(md), "document_cut", true}
 }
 
 // writeHandoff writes the step's handoff file; a failure is recorded on the
@@ -215,7 +244,7 @@ func (b Books) Launch(f Frozen) string {
 			f.Record.SHA256Launched = Digest(data)
 			if f.Record.SHA256Launched != f.Record.SHA256Written {
 				// A person edited the file: the page shows the edit (DESIGN.md «Run page»).
-				b.Log.Info("handoff launched as edited", "path", f.Path, "document", string(data))
+				b.Log.Info("handoff launched as edited", append([]any{"path", f.Path}, document(data)...)...)
 			}
 			if onDisk := handoffwriter.Parse(string(data)); onDisk.Complete() {
 				onDisk.Step = st.Name

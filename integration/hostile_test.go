@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -33,7 +34,9 @@ import (
 // planted layouts, columns the commands. Every cell checks the exit code
 // and a message naming the planted path, that a victim folder outside the
 // workspace is byte for byte as it was, that flower's peak RSS stays
-// bounded, and that no harness ran anywhere but in the workspace. Most
+// bounded, that no harness ran anywhere but in the workspace, that no
+// planted text reached the model, and that no request reached a decoy
+// listener a planted setting could aim the key at. Most
 // cells are refused before any harness starts; the few that run one use
 // the real harness against the scripted API.
 
@@ -66,10 +69,30 @@ type hostileRow struct {
 	plant func(t *testing.T, ws, victim string) string
 	// want per command; missing = refused.
 	want map[string]cellKind
+	// plantAt, when set, is used instead of plant: it also gets the decoy
+	// listener's address, for a layout that aims the key at it.
+	plantAt func(t *testing.T, at hostilePlace) string
+	// git: the workspace is a git repository (the harness runs git in it).
+	git bool
+	// taskFile, when set, gives the run cell its task with -f and the path
+	// it returns instead of as an argument.
+	taskFile func(ws, victim string) string
+	// model, when set, is the scripted model of the cell instead of one
+	// that finishes at once.
+	model func() *job
+	// check, when set, checks the cell's workspace after it ran.
+	check func(t *testing.T, ws string)
+}
+
+// hostilePlace is where a cell plants: the workspace, the victim folder
+// outside it, and the decoy listener's base URL, which only a harness
+// aimed away from the person's endpoint would reach.
+type hostilePlace struct {
+	WS, Victim, Decoy string
 }
 
 func TestHostileWorkspaceTable(t *testing.T) {
-	rows := hostileRows()
+	rows := append(hostileRows(), fileRows()...)
 	counts := map[cellKind]int{}
 	var mu sync.Mutex
 	var lines []string
@@ -391,13 +414,30 @@ func treeHash(t *testing.T, dir string) string {
 // hostileCell runs one command on one planted layout and checks it.
 func hostileCell(t *testing.T, row hostileRow, cmd string, want cellKind) string {
 	ws := hostileBase(t, row.recordNotes)
+	if row.git {
+		gitInit(t, ws)
+	}
 	victim := hostileVictim(t)
-	named := row.plant(t, ws, victim)
+	decoy := startDecoy(t, victim)
+	var named string
+	if row.plantAt != nil {
+		named = row.plantAt(t, hostilePlace{WS: ws, Victim: victim, Decoy: decoy.url})
+	} else {
+		named = row.plant(t, ws, victim)
+	}
 	before := treeHash(t, victim)
 
 	j := &job{plans: [][]scriptedapi.Reply{{done(30_000)}}, handoff: goodHandoff}
-	srv := startServer(t, j.script)
+	if row.model != nil {
+		j = row.model()
+	}
+	overflows := 0
+	srv := startServer(t, overflowing(j.script, &overflows))
 	env := harnessEnv(t, srv, "FLOWER_HARNESS="+harnessPath(t))
+	task := ""
+	if row.taskFile != nil && cmd == "run" {
+		task = row.taskFile(ws, victim)
+	}
 
 	var code int
 	var out string
@@ -408,7 +448,16 @@ func hostileCell(t *testing.T, row hostileRow, cmd string, want cellKind) string
 		// A refused cell must start no harness, so flower's rusage is its
 		// own; elsewhere it would count the harness too, and only samples
 		// of flower's VmHWM are used.
-		code, out, rssKB = hostileCommand(t, cmd, ws, env, want == refused || cmd == "show" || cmd == "logs")
+		code, out, rssKB = hostileCommand(t, cmd, ws, task, env, want == refused || cmd == "show" || cmd == "logs")
+	}
+	if n := decoy.requests.Load(); n > 0 {
+		t.Errorf("%d requests reached the decoy listener: something aimed the key away from the person's endpoint", n)
+	}
+	if overflows > 0 {
+		t.Errorf("%d requests were too long for the window: a generation was lost to the size of what flower sent", overflows)
+	}
+	if row.check != nil {
+		row.check(t, ws)
 	}
 	if after := treeHash(t, victim); after != before {
 		t.Errorf("the victim folder outside the workspace changed")
@@ -421,7 +470,7 @@ func hostileCell(t *testing.T, row hostileRow, cmd string, want cellKind) string
 		if strings.Contains(r.System+r.AllText, "Primary working directory: "+victim) {
 			t.Errorf("a harness ran outside the workspace: its system prompt names %s", victim)
 		}
-		if strings.Contains(r.AllText, plantedMark) || strings.Contains(r.AllText, "the other project's") {
+		if text := r.System + r.AllText; strings.Contains(text, plantedMark) || strings.Contains(text, "the other project's") {
 			t.Errorf("a planted document reached the model: %s", clip(r.AllText, 300))
 		}
 	}
@@ -499,11 +548,14 @@ func rssText(kb int) string {
 
 // hostileCommand runs flower's command in ws and returns its exit code,
 // output and peak RSS (VmHWM while it ran, else its rusage).
-func hostileCommand(t *testing.T, cmd, ws string, env []string, alone bool) (int, string, int) {
+func hostileCommand(t *testing.T, cmd, ws, taskFile string, env []string, alone bool) (int, string, int) {
 	var args []string
 	switch cmd {
 	case "run":
 		args = []string{"-C", ws, "--window", "200000", hostileTask, "--", "--allowedTools", "Bash"}
+		if taskFile != "" {
+			args = []string{"run", "-C", ws, "--window", "200000", "-f", taskFile, "--", "--allowedTools", "Bash"}
+		}
 	case "continue", "rerun":
 		args = []string{cmd, "-C", ws, "--window", "200000", "--", "--allowedTools", "Bash"}
 	case "show", "logs":
@@ -511,7 +563,12 @@ func hostileCommand(t *testing.T, cmd, ws string, env []string, alone bool) (int
 	case "relay start":
 		args = []string{"--output-format", "stream-json", "--input-format", "stream-json", "--verbose", "--resume", hostileResume}
 	}
-	c := exec.Command(flowerBinary(t), args...)
+	// A cell that hangs (a FIFO a tool blocks on) fails instead of
+	// holding the table.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, flowerBinary(t), args...)
+	c.WaitDelay = 5 * time.Second
 	c.Dir = ws
 	c.Env = env
 	var out bytes.Buffer
@@ -538,6 +595,9 @@ func hostileCommand(t *testing.T, cmd, ws string, env []string, alone bool) (int
 	err := c.Wait()
 	close(stop)
 	<-done
+	if ctx.Err() != nil {
+		t.Errorf("flower %s did not end in %s: killed", cmd, "3m")
+	}
 	// Without a harness flower is the only process under it, and its
 	// rusage is its own peak even when it exited before a sample.
 	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok && alone {

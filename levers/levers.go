@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -102,25 +103,41 @@ func Read(args []string, dir string) (Own, error) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(dir, path)
 	}
+	// The person's file, read as they named it (a pipe of theirs, as
+	// --settings <(…) gives, included); what is said of it never shows the
+	// path, which is a --settings value like any other (DESIGN.md «Secrets
+	// on screen and in logs»).
 	f, err := os.Open(path)
 	if err != nil {
-		return Own{}, fmt.Errorf("%w %s: %w", ErrSettings, v, err)
+		return Own{}, settingsError(v, path, err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, MaxSettingsFile+1))
 	if err != nil {
-		return Own{}, fmt.Errorf("%w %s: %w", ErrSettings, v, err)
+		return Own{}, settingsError(v, path, err)
 	}
 	if len(b) > MaxSettingsFile {
-		return Own{}, fmt.Errorf("%w %s: larger than %d bytes", ErrSettings, v, MaxSettingsFile)
+		return Own{}, settingsError(v, path, fmt.Errorf("larger than %d bytes", MaxSettingsFile))
 	}
 	if err := json.Unmarshal(b, &m); err != nil || m == nil {
 		if err == nil {
 			err = errors.New("not a JSON object")
 		}
-		return Own{}, fmt.Errorf("%w %s: %w", ErrSettings, v, err)
+		return Own{}, settingsError(v, path, err)
 	}
 	return Own{Given: true, Source: path, settings: m}, nil
+}
+
+// settingsError says what is wrong with the --settings file given as v
+// (read at path) with the value masked as a log masks it, its size in its
+// place, and the path taken out of the cause.
+func settingsError(v, path string, err error) error {
+	cause := err.Error()
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		cause = pe.Op + ": " + pe.Err.Error()
+	}
+	cause = strings.ReplaceAll(strings.ReplaceAll(cause, path, "the file"), v, "the file")
+	return fmt.Errorf("%w <%d bytes>: %s (the value is hidden, as it may carry credentials)", ErrSettings, len(v), cause)
 }
 
 // Args returns args with every --settings flag taken out and one

@@ -3,6 +3,7 @@ package levers
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -107,9 +108,18 @@ func TestReadRefusesBadSettings(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`[1]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []string{"missing.json", big, bad, "[1,2]", "{not json"} {
-		if _, err := Read([]string{"--settings", v}, dir); !errors.Is(err, ErrSettings) {
+	for _, v := range []string{"missing.json", big, bad, "[1,2]", "{not json", filepath.Join(dir, "sk-secret", "s.json")} {
+		_, err := Read([]string{"--settings", v}, dir)
+		if !errors.Is(err, ErrSettings) {
 			t.Errorf("--settings %.40q: err %v, want ErrSettings", v, err)
+			continue
+		}
+		// The value is masked as everywhere else: its size, never the path.
+		if strings.HasSuffix(v, ".json") && (strings.Contains(err.Error(), filepath.Base(v)) || strings.Contains(err.Error(), dir)) {
+			t.Errorf("--settings %s: the error shows the path: %v", v, err)
+		}
+		if strings.HasSuffix(v, ".json") && !strings.Contains(err.Error(), fmt.Sprintf("<%d bytes>", len(v))) {
+			t.Errorf("--settings %s: the error does not give the value's size: %v", v, err)
 		}
 	}
 }

@@ -267,6 +267,10 @@ type HandoffRecord struct {
 	TaskCarried string `json:"task_carried,omitempty"`
 	// WindowSource says where Window came from (flag, harness, model name).
 	WindowSource string `json:"window_source,omitempty"`
+	// CutFromBytes, when set, is how large the written document was before
+	// it was cut to the cap for a handoff (DESIGN.md «Input caps»): the
+	// file holds the cut document, marked.
+	CutFromBytes int `json:"cut_from_bytes,omitempty"`
 	// Outcome of the writing turn: OutcomeWritten, OutcomeWrittenOnRetry,
 	// OutcomeDegraded, or OutcomeNoWritingTurn (overflow: the session could
 	// not run another turn).

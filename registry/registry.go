@@ -311,7 +311,13 @@ func (h *Handle) write(e Entry) error {
 		return nil
 	}
 	tmp := h.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	// Made new, never opened as found: whatever has the name (a hard link
+	// to another file, a FIFO) loses the name and is not written through
+	// (DESIGN.md «Territory»).
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("registry: %w", err)
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return fmt.Errorf("registry: %w", err)
 	}

@@ -241,3 +241,30 @@ func TestStatusFollowsEvents(t *testing.T) {
 		t.Errorf("entry %+v", e)
 	}
 }
+
+// An entry's temporary name is made afresh: a hard link planted there to
+// another file loses the name, and the file keeps its contents.
+func TestEntryTempNotWrittenThrough(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ps")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("victim"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(victim, filepath.Join(dir, fileName(os.Getpid(), 0)+".tmp")); err != nil {
+		t.Fatal(err)
+	}
+	h, err := Register(dir, Entry{Front: FrontInteractive, Workspace: "/ws", Step: "a"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if got, err := List(dir); err != nil || len(got) != 1 {
+		t.Fatalf("list: %+v, %v", got, err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "victim" {
+		t.Errorf("the victim was written through: %q", b)
+	}
+}

@@ -3,9 +3,10 @@
 // dirs flower made. Those folders sit in a workspace someone else may have
 // prepared, so nothing there is taken for what its name says: a component
 // that is a symbolic link, a directory where a file belongs (or the
-// reverse), a device or a FIFO is refused with one line that names the path
-// and says what to do; files are opened without following links; and only
-// regular files are read, each under a size cap stated by its caller.
+// reverse), a device, a socket, a FIFO or a file with a second hard link is
+// refused with one line that names the path and says what to do; files are
+// opened without following links and without blocking; and only regular
+// files are read, each under a size cap stated by its caller.
 package safefile
 
 import (
@@ -65,6 +66,34 @@ func quote(p string) string {
 		return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 	}
 	return p
+}
+
+// fixLinked is what to do about a file of flower's with a second hard link:
+// the other name may lie anywhere on the file system, and writing the file
+// would write there too.
+func fixLinked(path string) string {
+	return "flower's own files have one name, and this one shares its contents with another (a hard link, perhaps to a file outside the workspace); remove it (rm " +
+		quote(path) + "): the other name keeps the contents, and flower makes its own again"
+}
+
+// Links is how many names (hard links) the file of fi has; 1 where the
+// system does not say.
+func Links(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
+// Single refuses a regular file of flower's, whose Lstat or Stat gave fi,
+// that has more than one name: a write to it would reach every other name,
+// which may be a file outside the workspace (DESIGN.md «Territory»).
+func Single(path string, fi fs.FileInfo) error {
+	if fi.Mode().IsRegular() && Links(fi) > 1 {
+		return &Error{Path: path, Err: ErrUnsafe, Fix: fixLinked(path),
+			Problem: fmt.Sprintf("has %d hard links, not one", Links(fi))}
+	}
+	return nil
 }
 
 // refuse builds the *Error for a path whose Lstat gave fi.
@@ -130,6 +159,9 @@ func Check(anchor, path string, want Kind) error {
 		if !is(fi, k) {
 			return refuse(cur, fi, k)
 		}
+		if k == File {
+			return Single(cur, fi)
+		}
 	}
 	return nil
 }
@@ -145,6 +177,9 @@ func checkOne(path string, want Kind) error {
 	if !is(fi, want) {
 		return refuse(path, fi, want)
 	}
+	if want == File {
+		return Single(path, fi)
+	}
 	return nil
 }
 
@@ -155,9 +190,9 @@ func is(fi fs.FileInfo, k Kind) bool {
 	return fi.Mode().IsRegular()
 }
 
-// CheckEntries refuses any entry of dir that is a link or a special file
-// (a FIFO, a device, a socket): a folder of flower's holds only its own
-// files and folders. A missing dir is fine.
+// CheckEntries refuses any entry of dir that is a link, a special file
+// (a FIFO, a device, a socket) or a file with a second hard link: a folder
+// of flower's holds only its own files and folders. A missing dir is fine.
 func CheckEntries(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -167,7 +202,7 @@ func CheckEntries(dir string) error {
 		return fmt.Errorf("check %s: %w", dir, err)
 	}
 	for _, e := range entries {
-		if t := e.Type(); t.IsDir() || t.IsRegular() {
+		if e.Type().IsDir() {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
@@ -177,6 +212,32 @@ func CheckEntries(dir string) error {
 		}
 		if !fi.IsDir() && !fi.Mode().IsRegular() {
 			return refuse(p, fi, File)
+		}
+		if err := Single(p, fi); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckSpecial refuses any entry of dir that is a FIFO, a socket or a
+// device: opened by flower or by a tool the harness runs (git reads every
+// .gitignore it meets), such a thing blocks or answers. Links and files are
+// passed over; a missing dir is fine.
+func CheckSpecial(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if t := e.Type(); t&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0 {
+			p := filepath.Join(dir, e.Name())
+			if fi, err := os.Lstat(p); err == nil {
+				return refuse(p, fi, File)
+			}
 		}
 	}
 	return nil
@@ -255,10 +316,20 @@ func Size(n int64) string {
 func trimZero(s string) string { return strings.TrimSuffix(s, ".0") }
 
 // OpenAppend opens (creating it with perm if need be) the file at path for
-// appending, refusing a link at its last component and anything not a
-// regular file. Combine it with Check for the components above.
+// appending, refusing a link at its last component, anything not a regular
+// file and a file with a second hard link. Combine it with Check for the
+// components above.
 func OpenAppend(path string, perm os.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
+	return OpenOwn(path, os.O_WRONLY|os.O_APPEND, perm)
+}
+
+// OpenOwn opens (creating it with perm if need be) a file of flower's at
+// path with flag (os.O_RDWR, os.O_WRONLY|os.O_APPEND …), as OpenAppend
+// does: never through a link at its last component, never blocking, and
+// only a regular file with one name. Nothing is truncated before the
+// checks. Combine it with Check for the components above.
+func OpenOwn(path string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			if fi, lerr := os.Lstat(path); lerr == nil {
@@ -270,6 +341,9 @@ func OpenAppend(path string, perm os.FileMode) (*os.File, error) {
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
 		err = refuse(path, fi, File)
+	}
+	if err == nil {
+		err = Single(path, fi)
 	}
 	if err != nil {
 		f.Close()
@@ -344,4 +418,46 @@ func ReadGiven(path string, limit int64, what string) ([]byte, error) {
 		return nil, tooLarge(path, int64(len(b)), limit, what)
 	}
 	return b, nil
+}
+
+// ReadGivenIn is ReadGiven for a file a person named by a path that may
+// lie in workspace, someone else's folder: a link there that takes the
+// path out of workspace (a committed task.md → ~/.ssh/id_rsa) is the
+// repository's choice, not the person's, and is refused with an *Error
+// that says to name the file it points to instead. A path the person gave
+// that lies outside workspace is theirs and is read as ReadGiven reads it.
+func ReadGivenIn(workspace, path string, limit int64, what string) ([]byte, error) {
+	ws, err := filepath.Abs(workspace)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if !under(ws, abs) {
+		return ReadGiven(path, limit, what)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, err
+	}
+	realWS, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return nil, err
+	}
+	if !under(realWS, real) {
+		return nil, &Error{Path: path, Err: ErrUnsafe,
+			Problem: "lies in the workspace but leads, through a link there, to " + real + ", outside it",
+			Fix: "flower reads a file outside the workspace only when you name it yourself: if you mean that file, give its own path (-f " +
+				quote(real) + "); else remove the link"}
+	}
+	return ReadGiven(real, limit, what)
+}
+
+// under reports whether path is dir or lies below it (both clean and
+// absolute).
+func under(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && filepath.IsLocal(rel) || path == dir
 }

@@ -3,6 +3,7 @@ package safefile
 import (
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,10 @@ func TestCheckAndReadFile(t *testing.T) {
 		{"link to /dev/zero", func(t *testing.T, ws string) { mkdir(t, ws, "a"); link(t, "/dev/zero", filepath.Join(ws, "a/b")) }, "a/b is a symbolic link (to /dev/zero)"},
 		{"directory in a file's place", func(t *testing.T, ws string) { mkdir(t, ws, "a/b") }, "a/b is a directory where flower keeps a file"},
 		{"file in a folder's place", func(t *testing.T, ws string) { write(t, ws, "a", "x") }, "a is a file where flower keeps a directory"},
+		{"file with a second hard link", func(t *testing.T, ws string) {
+			mkdir(t, ws, "a")
+			hardlink(t, filepath.Join(victim, "secret"), filepath.Join(ws, "a/b"))
+		}, "a/b has 2 hard links, not one"},
 		{"FIFO", func(t *testing.T, ws string) {
 			mkdir(t, ws, "a")
 			if err := syscall.Mkfifo(filepath.Join(ws, "a/b"), 0o644); err != nil {
@@ -148,5 +153,103 @@ func link(t *testing.T, to, at string) {
 	t.Helper()
 	if err := os.Symlink(to, at); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func hardlink(t *testing.T, to, at string) {
+	t.Helper()
+	if err := os.Link(to, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A file of flower's that shares its inode with a file elsewhere is never
+// opened for writing, so nothing is appended, written or emptied there.
+func TestOpenOwnRefusesAHardLink(t *testing.T) {
+	ws := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "log")
+	write(t, filepath.Dir(victim), "log", "victim\n")
+	for _, name := range []string{"flower.log", "step-main.lock"} {
+		p := filepath.Join(ws, name)
+		hardlink(t, victim, p)
+		var err error
+		if name == "flower.log" {
+			_, err = OpenAppend(p, 0o644)
+		} else {
+			_, err = OpenOwn(p, os.O_RDWR, 0o600)
+		}
+		if !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), p+" has ") || !strings.Contains(err.Error(), "remove it") {
+			t.Errorf("open %s, a hard link: %v", name, err)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "victim\n" {
+		t.Errorf("victim changed: %q", b)
+	}
+	f, err := OpenOwn(filepath.Join(ws, "own.lock"), os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// A FIFO or a socket in a folder of flower's is refused by CheckSpecial,
+// which passes over links and files (a person's .gitignore may be either);
+// a hard-linked file is refused by CheckEntries.
+func TestCheckSpecialAndHardLinkedEntries(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "manifest.json", "{}")
+	link(t, "/etc/passwd", filepath.Join(dir, "a-link"))
+	if err := CheckSpecial(dir); err != nil {
+		t.Fatalf("CheckSpecial: %v", err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, ".gitignore"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSpecial(dir); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), ".gitignore is a FIFO") {
+		t.Errorf("CheckSpecial with a FIFO: %v", err)
+	}
+	sock := t.TempDir()
+	l, err := net.Listen("unix", filepath.Join(sock, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := CheckSpecial(sock); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "s is a socket") {
+		t.Errorf("CheckSpecial with a socket: %v", err)
+	}
+	other := t.TempDir()
+	write(t, other, "x", "y")
+	hardlink(t, filepath.Join(other, "x"), filepath.Join(other, "flower.log"))
+	if err := CheckEntries(other); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "hard links") {
+		t.Errorf("CheckEntries with a hard link: %v", err)
+	}
+}
+
+// A task file named in the workspace is read where it leads only while
+// that stays in the workspace; a path outside it the person named is read.
+func TestReadGivenIn(t *testing.T) {
+	ws, out := t.TempDir(), t.TempDir()
+	write(t, out, "id_rsa", "SECRET")
+	write(t, ws, "own.md", "own task")
+	mkdir(t, ws, "docs")
+	write(t, ws, "docs/real.md", "linked task")
+	link(t, filepath.Join(out, "id_rsa"), filepath.Join(ws, "task.md"))
+	link(t, "docs/real.md", filepath.Join(ws, "inside.md"))
+	link(t, out, filepath.Join(ws, "outdir"))
+	for name, want := range map[string]string{"own.md": "own task", "inside.md": "linked task", "task.md": "", "outdir/id_rsa": ""} {
+		b, err := ReadGivenIn(ws, filepath.Join(ws, name), 100, "a task")
+		if want == "" {
+			if !errors.Is(err, ErrUnsafe) || strings.Contains(string(b), "SECRET") ||
+				!strings.Contains(err.Error(), filepath.Join(out, "id_rsa")+", outside it") || !strings.Contains(err.Error(), "-f "+filepath.Join(out, "id_rsa")) {
+				t.Errorf("%s, a link out of the workspace: %q, %v", name, b, err)
+			}
+			continue
+		}
+		if err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if b, err := ReadGivenIn(ws, filepath.Join(out, "id_rsa"), 100, "a task"); err != nil || string(b) != "SECRET" {
+		t.Errorf("a path outside the workspace the person named: %q, %v", b, err)
 	}
 }

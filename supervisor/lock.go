@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/runlog"
-
+	"github.com/flowerhq/flower/safefile"
 	"github.com/flowerhq/flower/workbench"
 )
 
@@ -172,15 +172,12 @@ type lockHolder struct {
 // acquireLock takes the lock at path without waiting. prev is the pid the
 // file named before (a holder that died), 0 if none.
 func acquireLock(path, step, runDir string) (f *os.File, prev int, err error) {
-	// Private to the user, and never through a link: the file is flower's
-	// own (DESIGN.md «One step, one owner»).
-	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	// Private to the user, and never through a link of any kind: the file
+	// is flower's own (DESIGN.md «One step, one owner», «Territory»), and
+	// it is written and emptied.
+	f, err = safefile.OpenOwn(path, os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, 0, fmt.Errorf("lock step %s: %w", step, err)
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, fmt.Errorf("lock step %s: %s is not a regular file: remove it", step, path)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		defer f.Close()

@@ -106,6 +106,14 @@ func (t Territory) checkWorkbench() error {
 			}
 		}
 	}
+	// No FIFO, socket or device where flower or the harness's tools read:
+	// git opens the workbench's .gitignore, a person's file flower passes
+	// over otherwise, and would block on a FIFO.
+	for _, d := range append(dirs, wb, NotesDir(wb), filepath.Join(wb, notesDir, "archive")) {
+		if err := safefile.CheckSpecial(d); err != nil {
+			return err
+		}
+	}
 	// Other folders of the workbench (a lock folder, say): not links, and
 	// nothing in them a link or a special file.
 	if entries, err := os.ReadDir(wb); err == nil {

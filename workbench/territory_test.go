@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,5 +120,67 @@ func TestSetAside(t *testing.T) {
 	}
 	if _, err := os.Lstat(w.HandoffPath("s")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("still in place: %v", err)
+	}
+}
+
+// The workbench's .gitignore may be a person's file or link, but never a
+// FIFO (git would block on it); a notes file flower writes never has a
+// second name; and freezing a handoff leaves no name shared with the
+// archive.
+func TestTerritorySpecialFilesAndHardLinks(t *testing.T) {
+	ws := t.TempDir()
+	w, err := Open(DirOf(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ter := Territory{Workspace: ws, Step: "main"}
+	gi := filepath.Join(w.Dir, GitignoreName)
+	if err := os.Remove(gi); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/hostname", gi); err != nil {
+		t.Fatal(err)
+	}
+	if err := ter.Check(); err != nil {
+		t.Errorf("a .gitignore that is a link: %v", err)
+	}
+	os.Remove(gi)
+	if err := syscall.Mkfifo(gi, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ter.Check(); !errors.Is(err, safefile.ErrUnsafe) || !strings.Contains(err.Error(), gi+" is a FIFO") {
+		t.Errorf("a .gitignore that is a FIFO: %v", err)
+	}
+	os.Remove(gi)
+
+	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	for i := range 2 {
+		p, err := w.Freeze("main", []byte("doc"), t0.Add(time.Duration(i)*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi, _ := os.Lstat(p); safefile.Links(fi) != 1 {
+			t.Errorf("the frozen handoff has %d names", safefile.Links(fi))
+		}
+	}
+	if err := ter.Check(); err != nil {
+		t.Errorf("after two freezes: %v", err)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("victim"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(w.TaskPath("main"))
+	if err := os.Link(victim, w.TaskPath("main")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ter.Check(); !errors.Is(err, safefile.ErrUnsafe) || !strings.Contains(err.Error(), "hard links") {
+		t.Errorf("a hard-linked task file: %v", err)
+	}
+	if _, err := w.FreezeTask("main", []byte("task"), t0); err == nil {
+		t.Errorf("FreezeTask wrote over a hard-linked task file")
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "victim" {
+		t.Errorf("the victim changed: %q", b)
 	}
 }

@@ -165,9 +165,9 @@ func (w *Workbench) preserve(dir, cur, safe string, now time.Time) (string, erro
 			name += "-" + strconv.Itoa(n)
 		}
 		dst := filepath.Join(dir, name+".md")
-		// Link and O_EXCL both fail if dst exists, so two handoffs in the
-		// same second (or two flower processes) never overwrite each other.
-		err := claim(cur, dst)
+		// O_EXCL fails if dst exists, so two handoffs in the same second
+		// (or two flower processes) never overwrite each other.
+		err := copyExcl(cur, dst)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -182,16 +182,10 @@ func (w *Workbench) preserve(dir, cur, safe string, now time.Time) (string, erro
 	return "", fmt.Errorf("archive: no free name for %s-%s after %d tries", safe, stamp, maxArchiveTries)
 }
 
-// claim makes dst hold cur's contents, failing with fs.ErrExist if dst
-// exists. A hard link costs nothing; file systems without links get a copy.
-func claim(cur, dst string) error {
-	err := os.Link(cur, dst)
-	if err == nil || errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return copyExcl(cur, dst)
-}
-
+// copyExcl makes dst hold src's contents, failing with fs.ErrExist if dst
+// exists. It copies rather than links: a second name would give the
+// current file two links until it is replaced, and flower refuses a file of
+// its own with two (DESIGN.md «Territory»).
 func copyExcl(src, dst string) (err error) {
 	in, err := safefile.Open(src)
 	if err != nil {

@@ -296,8 +296,7 @@ func TestArchiveSeparatesSteps(t *testing.T) {
 	}
 }
 
-// copyExcl is the fallback for file systems without hard links; it must
-// honour the same never-overwrite rule as os.Link.
+// copyExcl archives a notes file; it never overwrites a name that exists.
 func TestCopyExcl(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")

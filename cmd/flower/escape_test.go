@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/creack/pty"
 
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/workbench"
@@ -95,4 +98,72 @@ func TestErrorMessageEscapesControlCharacters(t *testing.T) {
 		t.Fatalf("exit %v, want %d:\n%s", err, exitUsage, out)
 	}
 	noControls(t, "the error", string(out))
+}
+
+// show --html -o - writes the page as it is to a pipe, and escaped to a
+// terminal, where a planted task's OSC 52 would reach the clipboard.
+func TestShowHTMLToTerminalEscapes(t *testing.T) {
+	ws := t.TempDir()
+	dir := filepath.Join(ws, ".flower", "runs", "20261130-112853")
+	m := manifest.New(dir, ws, showT0)
+	m.EnsureStep("main", hostileText, showT0).BeginGeneration("0b1c2d3e-aaaa-4bbb-8ccc-000000000001", showT0)
+	writeManifest(t, m)
+
+	piped, _, err := runInProcess(context.Background(), "show", "--html", "-o", "-", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(piped, "\x1b]52;c;") {
+		t.Fatalf("the page to a pipe lost the task as written: %q", clipText(piped))
+	}
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(ptmx) // ends with EIO once tty is closed
+		got <- b
+	}()
+	err = run(context.Background(), []string{"flower", "show", "--html", "-o", "-", dir}, strings.NewReader(""), tty, io.Discard)
+	tty.Close()
+	out := string(<-got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "<html") {
+		t.Fatalf("no page on the terminal: %q", clipText(out))
+	}
+	if strings.Contains(out, "\x1b]52") || strings.Contains(out, "\x1b]0;") || strings.Contains(out, "\u202e") {
+		t.Errorf("raw control sequences reached the terminal")
+	}
+	if !strings.Contains(out, `\x1b]52;c;`) {
+		t.Errorf("the terminal does not show the escaped task")
+	}
+}
+
+func clipText(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+// A --settings value is masked wherever flower shows it, its error
+// included: the path may carry a token.
+func TestSettingsErrorMasksThePath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs flower")
+	}
+	value := filepath.Join(t.TempDir(), "sk-ant-token-in-a-path", "settings.json")
+	cmd := exec.Command(flowerBinary(t), "run", "-C", t.TempDir(), "--harness", "/bin/true", "the task", "--", "--settings="+value)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+		t.Fatalf("exit %v, want a failure:\n%s", err, out)
+	}
+	if strings.Contains(string(out), "sk-ant-token") || !strings.Contains(string(out), "harness --settings <") {
+		t.Errorf("the error does not mask the --settings value:\n%s", out)
+	}
 }

@@ -518,9 +518,11 @@ func readTaskUncapped(c *cli.Context, stdin io.Reader) (string, error) {
 		}
 		task = string(b)
 	case file != "":
-		b, err := readTaskFile(file)
+		b, err := readTaskFile(c.String("workspace"), file)
 		if errors.Is(err, safefile.ErrTooLarge) {
 			return "", taskTooLarge()
+		} else if errors.Is(err, safefile.ErrUnsafe) {
+			return "", usagef("read task file: %v", err)
 		} else if err != nil {
 			return "", usagef("read task file: %v (a FIFO or a device goes on stdin, with -f -)", err)
 		}
@@ -564,8 +566,9 @@ func linkLatest(runDir, workbenchDir string) error {
 var errNoHarness = errors.New("no harness found: pass --harness, set FLOWER_HARNESS, put claude on PATH, or run `make harness`")
 
 // readTaskFile reads --task-file: the person's file, read as they named it
-// (links followed), but only a regular file, never blocking on a FIFO nor
-// reading more than the cap allows.
-func readTaskFile(name string) ([]byte, error) {
-	return safefile.ReadGiven(name, workbench.MaxTask, "a task")
+// (links followed, unless a link in the workspace leads out of it), but
+// only a regular file, never blocking on a FIFO nor reading more than the
+// cap allows (DESIGN.md «Territory»).
+func readTaskFile(workspace, name string) ([]byte, error) {
+	return safefile.ReadGivenIn(workspace, name, workbench.MaxTask, "a task")
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/flowerhq/flower/atomicfile"
+	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/runpage"
 )
 
@@ -54,7 +56,14 @@ func showHTML(c *cli.Context, p proc, dir string) error {
 		out = "-"
 	}
 	if out == "-" {
-		_, err := p.stdout.Write(b.Bytes())
+		page := b.String()
+		if isTerminal(p.stdout) {
+			// The page carries the workspace's text as it was: on a
+			// terminal it is escaped as all output is (DESIGN.md
+			// «Terminal safety»); a pipe or a file gets the page.
+			page = console.Escape(page)
+		}
+		_, err := io.WriteString(p.stdout, page)
 		return err
 	}
 	if out == "" {
