@@ -32,6 +32,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/harness/harnesstest"
 	"github.com/flowerhq/flower/scriptedapi"
@@ -530,22 +531,8 @@ func vmHWM(pid int) int {
 
 // procCPU is the process's own user + system time, without its children's.
 func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.Atoi(f[11])
-	st, _ := strconv.Atoi(f[12])
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+	p, _ := child.ReadProcStat(pid)
+	return p.CPU
 }
 
 func loadavg() string {

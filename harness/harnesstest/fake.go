@@ -27,6 +27,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/levers"
 )
@@ -126,9 +127,9 @@ func GroupAlive(pgid int) bool {
 // processes.
 func GroupMembers(pgid int) []int {
 	var pids []int
-	for _, p := range procs() {
-		if p.pgrp == pgid && p.state != "Z" {
-			pids = append(pids, p.pid)
+	for _, p := range child.Procs() {
+		if p.Pgrp == pgid && p.State != "Z" {
+			pids = append(pids, p.PID)
 		}
 	}
 	return pids
@@ -137,9 +138,9 @@ func GroupMembers(pgid int) []int {
 // Alive returns those of pids that are still running (not zombies).
 func Alive(pids []int) []int {
 	var out []int
-	for _, p := range procs() {
-		if p.state != "Z" && slices.Contains(pids, p.pid) {
-			out = append(out, p.pid)
+	for _, p := range child.Procs() {
+		if p.State != "Z" && slices.Contains(pids, p.PID) {
+			out = append(out, p.PID)
 		}
 	}
 	return out
@@ -147,52 +148,18 @@ func Alive(pids []int) []int {
 
 // Descendants returns the pids of pid's running descendants.
 func Descendants(pid int) []int {
-	all := procs()
+	all := child.Procs()
 	var out []int
 	parents := []int{pid}
 	for len(parents) > 0 {
 		var next []int
 		for _, p := range all {
-			if p.state != "Z" && slices.Contains(parents, p.ppid) {
-				out = append(out, p.pid)
-				next = append(next, p.pid)
+			if p.State != "Z" && slices.Contains(parents, p.PPID) {
+				out = append(out, p.PID)
+				next = append(next, p.PID)
 			}
 		}
 		parents = next
-	}
-	return out
-}
-
-type proc struct {
-	pid, ppid, pgrp int
-	state           string
-}
-
-func procs() []proc {
-	var out []proc
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp …; comm may hold spaces and parentheses.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		pgrp, _ := strconv.Atoi(f[2])
-		out = append(out, proc{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0]})
 	}
 	return out
 }
