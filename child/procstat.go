@@ -54,3 +54,19 @@ func parseProcStat(pid int, b []byte) (ProcStat, bool) {
 	return ProcStat{PID: pid, PPID: n(1), Pgrp: n(2), SID: n(3), State: string(f[0]),
 		CPU: time.Duration(n(11)+n(12)) * time.Second / 100}, true // USER_HZ is 100 on Linux
 }
+
+// PeakRSS is the process's peak resident set in KiB, VmHWM of
+// /proc/<pid>/status; 0 when it cannot be read.
+func PeakRSS(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for l := range bytes.Lines(b) {
+		if v, ok := bytes.CutPrefix(l, []byte("VmHWM:")); ok {
+			n, _ := strconv.Atoi(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(v), []byte("kB")))))
+			return n
+		}
+	}
+	return 0
+}

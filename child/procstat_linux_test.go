@@ -2,6 +2,7 @@ package child
 
 import (
 	"os"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -35,4 +36,19 @@ func TestProcsFindsThisProcess(t *testing.T) {
 		}
 	}
 	t.Fatal("Procs does not list this process")
+}
+
+func TestPeakRSSOfThisProcess(t *testing.T) {
+	before := PeakRSS(os.Getpid())
+	buf := make([]byte, 64<<20)
+	for i := range buf {
+		buf[i] = byte(i) // touch every page, so it is resident
+	}
+	if got := PeakRSS(os.Getpid()); before == 0 || got < before+60<<10 {
+		t.Fatalf("PeakRSS %d KiB before touching 64 MiB, %d KiB after", before, got)
+	}
+	runtime.KeepAlive(buf)
+	if got := PeakRSS(-1); got != 0 {
+		t.Fatalf("PeakRSS of no process = %d", got)
+	}
 }

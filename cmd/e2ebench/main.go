@@ -462,7 +462,7 @@ func (b *bench) flowerRun(ctx context.Context, args, env []string) (flowerProc, 
 	go func() {
 		defer close(sampled)
 		for {
-			if kib := vmHWM(pid); kib > 0 {
+			if kib := child.PeakRSS(pid); kib > 0 {
 				p.peakRSS = kib
 			}
 			if cpu := procCPU(pid); cpu > 0 {
@@ -479,7 +479,7 @@ func (b *bench) flowerRun(ctx context.Context, args, env []string) (flowerProc, 
 	// so /proc/<pid> still holds the final figures.
 	for errors.Is(waitExit(pid), syscall.EINTR) {
 	}
-	if kib := vmHWM(pid); kib > 0 {
+	if kib := child.PeakRSS(pid); kib > 0 {
 		p.peakRSS = kib
 	}
 	if cpu := procCPU(pid); cpu > 0 {
@@ -512,21 +512,6 @@ func exitCode(err error) int {
 		return ee.ExitCode()
 	}
 	return -1
-}
-
-// vmHWM is the process's peak resident set in KiB (0 when unreadable).
-func vmHWM(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			return n
-		}
-	}
-	return 0
 }
 
 // procCPU is the process's own user + system time, without its children's.
