@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -97,7 +98,7 @@ func (b *bench) job(ctx context.Context, n, gens int, writing time.Duration) (jo
 	defer srv.Close()
 	ws := b.dir("job")
 	run, trace := filepath.Join(ws, "run"), filepath.Join(ws, "trace")
-	args := []string{"-C", ws, "--run-dir", run, "--window", "200000", "-q",
+	args := []string{"-C", ws, "--run-dir", run, "--window", "200000", "--max-generations", strconv.Itoa(gens + 1), "-q",
 		"Append lines to work.txt until done.", "--", "--allowedTools", "Bash"}
 	p, err := b.flowerRun(ctx, args, append(b.env(srv), "FLOWER_HARNESS="+b.harness, "FLOWER_TRACE="+trace), nil)
 	if err != nil {

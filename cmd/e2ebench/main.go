@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&c.harness, "harness", os.Getenv("FLOWER_HARNESS"), "the claude executable (FLOWER_HARNESS)")
 	fs.IntVar(&c.bare, "bare", 7, "cold starts of the bare harness and of flower, in pairs, to take the medians of (at least 5)")
 	fs.IntVar(&c.runs, "runs", 3, "flower jobs of three generations")
-	streams := fs.String("streams", "10,500", "stream sizes in MB for flower's RSS")
+	streams := fs.String("streams", "10,500", "stream sizes in MB for flower's RSS; empty for none")
 	keep := fs.Bool("keep", false, "keep the workspaces and run dirs (flower.log) and say where")
 	fs.BoolVar(&c.verbose, "v", false, "print each job's requests with their times")
 	fs.DurationVar(&c.writing, "writing", 3*time.Second, "how long the scripted writing turn takes to answer (a real one writes ~1k tokens: 10 s or more)")
@@ -90,6 +90,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return errors.New("-bare must be at least 5")
 	}
 	for _, s := range strings.Split(*streams, ",") {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
 			return fmt.Errorf("-streams: %w", err)
@@ -126,6 +129,7 @@ type figures struct {
 	bare, starts []time.Duration
 	jobs         []jobFigures
 	soak         *jobFigures
+	soakErr      error // how a soak that ran some handoffs went wrong
 	idle         *idleFigures
 	tui          *tuiFigures
 	rss          []streamFigures
@@ -152,7 +156,7 @@ func (b *bench) all(ctx context.Context) (f figures, err error) {
 		if err != nil && len(j.gaps) == 0 {
 			return f, fmt.Errorf("soak: %w", err)
 		}
-		f.soak = &j
+		f.soak, f.soakErr = &j, err
 	}
 	if b.slow > 0 {
 		i, err := b.idle(ctx)

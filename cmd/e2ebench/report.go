@@ -25,7 +25,11 @@ func report(w io.Writer, c config, f figures) {
 		jobRows(tw, cold, f.jobs)
 	}
 	if f.soak != nil {
-		soakRows(tw, cold, *f.soak)
+		soakRows(tw, *f.soak)
+		if f.soakErr != nil {
+			first, _, _ := strings.Cut(f.soakErr.Error(), "\n")
+			fmt.Fprintf(tw, "the soak went wrong\t%s\n", first)
+		}
 	}
 	if f.idle != nil {
 		fmt.Fprintln(tw)
@@ -113,7 +117,7 @@ func jobRows(tw io.Writer, cold time.Duration, jobs []jobFigures) {
 
 // soakRows: the soak's handoffs, all of them, and whether they stay flat
 // from its first half to its second.
-func soakRows(tw io.Writer, cold time.Duration, j jobFigures) {
+func soakRows(tw io.Writer, j jobFigures) {
 	fmt.Fprintln(tw)
 	fmt.Fprintf(tw, "soak\t%d generations of instant Bash rounds, a writing turn that answers at once; %s wall\n", j.generations, secs(j.wall))
 	fmt.Fprintf(tw, "degraded handoffs\t%d of %d%s\tnone\t%s\n", len(j.degraded), len(j.gaps), why(j.degraded), yes(len(j.degraded) == 0))
