@@ -136,7 +136,7 @@ bench:
 # What a handoff costs end to end: the real harness and bin/flower against
 # the scripted API on 127.0.0.1, one table (cmd/e2ebench). A measurement,
 # not a test: it prints the machine's load with the figures.
-# E2E_FLAGS="-runs 5 -bare 9" for more samples.
+# E2E_FLAGS="-runs 5 -bare 9 -soak 300" for more samples (go run ./cmd/e2ebench -h).
 E2E_FLAGS ?=
 bench-e2e: build
 	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" && export FLOWER_HARNESS && \

@@ -49,7 +49,48 @@ func checkExitHint(ctx context.Context, c *Checkup) (string, error) {
 	return "the goodbye flower replaces, in both renderers", nil
 }
 
+// exitHint has a person's exchange with the harness's screen in tui's
+// renderer: a line answered, then /exit; the screen it left behind must
+// pass checkGoodbye.
 func (c *Checkup) exitHint(ctx context.Context, tui string) error {
+	p, err := c.screenPlace(tui)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	sc, err := c.startScreen(p)
+	if err != nil {
+		return err
+	}
+	defer sc.close()
+	if err := sc.wait(ctx, "input box", "❯"); err != nil {
+		return err
+	}
+	if err := sc.typeLine("say hello"); err != nil {
+		return err
+	}
+	if err := sc.wait(ctx, "answer", hello); err != nil {
+		return err
+	}
+	if err := sc.typeLine("/exit"); err != nil {
+		return err
+	}
+	select {
+	case <-sc.exited:
+	case <-ctx.Done():
+		return errors.New("the harness did not exit after /exit")
+	}
+	select {
+	case <-sc.copied:
+	case <-time.After(2 * time.Second):
+	}
+	return checkGoodbye(sc.screen())
+}
+
+// screenPlace is a place whose model says hello, with a person's HOME past
+// the first start: onboarding done, the key and the workspace trusted (the
+// harness asks otherwise), and tui the renderer.
+func (c *Checkup) screenPlace(tui string) (*place, error) {
 	p, err := c.newPlace(func(r *scriptedapi.Request) scriptedapi.Reply {
 		if r.Kind != scriptedapi.KindMain {
 			return scriptedapi.Harmless(r)
@@ -57,11 +98,8 @@ func (c *Checkup) exitHint(ctx context.Context, tui string) error {
 		return scriptedapi.Reply{Text: hello, Usage: firstUsage}
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer p.close()
-	// A person's HOME past the first start: onboarding done, the key and
-	// the workspace trusted (the harness asks otherwise).
 	key := scriptedapi.APIKey
 	if len(key) > 20 {
 		key = key[len(key)-20:]
@@ -71,111 +109,111 @@ func (c *Checkup) exitHint(ctx context.Context, tui string) error {
 		"customApiKeyResponses":  map[string]any{"approved": []string{key}, "rejected": []string{}},
 		"projects":               map[string]any{p.workspace: map[string]any{"hasTrustDialogAccepted": true}},
 	})
-	if err := p.write(true, ".claude.json", string(cfg)); err != nil {
-		return err
+	if err = p.write(true, ".claude.json", string(cfg)); err == nil {
+		err = p.write(true, ".claude/settings.json", `{"tui":"`+tui+`"}`)
 	}
-	if err := p.write(true, ".claude/settings.json", `{"tui":"`+tui+`"}`); err != nil {
-		return err
+	if err != nil {
+		p.close()
+		return nil, err
 	}
+	return p, nil
+}
+
+// ptyScreen is the harness's own screen in a pty, and all it has printed.
+type ptyScreen struct {
+	h      *child.Process
+	mu     sync.Mutex
+	out    bytes.Buffer
+	copied chan struct{}
+	exited chan error
+}
+
+// startScreen starts the harness as the interactive front does: the run's
+// flags, no stream-json mode, in a pty, leading its own session, and gone
+// with flower with all it starts (package child).
+func (c *Checkup) startScreen(p *place) (*ptyScreen, error) {
 	spec, _, err := c.spec(p)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// The interactive front's command line: the run's flags, no
-	// stream-json mode.
 	args := append([]string(nil), spec.Args...)
 	if spec.Model != "" {
 		args = append([]string{"--model", spec.Model}, args...)
 	}
-	// As the interactive front starts it: in a pty, leading its own
-	// session, and gone with flower with all it starts (package child).
 	h, err := child.Start(context.Background(), child.Config{
 		Path: spec.Path, Args: args, Dir: spec.Dir,
 		Env: append(append([]string(nil), spec.Env...), "TERM=xterm-256color"),
 		PTY: true, Size: &pty.Winsize{Rows: 40, Cols: 120},
 	})
 	if err != nil {
-		return fmt.Errorf("start the harness in a pty: %w", err)
+		return nil, fmt.Errorf("start the harness in a pty: %w", err)
 	}
-	f := h.PTY()
-	var mu sync.Mutex
-	var out bytes.Buffer
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		b := make([]byte, 32<<10)
-		for {
-			n, err := f.Read(b)
-			mu.Lock()
-			out.Write(b[:n])
-			mu.Unlock()
-			if err != nil {
-				return
+	sc := &ptyScreen{h: h, copied: make(chan struct{}), exited: make(chan error, 1)}
+	go sc.copy()
+	go func() { <-h.Exited(); sc.exited <- h.Err() }()
+	return sc, nil
+}
+
+func (sc *ptyScreen) copy() {
+	defer close(sc.copied)
+	b := make([]byte, 32<<10)
+	for {
+		n, err := sc.h.PTY().Read(b)
+		sc.mu.Lock()
+		sc.out.Write(b[:n])
+		sc.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (sc *ptyScreen) close() {
+	sc.h.Kill()
+	<-sc.h.Done()
+	_ = sc.h.PTY().Close()
+}
+
+func (sc *ptyScreen) screen() []byte {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return append([]byte(nil), sc.out.Bytes()...)
+}
+
+func (sc *ptyScreen) seen(s string) bool { return bytes.Contains(sc.screen(), []byte(s)) }
+
+// wait waits until the screen shows s.
+func (sc *ptyScreen) wait(ctx context.Context, what, s string) error {
+	for !sc.seen(s) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no %s in time", what)
+		case err := <-sc.exited:
+			sc.exited <- err
+			if sc.seen(s) {
+				return nil
 			}
+			return fmt.Errorf("the harness exited (%v) before %s", err, what)
+		case <-time.After(50 * time.Millisecond):
 		}
-	}()
-	exited := make(chan error, 1)
-	go func() { <-h.Exited(); exited <- h.Err() }()
-	defer func() {
-		h.Kill()
-		<-h.Done()
-		_ = f.Close()
-	}()
-	seen := func(s string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return bytes.Contains(out.Bytes(), []byte(s))
 	}
-	wait := func(what string, cond func() bool) error {
-		for !cond() {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("no %s in time", what)
-			case err := <-exited:
-				exited <- err
-				if cond() {
-					return nil
-				}
-				return fmt.Errorf("the harness exited (%v) before %s", err, what)
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-		return nil
-	}
-	typeLine := func(text string) error {
-		if _, err := f.WriteString(text); err != nil {
-			return err
-		}
-		// Enter on its own, as a person presses it: with the text in the
-		// same write the harness takes it for a paste.
-		time.Sleep(300 * time.Millisecond)
-		_, err := f.WriteString("\r")
+	return nil
+}
+
+// typeLine types text, then Enter on its own, as a person presses it: with
+// the text in the same write the harness takes it for a paste.
+func (sc *ptyScreen) typeLine(text string) error {
+	if _, err := sc.h.PTY().WriteString(text); err != nil {
 		return err
 	}
-	if err := wait("input box", func() bool { return seen("❯") }); err != nil {
-		return err
-	}
-	if err := typeLine("say hello"); err != nil {
-		return err
-	}
-	if err := wait("answer", func() bool { return seen(hello) }); err != nil {
-		return err
-	}
-	if err := typeLine("/exit"); err != nil {
-		return err
-	}
-	select {
-	case <-exited:
-	case <-ctx.Done():
-		return errors.New("the harness did not exit after /exit")
-	}
-	select {
-	case <-copied:
-	case <-time.After(2 * time.Second):
-	}
-	mu.Lock()
-	screen := append([]byte(nil), out.Bytes()...)
-	mu.Unlock()
+	time.Sleep(300 * time.Millisecond)
+	_, err := sc.h.PTY().WriteString("\r")
+	return err
+}
+
+// checkGoodbye: after /exit the screen shows the resume hint in the shape
+// flower's goodbye filter drops, and the filter leaves none of it.
+func checkGoodbye(screen []byte) error {
 	if !resumeHint.Match(screen) {
 		return errors.New("after /exit the harness printed no \"Resume this session with: claude … --resume <id>\": flower's goodbye filter knows only that shape")
 	}

@@ -197,10 +197,7 @@ func checkInit(ctx context.Context, c *Checkup) (string, error) {
 			problems = append(problems, "init line without tools")
 		}
 	}
-	if len(problems) > 0 {
-		return "", errors.New(strings.Join(problems, "; "))
-	}
-	return fmt.Sprintf("one per turn, session %s kept across turns", b.session), nil
+	return verdict(problems, fmt.Sprintf("one per turn, session %s kept across turns", b.session))
 }
 
 func checkAssistant(ctx context.Context, c *Checkup) (string, error) {
@@ -233,10 +230,7 @@ func checkAssistant(ctx context.Context, c *Checkup) (string, error) {
 			problems = append(problems, fmt.Sprintf("turn %d's usage %+v, the model reported %+v", i+1, got, want.usage))
 		}
 	}
-	if len(problems) > 0 {
-		return "", errors.New(strings.Join(problems, "; "))
-	}
-	return "message.usage carries what the model reported", nil
+	return verdict(problems, "message.usage carries what the model reported")
 }
 
 func checkResult(ctx context.Context, c *Checkup) (string, error) {
@@ -276,10 +270,7 @@ func checkResult(ctx context.Context, c *Checkup) (string, error) {
 	if len(costs) == 2 && (costs[0] <= 0 || costs[1] <= costs[0]) {
 		problems = append(problems, fmt.Sprintf("total_cost_usd %v then %v: want positive and cumulative", costs[0], costs[1]))
 	}
-	if len(problems) > 0 {
-		return "", errors.New(strings.Join(problems, "; "))
-	}
-	return "one per turn, cost cumulative for the process", nil
+	return verdict(problems, "one per turn, cost cumulative for the process")
 }
 
 func checkTranscript(ctx context.Context, c *Checkup) (string, error) {
@@ -418,10 +409,7 @@ func checkContextUsage(ctx context.Context, c *Checkup) (string, error) {
 	if n := len(p.srv.Requests()); n != 0 {
 		problems = append(problems, fmt.Sprintf("it made %d /v1/messages requests", n))
 	}
-	if len(problems) > 0 {
-		return "", errors.New(strings.Join(problems, "; "))
-	}
-	return fmt.Sprintf("window %d, start-up floor %d, auto-compact off", max, total), nil
+	return verdict(problems, fmt.Sprintf("window %d, start-up floor %d, auto-compact off", max, total))
 }
 
 // hostileSettings switches compaction back on from a workspace's own
@@ -495,8 +483,13 @@ func checkPreCompact(ctx context.Context, c *Checkup) (string, error) {
 	case !strings.Contains(why, "PreCompact") || !strings.Contains(strings.ToLower(why), "flower"):
 		problems = append(problems, fmt.Sprintf("compact_error %q does not give flower's PreCompact reason", why))
 	}
+	return verdict(problems, fmt.Sprintf("compact_result failed: %s", why))
+}
+
+// verdict is a check's answer: what holds, or every problem found.
+func verdict(problems []string, holds string) (string, error) {
 	if len(problems) > 0 {
 		return "", errors.New(strings.Join(problems, "; "))
 	}
-	return fmt.Sprintf("compact_result failed: %s", why), nil
+	return holds, nil
 }

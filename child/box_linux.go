@@ -244,18 +244,18 @@ func becomeSubreaper(log *slog.Logger) {
 
 // isOrphan: p is a child of this process (in session sid) that this
 // package did not start: it reparented here (see strays).
-func isOrphan(p procStat, self, sid int) bool {
-	return p.ppid == self && !isOurs(p.pid) && (p.sid != sid || wasOurGroup(p.pgrp))
+func isOrphan(p ProcStat, self, sid int) bool {
+	return p.PPID == self && !isOurs(p.PID) && (p.SID != sid || wasOurGroup(p.Pgrp))
 }
 
 // reapOrphans reaps the orphans that have ended, and no other child.
 func reapOrphans() {
 	self := os.Getpid()
 	sid, _ := unix.Getsid(0)
-	for _, p := range procs() {
-		if p.state == "Z" && isOrphan(p, self, sid) {
+	for _, p := range Procs() {
+		if p.State == "Z" && isOrphan(p, self, sid) {
 			var ws unix.WaitStatus
-			_, _ = unix.Wait4(p.pid, &ws, unix.WNOHANG, nil)
+			_, _ = unix.Wait4(p.PID, &ws, unix.WNOHANG, nil)
 		}
 	}
 }
@@ -279,17 +279,17 @@ func strays(tag string, reap bool) int {
 	sid, _ := unix.Getsid(0)
 	for pass := 0; pass < 1000; pass++ {
 		found := 0
-		for _, p := range procs() {
+		for _, p := range Procs() {
 			if !isOrphan(p, self, sid) {
 				continue
 			}
-			if p.state != "Z" && syscall.Kill(p.pid, syscall.SIGKILL) == nil {
+			if p.State != "Z" && syscall.Kill(p.PID, syscall.SIGKILL) == nil {
 				n++
 			}
 			found++
 			if reap {
 				var ws unix.WaitStatus
-				_, _ = unix.Wait4(p.pid, &ws, 0, nil)
+				_, _ = unix.Wait4(p.PID, &ws, 0, nil)
 			}
 		}
 		if found == 0 || !reap {
@@ -330,40 +330,4 @@ func killTagged(tag string) int {
 		}
 	}
 	return total
-}
-
-type procStat struct {
-	pid, ppid, pgrp, sid int
-	state                string
-}
-
-// procs reads every process's /proc/PID/stat.
-func procs() []procStat {
-	var out []procStat
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp session …; comm may hold spaces and
-		// parentheses.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 4 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		pgrp, _ := strconv.Atoi(f[2])
-		sid, _ := strconv.Atoi(f[3])
-		out = append(out, procStat{pid: pid, ppid: ppid, pgrp: pgrp, sid: sid, state: f[0]})
-	}
-	return out
 }

@@ -93,64 +93,21 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("no executable given")
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	grace := cfg.Grace
-	if grace <= 0 {
-		grace = DefaultGrace
-	}
-	cancelSig := cfg.CancelSignal
-	if cancelSig == 0 {
-		cancelSig = syscall.SIGINT
-	}
-	p := &Process{log: log, grace: grace, tag: newTag(), exited: make(chan struct{}), done: make(chan struct{})}
-	env := cfg.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	b, err := newBox(log)
+	cfg = cfg.withDefaults()
+	p := &Process{log: cfg.Logger, grace: cfg.Grace, tag: newTag(), exited: make(chan struct{}), done: make(chan struct{})}
+	b, err := newBox(p.log)
 	if err != nil {
 		return nil, err
 	}
-	var f *os.File
-	var startErr error
-	start := func(b box) {
-		cmd := exec.CommandContext(ctx, cfg.Path, cfg.Args...)
-		cmd.Dir = cfg.Dir
-		cmd.Env = append(env[:len(env):len(env)], EnvTag+"="+p.tag)
-		cmd.Cancel = func() error { return p.Signal(cancelSig) }
-		cmd.WaitDelay = grace
-		attr := &syscall.SysProcAttr{}
-		if cfg.PTY {
-			attr.Setsid, attr.Setctty = true, true
-		} else {
-			attr.Setpgid = true
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = cfg.Stdin, cfg.Stdout, cfg.Stderr
-		}
-		b.prepare(attr)
-		p.cmd = cmd
-		// On the thread that never exits: the parent-death signal is tied to
-		// the thread that forks.
-		spawn(func() {
-			if cfg.PTY {
-				f, startErr = pty.StartWithAttrs(cmd, cfg.Size, attr)
-			} else {
-				cmd.SysProcAttr = attr
-				startErr = cmd.Start()
-			}
-		})
-	}
-	start(b)
+	f, startErr := p.spawnIn(ctx, cfg, b)
 	if startErr != nil && b.fallible() && refusedBox(startErr) {
 		// The kernel may have refused the cgroup (no clone3, no right to
 		// move a process there): the way down, if that starts it.
 		b.release()
-		b = fallbackBox(log)
+		b = fallbackBox(p.log)
 		first := startErr
-		if start(b); startErr == nil {
-			log.Info("the child could not be started in a cgroup; process group instead", "err", first)
+		if f, startErr = p.spawnIn(ctx, cfg, b); startErr == nil {
+			p.log.Info("the child could not be started in a cgroup; process group instead", "err", first)
 		}
 	}
 	if startErr != nil {
@@ -161,24 +118,73 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	pid := p.cmd.Process.Pid
 	b.started(pid, p.tag)
 	addOurs(pid)
-	p.guard = startGuard(b, pid, p.tag, cfg.PTY, log)
-	untrack := track(p.Kill)
-	go func() {
-		p.err = p.cmd.Wait()
-		dropOurs(pid)
-		close(p.exited)
-		// Whatever the child left (a tool's process, in its group or a
-		// session of its own) goes now.
-		p.left = b.clear(pid, p.tag, grace)
-		if p.left > 0 {
-			log.Info("killed processes the child left behind", "pid", pid, "count", p.left)
-		}
-		p.guard.release()
-		b.release()
-		untrack()
-		close(p.done)
-	}()
+	p.guard = startGuard(b, pid, p.tag, cfg.PTY, p.log)
+	go p.reap(b, pid, track(p.Kill))
 	return p, nil
+}
+
+// withDefaults fills in what cfg left out: no log, the default grace,
+// SIGINT to cancel, this process's environment.
+func (cfg Config) withDefaults() Config {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.CancelSignal == 0 {
+		cfg.CancelSignal = syscall.SIGINT
+	}
+	if cfg.Env == nil {
+		cfg.Env = os.Environ()
+	}
+	return cfg
+}
+
+// spawnIn starts the child in box b: in a pty leading its own session, or
+// in a process group of its own with the given files.
+func (p *Process) spawnIn(ctx context.Context, cfg Config, b box) (f *os.File, err error) {
+	cmd := exec.CommandContext(ctx, cfg.Path, cfg.Args...)
+	cmd.Dir = cfg.Dir
+	cmd.Env = append(cfg.Env[:len(cfg.Env):len(cfg.Env)], EnvTag+"="+p.tag)
+	cmd.Cancel = func() error { return p.Signal(cfg.CancelSignal) }
+	cmd.WaitDelay = cfg.Grace
+	attr := &syscall.SysProcAttr{}
+	if cfg.PTY {
+		attr.Setsid, attr.Setctty = true, true
+	} else {
+		attr.Setpgid = true
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = cfg.Stdin, cfg.Stdout, cfg.Stderr
+	}
+	b.prepare(attr)
+	p.cmd = cmd
+	// On the thread that never exits: the parent-death signal is tied to
+	// the thread that forks.
+	spawn(func() {
+		if cfg.PTY {
+			f, err = pty.StartWithAttrs(cmd, cfg.Size, attr)
+		} else {
+			cmd.SysProcAttr = attr
+			err = cmd.Start()
+		}
+	})
+	return f, err
+}
+
+// reap waits for the child, then clears whatever it left (a tool's
+// process, in its group or a session of its own) and releases its box.
+func (p *Process) reap(b box, pid int, untrack func()) {
+	p.err = p.cmd.Wait()
+	dropOurs(pid)
+	close(p.exited)
+	p.left = b.clear(pid, p.tag, p.grace)
+	if p.left > 0 {
+		p.log.Info("killed processes the child left behind", "pid", pid, "count", p.left)
+	}
+	p.guard.release()
+	b.release()
+	untrack()
+	close(p.done)
 }
 
 // refusedBox reports whether a failed start may be the box's doing rather

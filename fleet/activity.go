@@ -86,30 +86,11 @@ func RunDir(workspace, workflowID string) string {
 // last handoff, or a degraded one built from the task and that heartbeat.
 func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*Outcome, error) {
 	info := activity.GetInfo(ctx)
-	workspace, err := g.Roots.Admit(t.Workspace)
-	var fi os.FileInfo
-	if err == nil {
-		fi, err = os.Stat(workspace)
+	workspace, err := g.admit(t)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case err != nil && errors.Is(err, fs.ErrNotExist):
-		return nil, temporal.NewApplicationError(fmt.Sprintf("workspace %s is missing (%v) on worker %s: a step's workspace must be on a volume every worker mounts, at the same path", t.Workspace, err, g.Identity), ErrTypeWorkspace)
-	case err != nil:
-		// DESIGN.md «Workspace roots»: refused, not retried.
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s refuses step %s: %v", g.Identity, t.Step, err), ErrTypeWorkspaceRefused, nil)
-	case !fi.IsDir():
-		return nil, temporal.NewApplicationError(fmt.Sprintf("workspace %s is not a directory on worker %s: a step's workspace must be on a volume every worker mounts, at the same path", t.Workspace, g.Identity), ErrTypeWorkspace)
-	}
-	in := supervisor.GenerationInput{Step: t.Step, Task: t.Task, Handoff: t.Handoff, Replaced: t.Replaced}
-	if info.Attempt > 1 && activity.HasHeartbeatDetails(ctx) {
-		var last Progress
-		if err := activity.GetHeartbeatDetails(ctx, &last); err == nil {
-			in.Lost = &supervisor.LostGeneration{
-				Why:       fmt.Sprintf("worker %s stopped heartbeating (timeout %v); attempt %d", firstNonEmpty(last.Worker, "?"), info.HeartbeatTimeout, info.Attempt),
-				SessionID: last.SessionID, Context: last.Context, NumTurns: last.NumTurns, CostUSD: last.CostUSD,
-			}
-		}
-	}
+	in := supervisor.GenerationInput{Step: t.Step, Task: t.Task, Handoff: t.Handoff, Replaced: t.Replaced, Lost: lostBefore(ctx, info)}
 
 	hb := &heartbeat{ctx: ctx, p: Progress{Worker: g.Identity}}
 	opts := g.Options
@@ -148,23 +129,66 @@ func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*Outcom
 	res, err := rt.RunGeneration(ctx, in)
 	stopAsks()
 	stop()
+	if res == nil || res.End == supervisor.EndInterrupted {
+		return nil, g.notRun(res, err, rt.RunDir())
+	}
+	return &Outcome{GenerationResult: *res, Events: hb.events}, nil
+}
+
+// admit is t's workspace on this worker, its links resolved, once the
+// worker's roots admit it and it is a directory here.
+func (g *Generations) admit(t GenerationTask) (string, error) {
+	workspace, err := g.Roots.Admit(t.Workspace)
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = os.Stat(workspace)
+	}
+	switch {
+	case err != nil && errors.Is(err, fs.ErrNotExist):
+		return "", temporal.NewApplicationError(fmt.Sprintf("workspace %s is missing (%v) on worker %s: a step's workspace must be on a volume every worker mounts, at the same path", t.Workspace, err, g.Identity), ErrTypeWorkspace)
+	case err != nil:
+		// DESIGN.md «Workspace roots»: refused, not retried.
+		return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s refuses step %s: %v", g.Identity, t.Step, err), ErrTypeWorkspaceRefused, nil)
+	case !fi.IsDir():
+		return "", temporal.NewApplicationError(fmt.Sprintf("workspace %s is not a directory on worker %s: a step's workspace must be on a volume every worker mounts, at the same path", t.Workspace, g.Identity), ErrTypeWorkspace)
+	}
+	return workspace, nil
+}
+
+// lostBefore is what the last heartbeat of a lost attempt said, on a
+// retry that has one; nil otherwise.
+func lostBefore(ctx context.Context, info activity.Info) *supervisor.LostGeneration {
+	if info.Attempt <= 1 || !activity.HasHeartbeatDetails(ctx) {
+		return nil
+	}
+	var last Progress
+	if err := activity.GetHeartbeatDetails(ctx, &last); err != nil {
+		return nil
+	}
+	return &supervisor.LostGeneration{
+		Why:       fmt.Sprintf("worker %s stopped heartbeating (timeout %v); attempt %d", firstNonEmpty(last.Worker, "?"), info.HeartbeatTimeout, info.Attempt),
+		SessionID: last.SessionID, Context: last.Context, NumTurns: last.NumTurns, CostUSD: last.CostUSD,
+	}
+}
+
+// notRun is the activity's error for a generation with no result, or one
+// cancelled, as Temporal should book it.
+func (g *Generations) notRun(res *supervisor.GenerationResult, err error, runDir string) error {
 	var busy *supervisor.BusyError
 	switch {
-	case res == nil && errors.As(err, &busy) && busy.RunDir != "" && busy.RunDir != rt.RunDir():
+	case res == nil && errors.As(err, &busy) && busy.RunDir != "" && busy.RunDir != runDir:
 		// Another run owns the step in this workspace (another workflow,
 		// or a local flower): waiting would not make it this one's
 		// (DESIGN.md «One step, one owner»).
-		return nil, temporal.NewNonRetryableApplicationError("on worker "+g.Identity+": "+err.Error(), ErrTypeBusy, err)
+		return temporal.NewNonRetryableApplicationError("on worker "+g.Identity+": "+err.Error(), ErrTypeBusy, err)
 	case res == nil && errors.Is(err, supervisor.ErrStepBusy):
 		// This workflow's own run dir: a lost worker's generation still
 		// holds it, and goes once its harness does.
-		return nil, temporal.NewApplicationError(err.Error(), ErrTypeBusy)
+		return temporal.NewApplicationError(err.Error(), ErrTypeBusy)
 	case res == nil:
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSetup, err)
-	case res.End == supervisor.EndInterrupted:
-		return nil, err // cancelled: Temporal books it as such
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSetup, err)
 	}
-	return &Outcome{GenerationResult: *res, Events: hb.events}, nil
+	return err // cancelled: Temporal books it as such
 }
 
 // heartbeatEvery is how often a running generation heartbeats: often enough

@@ -121,38 +121,8 @@ func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
 		return nil, err
 	}
 	var edit *HandoffEdit
-	edits := workflow.GetSignalChannel(ctx, SignalSetHandoff)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var e HandoffEdit
-			edits.Receive(ctx, &e)
-			edit = &e
-			st.Pending = e.Document
-			st.PendingFrom = e.From
-		}
-	})
-
-	asks := workflow.GetSignalChannel(ctx, SignalHandoffNow)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var from string
-			asks.Receive(ctx, &from)
-			st.HandoffsAsked++
-		}
-	})
-
-	hb := in.HeartbeatTimeout
-	if hb <= 0 {
-		hb = DefaultHeartbeatTimeout
-	}
-	timeout := in.GenerationTimeout
-	if timeout <= 0 {
-		timeout = DefaultGenerationTimeout
-	}
-	retries := in.LostRetries
-	if retries <= 0 {
-		retries = DefaultLostRetries
-	}
+	listen(ctx, st, &edit)
+	lim := limitsOf(in)
 	doc, replaced := "", false
 	for {
 		if edit != nil {
@@ -160,38 +130,14 @@ func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
 			edit, st.Pending, st.PendingFrom = nil, "", ""
 		}
 		n := len(st.Record.Generations) + 1
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: timeout,
-			HeartbeatTimeout:    hb,
-			Summary:             fmt.Sprintf("%s · generation %d", in.Step, n),
-			RetryPolicy: &temporal.RetryPolicy{
-				InitialInterval:        time.Second,
-				BackoffCoefficient:     2,
-				MaximumInterval:        30 * time.Second,
-				MaximumAttempts:        int32(retries) + 1,
-				NonRetryableErrorTypes: []string{ErrTypeSetup},
-			},
-		})
 		st.Running = n
 		var res Outcome
-		err := workflow.ExecuteActivity(actx, ActivityType, GenerationTask{Step: in.Step, Task: in.Task,
-			Workspace: in.Workspace, Handoff: doc, Replaced: replaced, HeartbeatTimeout: hb, AskedBefore: st.HandoffsAsked,
+		err := workflow.ExecuteActivity(generationOptions(ctx, in, lim, n), ActivityType, GenerationTask{Step: in.Step, Task: in.Task,
+			Workspace: in.Workspace, Handoff: doc, Replaced: replaced, HeartbeatTimeout: lim.heartbeat, AskedBefore: st.HandoffsAsked,
 			BudgetUSD: in.BudgetUSD, SpentUSD: spent(in, st), Deadline: in.Deadline}).Get(ctx, &res)
 		st.Running = 0
 		if err != nil {
-			// A generation that could not run: the activity's own words
-			// and type when it said why (a refused workspace, say), and
-			// the status with them, so that the step shows with no worker.
-			msg, typ := err.Error(), "GenerationFailed"
-			var app *temporal.ApplicationError
-			if errors.As(err, &app) {
-				msg, typ = app.Message(), app.Type()
-			}
-			msg = fmt.Sprintf("generation %d: %s", n, msg)
-			st.Record.Status = supervisor.EndFailed
-			st.Record.AddError(msg)
-			st.end(workflow.Now(ctx))
-			return st, temporal.NewNonRetryableApplicationError(msg, typ, err, st)
+			return st, generationFailed(ctx, st, n, err)
 		}
 		st.apply(&res.GenerationResult)
 		st.Events = append(st.Events, res.Events...)
@@ -207,6 +153,83 @@ func StepWorkflow(ctx workflow.Context, in StepInput) (*Status, error) {
 			return st, temporal.NewNonRetryableApplicationError(res.Error, res.End, nil, st)
 		}
 	}
+}
+
+// listen hears the step's signals for as long as it runs: a person's edit
+// of the next handoff (kept in *edit and shown as pending in st) and a
+// request to hand off now (counted in st).
+func listen(ctx workflow.Context, st *Status, edit **HandoffEdit) {
+	edits := workflow.GetSignalChannel(ctx, SignalSetHandoff)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var e HandoffEdit
+			edits.Receive(ctx, &e)
+			*edit = &e
+			st.Pending = e.Document
+			st.PendingFrom = e.From
+		}
+	})
+	asks := workflow.GetSignalChannel(ctx, SignalHandoffNow)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var from string
+			asks.Receive(ctx, &from)
+			st.HandoffsAsked++
+		}
+	})
+}
+
+// limits are a step's bounds on each generation's activity.
+type limits struct {
+	heartbeat, timeout time.Duration
+	retries            int
+}
+
+// limitsOf is in's limits, the defaults where it gives none.
+func limitsOf(in StepInput) limits {
+	l := limits{heartbeat: in.HeartbeatTimeout, timeout: in.GenerationTimeout, retries: in.LostRetries}
+	if l.heartbeat <= 0 {
+		l.heartbeat = DefaultHeartbeatTimeout
+	}
+	if l.timeout <= 0 {
+		l.timeout = DefaultGenerationTimeout
+	}
+	if l.retries <= 0 {
+		l.retries = DefaultLostRetries
+	}
+	return l
+}
+
+// generationOptions are the activity options of generation n.
+func generationOptions(ctx workflow.Context, in StepInput, l limits, n int) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: l.timeout,
+		HeartbeatTimeout:    l.heartbeat,
+		Summary:             fmt.Sprintf("%s · generation %d", in.Step, n),
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        int32(l.retries) + 1,
+			NonRetryableErrorTypes: []string{ErrTypeSetup},
+		},
+	})
+}
+
+// generationFailed ends the step on a generation that could not run: the
+// activity's own words and type when it said why (a refused workspace,
+// say), and the status with them, so that the step shows with no worker.
+func generationFailed(ctx workflow.Context, st *Status, n int, err error) error {
+	msg, typ := err.Error(), "GenerationFailed"
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		msg, typ = app.Message(), app.Type()
+	}
+	msg = fmt.Sprintf("generation %d: %s", n, msg)
+	st.Record.Status = supervisor.EndFailed
+	st.Record.AddError(msg)
+	st.end(workflow.Now(ctx))
+	return temporal.NewNonRetryableApplicationError(msg, typ, err, st)
 }
 
 // spent is what the step cost so far, when it has a budget to count it

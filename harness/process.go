@@ -195,6 +195,9 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		fired:   map[string]bool{},
 	}
 	log.Debug("harness started", "pid", c.PID(), "args", LoggedArgs(cfg.Argv()), "containment", c.Containment())
+	if trace != nil {
+		trace.start(time.Now(), c.PID())
+	}
 
 	q := newQueue()
 	readerDone := make(chan struct{})
@@ -471,6 +474,9 @@ func (p *Process) write(b []byte) error {
 		}
 		return fmt.Errorf("write harness stdin: %w", err)
 	}
+	if trace != nil {
+		trace.in(time.Now(), p.PID(), b)
+	}
 	return nil
 }
 
@@ -482,6 +488,10 @@ func (p *Process) read(maxLine int, q *queue, done chan<- struct{}) {
 	lr := transcript.NewLineReader(p.stdout, maxLine)
 	for {
 		line, err := lr.Next()
+		var read time.Time
+		if trace != nil {
+			read = time.Now()
+		}
 		if errors.Is(err, io.EOF) {
 			return
 		}
@@ -505,6 +515,9 @@ func (p *Process) read(maxLine int, q *queue, done chan<- struct{}) {
 		if err != nil {
 			p.skip("not JSON", "line", lr.Lines(), "preview", preview(line))
 			continue
+		}
+		if trace != nil {
+			trace.out(read, p.PID(), &ev, len(line))
 		}
 		ev.Raw = append([]byte(nil), line...)
 		if ev.Kind == transcript.KindControlResponse {

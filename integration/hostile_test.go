@@ -20,6 +20,7 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/fleet"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/manifest"
@@ -582,7 +583,7 @@ func hostileCommand(t *testing.T, cmd, ws, taskFile string, env []string, alone 
 	go func() {
 		defer close(done)
 		for {
-			if kb := vmHWM(c.Process.Pid); kb > peak {
+			if kb := child.PeakRSS(c.Process.Pid); kb > peak {
 				peak = kb
 			}
 			select {
@@ -604,20 +605,6 @@ func hostileCommand(t *testing.T, cmd, ws, taskFile string, env []string, alone 
 		peak = max(peak, int(ru.Maxrss))
 	}
 	return exitCode(err), out.String(), peak
-}
-
-func vmHWM(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			return n
-		}
-	}
-	return 0
 }
 
 // hostileActivity runs a worker's activity in-process (the Temporal test

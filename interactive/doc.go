@@ -59,10 +59,10 @@
 // Ctrl-C again to exit") exits, as does "/exit" + Enter. Ctrl-U clears only
 // the current line of a multi-line input. After an interrupt before any
 // reply the harness puts the interrupted prompt back into the input. So
-// before typing, flower clears the input with one Ctrl-C and waits out the
-// double-press window; the "Press Ctrl-C again to exit" it shows meanwhile
-// has no key without a hint of its own to replace it (DESIGN.md «Screen
-// turns»).
+// before typing, flower clears the input with a Ctrl-C (two before a
+// writing turn's prompt) and waits out the double-press window after
+// each; the "Press Ctrl-C again to exit" it shows meanwhile has no key
+// without a hint of its own to replace it (DESIGN.md «Screen turns»).
 //
 // Files. $HOME/.claude/sessions/<pid>.json appears as the harness starts
 // (before any prompt) with "sessionId", "cwd" and "status" ("busy" while a
@@ -126,8 +126,8 @@
 // (its output is a local_command line), and its lines pass as they are.
 // CostUSD is the latest cost-state line's; the harness writes that line
 // only as it exits, so a turn's end carries the cost only when the exit
-// ends the turn (the seam has no fact for a cost outside a turn's end; it
-// is logged). The state file naming a new session (a person's /clear) is a
+// ends the turn; otherwise the cost comes with the exit, in
+// front.Exit.CostUSD. The state file naming a new session (a person's /clear) is a
 // front.SessionSwitched once the new transcript exists.
 //
 // The commands become keys. Cut, StopTool and Cancel are one Esc for the
@@ -140,8 +140,11 @@
 // the harness is at work (keys typed into a busy harness are lost, and a
 // /compact the hook blocked puts itself back into the input as it ends),
 // empties the input with one Ctrl-C, waits out the double-press window
-// and types the prompt as small bracketed pastes; its turn's kind is the
-// engine's word and changes nothing in how it is typed. EndAfterTurn is
+// and types the prompt as small bracketed pastes. A writing turn gets two
+// Ctrl-C, each followed by that window: it often follows a /compact the
+// hook blocked, whose text can come back after the first one on a loaded
+// machine. Otherwise the turn's kind changes nothing in how it is typed.
+// EndAfterTurn is
 // Ctrl-C twice once no turn runs and the state file does not say the
 // harness is at work; Stop is the same, then signals.
 //

@@ -285,7 +285,12 @@ func ReadFile(anchor, path string, limit int64, what string) ([]byte, error) {
 	if fi, err := f.Stat(); err == nil && fi.Size() > limit {
 		return nil, tooLarge(path, fi.Size(), limit, what)
 	}
-	// The size can change under us: never read more than the cap allows.
+	return readCapped(f, path, limit, what)
+}
+
+// readCapped reads f to its end, refusing past limit bytes: the size can
+// change under us, so never more than the cap allows is read.
+func readCapped(f io.Reader, path string, limit int64, what string) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
@@ -410,14 +415,7 @@ func ReadGiven(path string, limit int64, what string) ([]byte, error) {
 	if fi.Size() > limit {
 		return nil, tooLarge(path, fi.Size(), limit, what)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, tooLarge(path, int64(len(b)), limit, what)
-	}
-	return b, nil
+	return readCapped(f, path, limit, what)
 }
 
 // ReadGivenIn is ReadGiven for a file a person named by a path that may

@@ -168,21 +168,7 @@ func Decode(line []byte) (Event, error) {
 	ev.Thrashing = ev.Type != "assistant" && bytes.Contains(line, []byte("Autocompact is thrashing"))
 	switch ev.Type {
 	case "system":
-		ev.Kind = KindSystem
-		switch ev.Subtype {
-		case "init":
-			ev.Kind = KindInit
-			ev.Model = root.Get("model").String()
-			ev.Version = root.Get("claude_code_version").String()
-		case "compact_boundary":
-			md := root.Get("compact_metadata")
-			ev.Compact = &Compaction{Trigger: md.Get("trigger").String(),
-				PreTokens: int(md.Get("pre_tokens").Int()), PostTokens: int(md.Get("post_tokens").Int())}
-		case "api_retry":
-			ev.Retry = &Retry{Attempt: int(root.Get("attempt").Int()), MaxRetries: int(root.Get("max_retries").Int()),
-				Delay:  time.Duration(root.Get("retry_delay_ms").Int()) * time.Millisecond,
-				Status: int(root.Get("error_status").Int()), Error: root.Get("error").String()}
-		}
+		decodeSystem(&ev, root)
 	case "assistant":
 		ev.Kind = KindAssistant
 		decodeAssistant(&ev, root)
@@ -191,39 +177,65 @@ func Decode(line []byte) (Event, error) {
 		ev.ParentToolUseID = root.Get("parent_tool_use_id").String()
 		ev.Interrupted = strings.Contains(messageText(root.Get("message.content")), "[Request interrupted by user")
 	case "result":
-		ev.Kind = KindResult
-		ev.IsError = root.Get("is_error").Bool()
-		ev.Result = root.Get("result").String()
-		ev.TotalCostUSD = root.Get("total_cost_usd").Float()
-		ev.NumTurns = int(root.Get("num_turns").Int())
-		ev.TerminalReason = root.Get("terminal_reason").String()
-		ev.StopReason = root.Get("stop_reason").String()
-		root.Get("modelUsage").ForEach(func(model, mu gjson.Result) bool {
-			w := int(mu.Get("contextWindow").Int())
-			if w > ev.ContextWindow {
-				ev.ContextWindow = w
-			}
-			if w > 0 {
-				if ev.Windows == nil {
-					ev.Windows = map[string]int{}
-				}
-				ev.Windows[model.String()] = w
-			}
-			return true
-		})
+		decodeResult(&ev, root)
 	case "control_response":
-		ev.Kind = KindControlResponse
-		resp := root.Get("response")
-		ev.RequestID = resp.Get("request_id").String()
-		if resp.Get("subtype").String() == "error" {
-			ev.ControlError = resp.Get("error").String()
-			if ev.ControlError == "" {
-				ev.ControlError = "control request failed"
-			}
-		}
-		ev.Response = resp.Get("response")
+		decodeControlResponse(&ev, root)
 	}
 	return ev, nil
+}
+
+func decodeSystem(ev *Event, root gjson.Result) {
+	ev.Kind = KindSystem
+	switch ev.Subtype {
+	case "init":
+		ev.Kind = KindInit
+		ev.Model = root.Get("model").String()
+		ev.Version = root.Get("claude_code_version").String()
+	case "compact_boundary":
+		md := root.Get("compact_metadata")
+		ev.Compact = &Compaction{Trigger: md.Get("trigger").String(),
+			PreTokens: int(md.Get("pre_tokens").Int()), PostTokens: int(md.Get("post_tokens").Int())}
+	case "api_retry":
+		ev.Retry = &Retry{Attempt: int(root.Get("attempt").Int()), MaxRetries: int(root.Get("max_retries").Int()),
+			Delay:  time.Duration(root.Get("retry_delay_ms").Int()) * time.Millisecond,
+			Status: int(root.Get("error_status").Int()), Error: root.Get("error").String()}
+	}
+}
+
+func decodeResult(ev *Event, root gjson.Result) {
+	ev.Kind = KindResult
+	ev.IsError = root.Get("is_error").Bool()
+	ev.Result = root.Get("result").String()
+	ev.TotalCostUSD = root.Get("total_cost_usd").Float()
+	ev.NumTurns = int(root.Get("num_turns").Int())
+	ev.TerminalReason = root.Get("terminal_reason").String()
+	ev.StopReason = root.Get("stop_reason").String()
+	root.Get("modelUsage").ForEach(func(model, mu gjson.Result) bool {
+		w := int(mu.Get("contextWindow").Int())
+		if w > ev.ContextWindow {
+			ev.ContextWindow = w
+		}
+		if w > 0 {
+			if ev.Windows == nil {
+				ev.Windows = map[string]int{}
+			}
+			ev.Windows[model.String()] = w
+		}
+		return true
+	})
+}
+
+func decodeControlResponse(ev *Event, root gjson.Result) {
+	ev.Kind = KindControlResponse
+	resp := root.Get("response")
+	ev.RequestID = resp.Get("request_id").String()
+	if resp.Get("subtype").String() == "error" {
+		ev.ControlError = resp.Get("error").String()
+		if ev.ControlError == "" {
+			ev.ControlError = "control request failed"
+		}
+	}
+	ev.Response = resp.Get("response")
 }
 
 func decodeAssistant(ev *Event, root gjson.Result) {

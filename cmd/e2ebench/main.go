@@ -2,17 +2,28 @@
 // bench-e2e`): the real harness and the flower binary against the scripted
 // Messages API on 127.0.0.1 (package scriptedapi), side by side in one run,
 // printed as one table. It is a measurement, not a test: it prints figures
-// and the goals they are held to, and the machine's load with them, since
-// figures taken on a loaded machine say more about the machine.
+// and the goals they are held to, every run of each (never only the best),
+// and the machine's load with them, since figures taken on a loaded
+// machine say more about the machine.
 //
-// The job is three generations of instant Bash tool rounds under
+// The baseline is the bare harness started as flower's headless front
+// starts it (the stream-json flags and flower's compaction levers), its
+// first prompt written at once; cold starts are taken in pairs with
+// flower's. The job is three generations of instant Bash rounds under
 // --window 200000 (handoffs at 150k). Times are read off the scripted
-// server's clock: when a request arrived, when its answer was written in
-// full. Flower's own CPU and peak RSS are read from /proc while it runs;
-// the CPU of the whole job (flower and every harness it waited for) from
-// its rusage. The stream figures run flower on the fake harness of package
-// harnesstest (this binary, re-executed), which writes a stream of 64 KiB
-// tool-result lines of the given size.
+// server's clock (when a request arrived, when its answer was written in
+// full) and off flower's own line trace (harness.EnvTrace: when flower
+// read a harness's line, when it wrote one to its stdin), which gives
+// flower's reaction to the crossing reply and its own share of a switch.
+// Flower's own CPU and peak RSS are read from /proc while it runs; the CPU
+// of the whole job (flower and every harness it waited for) from its
+// rusage. Then: a soak of -soak generations whose writing turns answer at
+// once, counting degraded handoffs; flower's CPU while the harness waits
+// -slow on the model; the interactive switch (flower -i in a pty) beside a
+// bare screen started with a prompt, -tui pairs. The stream figures run
+// flower on the fake harness of package harnesstest (this binary,
+// re-executed), which writes a stream of 64 KiB tool-result lines of the
+// given size.
 package main
 
 import (
@@ -29,11 +40,12 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
-	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/child"
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/harness/harnesstest"
+	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/scriptedapi"
 )
 
@@ -48,8 +60,9 @@ func main() {
 type config struct {
 	flower, harness string
 	bare, runs      int
+	soak, tuis      int
 	streams         []int
-	writing         time.Duration
+	writing, slow   time.Duration
 	verbose         bool
 }
 
@@ -60,10 +73,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&c.harness, "harness", os.Getenv("FLOWER_HARNESS"), "the claude executable (FLOWER_HARNESS)")
 	fs.IntVar(&c.bare, "bare", 7, "cold starts of the bare harness and of flower, in pairs, to take the medians of (at least 5)")
 	fs.IntVar(&c.runs, "runs", 3, "flower jobs of three generations")
-	streams := fs.String("streams", "10,500", "stream sizes in MB for flower's RSS")
+	streams := fs.String("streams", "10,500", "stream sizes in MB for flower's RSS; empty for none")
 	keep := fs.Bool("keep", false, "keep the workspaces and run dirs (flower.log) and say where")
 	fs.BoolVar(&c.verbose, "v", false, "print each job's requests with their times")
 	fs.DurationVar(&c.writing, "writing", 3*time.Second, "how long the scripted writing turn takes to answer (a real one writes ~1k tokens: 10 s or more)")
+	fs.IntVar(&c.soak, "soak", 10, "generations of the soak (instant tools, a writing turn that answers at once); 0 for none")
+	fs.DurationVar(&c.slow, "slow", 10*time.Second, "how long the slow model takes, while flower's CPU is read; 0 for none")
+	fs.IntVar(&c.tuis, "tui", 3, "pairs of a bare screen's start and flower -i's switch; 0 for none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,6 +90,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return errors.New("-bare must be at least 5")
 	}
 	for _, s := range strings.Split(*streams, ",") {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
 			return fmt.Errorf("-streams: %w", err)
@@ -96,30 +115,71 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	b := &bench{config: c, scratch: scratch}
 	load0 := loadavg()
 
-	var bare, starts []time.Duration
-	if c.runs > 0 {
-		if bare, starts, err = b.starts(ctx); err != nil {
-			return fmt.Errorf("cold starts: %w", err)
+	fig, err := b.all(ctx)
+	if err != nil {
+		return err
+	}
+	fig.load0, fig.load1 = load0, loadavg()
+	report(out, c, fig)
+	return nil
+}
+
+// figures are everything the bench measured, every run of it.
+type figures struct {
+	bare, starts []time.Duration
+	jobs         []jobFigures
+	soak         *jobFigures
+	soakErr      error // how a soak that ran some handoffs went wrong
+	idle         *idleFigures
+	tui          *tuiFigures
+	rss          []streamFigures
+	load0, load1 string
+}
+
+// all takes the figures, one kind after another.
+func (b *bench) all(ctx context.Context) (f figures, err error) {
+	if b.runs > 0 {
+		if f.bare, f.starts, err = b.starts(ctx); err != nil {
+			return f, fmt.Errorf("cold starts: %w", err)
 		}
 	}
-	var jobs []jobFigures
-	for i := range c.runs {
-		j, err := b.job(ctx, i)
+	for i := range b.runs {
+		j, err := b.job(ctx, i, 3, b.writing)
 		if err != nil {
-			return fmt.Errorf("flower job %d: %w", i+1, err)
+			return f, fmt.Errorf("flower job %d: %w", i+1, err)
 		}
-		jobs = append(jobs, j)
+		f.jobs = append(f.jobs, j)
 	}
-	var rss []streamFigures
-	for _, mb := range c.streams {
+	if b.soak > 1 {
+		// A degraded handoff is a figure here, not a failure of the bench.
+		j, err := b.job(ctx, len(f.jobs), b.soak, 0)
+		if err != nil && len(j.gaps) == 0 {
+			return f, fmt.Errorf("soak: %w", err)
+		}
+		f.soak, f.soakErr = &j, err
+	}
+	if b.slow > 0 {
+		i, err := b.idle(ctx)
+		if err != nil {
+			return f, fmt.Errorf("slow model: %w", err)
+		}
+		f.idle = &i
+	}
+	if b.tuis > 0 {
+		t, err := b.tui(ctx)
+		if err != nil {
+			return f, fmt.Errorf("interactive: %w", err)
+		}
+		f.tui = &t
+	}
+	for _, mb := range b.streams {
 		r, err := b.stream(ctx, mb)
 		if err != nil {
-			return fmt.Errorf("stream of %d MB: %w", mb, err)
+			return f, fmt.Errorf("stream of %d MB: %w", mb, err)
 		}
-		rss = append(rss, r)
+		f.rss = append(f.rss, r)
 	}
-	report(out, c, bare, starts, jobs, rss, load0, loadavg())
-	return nil
+	return f, nil
 }
 
 type bench struct {
@@ -152,6 +212,13 @@ func (b *bench) env(srv *scriptedapi.Server) []string {
 	return append(env, srv.Env()...)
 }
 
+// bareArgs start the bare harness as flower's headless front does: the
+// stream-json flags, flower's compaction levers in --settings (with a hook
+// that blocks and records nothing), the job's own flags.
+func bareArgs() []string {
+	return harness.Config{Args: levers.Args([]string{"--allowedTools", "Bash"}, levers.Own{}, levers.BlockOnly)}.Argv()
+}
+
 // starts takes cold starts in pairs, side by side: the bare harness, as
 // flower starts it, with its first prompt written at once, then flower
 // on a one-turn task; each measured from spawn to its first API request.
@@ -175,7 +242,7 @@ func (b *bench) starts(ctx context.Context) (bare, flower []time.Duration, err e
 	}
 	bareStart := func() (time.Duration, error) {
 		before := len(srv.Requests())
-		cmd := exec.CommandContext(ctx, b.harness, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash")
+		cmd := exec.CommandContext(ctx, b.harness, bareArgs()...)
 		cmd.Dir = b.dir("bare")
 		cmd.Env = append(b.env(srv), "DISABLE_AUTO_COMPACT=1")
 		stdin, err := cmd.StdinPipe()
@@ -200,7 +267,7 @@ func (b *bench) starts(ctx context.Context) (bare, flower []time.Duration, err e
 		before := len(srv.Requests())
 		ws := b.dir("start")
 		p, err := b.flowerRun(ctx, []string{"-C", ws, "--run-dir", filepath.Join(ws, "run"), "-q", "Say ok.", "--", "--allowedTools", "Bash"},
-			append(b.env(srv), "FLOWER_HARNESS="+b.harness))
+			append(b.env(srv), "FLOWER_HARNESS="+b.harness), nil)
 		if err != nil {
 			return 0, err
 		}
@@ -232,171 +299,6 @@ func (b *bench) starts(ctx context.Context) (bare, flower []time.Duration, err e
 	return bare, flower, nil
 }
 
-// script is the job: each generation works in instant Bash rounds up to
-// the threshold, its writing turn answers a complete handoff, and the
-// third generation finishes.
-type script struct {
-	mu       sync.Mutex
-	gen, i   int
-	crossing map[int]bool // request seqs whose reply crossed the threshold
-	tools    map[int]bool // request seqs answered with a tool call, not crossing
-	writing  time.Duration
-}
-
-func usage(ctx int) scriptedapi.Usage {
-	return scriptedapi.Usage{InputTokens: 100, CacheReadInputTokens: ctx - 100, OutputTokens: 50}
-}
-
-func (s *script) reply(r *scriptedapi.Request) scriptedapi.Reply {
-	if r.Kind != scriptedapi.KindMain {
-		return scriptedapi.Harmless(r)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if strings.Contains(r.LastUserText, handoffwriter.PromptTag) {
-		s.gen++
-		s.i = 0
-		return scriptedapi.Reply{Usage: usage(156_000), Delay: s.writing, Text: fmt.Sprintf("## 现在在做 (doing)\nGeneration %d appended lines to work.txt.\n\n"+
-			"## 已定的事 (decided)\n- One line per round.\n\n## 走不通的 (deadends)\n(空)\n\n## 下一步 (next)\nAppend the next line.\n\n## 现场 (scene)\n- work.txt\n", s.gen)}
-	}
-	plan := []int{40_000, 80_000, 110_000, 135_000, 155_000}
-	if s.gen == 2 {
-		plan = []int{30_000, 35_000, 40_000}
-	}
-	s.i++
-	if s.gen == 2 && s.i >= len(plan) {
-		return scriptedapi.Reply{Text: "All done: the task is complete.", Usage: usage(40_000)}
-	}
-	// Past the threshold the work goes on until the cut lands.
-	ctx := plan[min(s.i, len(plan))-1]
-	if ctx >= 150_000 {
-		s.crossing[r.Seq] = true
-	} else {
-		s.tools[r.Seq] = true
-	}
-	return scriptedapi.Reply{Text: "appending", Usage: usage(ctx), ToolUses: []scriptedapi.ToolUse{{Name: "Bash",
-		Input: map[string]any{"command": "echo line >> work.txt", "description": "append a line"}}}}
-}
-
-type jobFigures struct {
-	firstRequest time.Duration   // flower spawn → generation 1's first request
-	gaps         []time.Duration // writing turn's answer → successor's first request
-	cuts         []time.Duration // the reply over the threshold → the writing request
-	toolRTT      time.Duration   // median: a tool call's answer → the request with its result
-	rtts         []time.Duration
-	countTokens  int
-	bursts       int
-	ctSessions   int
-	ctCritical   int // count_tokens requests inside a critical interval
-	writing      int
-	jobRequests  int
-	extra        int // requests neither the job's own nor writing turns
-	cpuShare     float64
-	ownCPU       time.Duration
-	peakRSS      int // KiB
-	wall         time.Duration
-	generations  int
-}
-
-// job runs flower on the three-generation job and reads the figures off the
-// server's records.
-func (b *bench) job(ctx context.Context, n int) (jobFigures, error) {
-	s := &script{crossing: map[int]bool{}, tools: map[int]bool{}, writing: b.writing}
-	srv, err := scriptedapi.Start(s.reply)
-	if err != nil {
-		return jobFigures{}, err
-	}
-	defer srv.Close()
-	ws := b.dir("job")
-	args := []string{"-C", ws, "--run-dir", filepath.Join(ws, "run"), "--window", "200000", "-q",
-		"Append lines to work.txt until done.", "--", "--allowedTools", "Bash"}
-	p, err := b.flowerRun(ctx, args, append(b.env(srv), "FLOWER_HARNESS="+b.harness))
-	if err != nil {
-		return jobFigures{}, err
-	}
-	reqs := srv.Requests()
-	if b.verbose {
-		fmt.Printf("job %d flower spawned %s\n", n+1, p.spawn.UTC().Format("15:04:05.000"))
-		for _, r := range reqs {
-			fmt.Printf("job %d request %2d %s session %.8s arrived %s answered %s %q\n", n+1, r.Seq, r.Kind, r.SessionID,
-				r.Time.UTC().Format("15:04:05.000"), r.Answered.UTC().Format("15:04:05.000"), clip(r.LastUserText, 40))
-		}
-	}
-	var f jobFigures
-	f.wall, f.ownCPU, f.peakRSS = p.wall, p.ownCPU, p.peakRSS
-	if p.totalCPU > 0 {
-		f.cpuShare = float64(p.ownCPU) / float64(p.totalCPU)
-	}
-	var main []scriptedapi.Request
-	for _, r := range reqs {
-		if r.Kind == scriptedapi.KindMain {
-			main = append(main, r)
-		}
-	}
-	if len(main) == 0 {
-		return f, errors.New("no request reached the server")
-	}
-	f.firstRequest = main[0].Time.Sub(p.spawn)
-	sessions := map[string]bool{}
-	var critical [][2]time.Time
-	critical = append(critical, [2]time.Time{p.spawn, main[0].Time})
-	for i, r := range main {
-		sessions[r.SessionID] = true
-		switch {
-		case strings.Contains(r.LastUserText, handoffwriter.PromptTag):
-			f.writing++
-			for k := i - 1; k >= 0; k-- {
-				if s.crossing[main[k].Seq] {
-					f.cuts = append(f.cuts, r.Time.Sub(main[k].Answered))
-					critical = append(critical, [2]time.Time{main[k].Answered, r.Time})
-					break
-				}
-			}
-			for _, next := range main[i+1:] {
-				if next.SessionID != r.SessionID {
-					f.gaps = append(f.gaps, next.Time.Sub(r.Answered))
-					critical = append(critical, [2]time.Time{r.Answered, next.Time})
-					break
-				}
-			}
-		default:
-			f.jobRequests++
-		}
-		if s.tools[r.Seq] && i+1 < len(main) && main[i+1].SessionID == r.SessionID {
-			f.toolRTTs(main[i+1].Time.Sub(r.Answered))
-		}
-	}
-	f.generations = len(sessions)
-	f.toolRTT = median(f.rtts)
-	f.extra = len(reqs) - len(main) // side and subagent calls: the job makes none
-	ct := srv.CountTokensRequests()
-	f.countTokens = len(ct)
-	ctSessions := map[string]bool{}
-	var last time.Time
-	for _, c := range ct {
-		ctSessions[c.SessionID] = true
-		if last.IsZero() || c.Time.Sub(last) > time.Second {
-			f.bursts++
-		}
-		last = c.Time
-		for _, iv := range critical {
-			if !c.Time.Before(iv[0]) && !c.Time.After(iv[1]) {
-				f.ctCritical++
-			}
-		}
-	}
-	f.ctSessions = len(ctSessions)
-	if p.code != 0 {
-		return f, fmt.Errorf("flower exited %d:\n%s", p.code, p.output)
-	}
-	if f.generations != 3 || len(f.gaps) != 2 || len(f.cuts) != 2 {
-		return f, fmt.Errorf("want 3 generations and 2 handoffs, got %d sessions, %d gaps, %d cuts:\n%s", f.generations, len(f.gaps), len(f.cuts), p.output)
-	}
-	return f, nil
-}
-
-func (f *jobFigures) toolRTTs(d time.Duration) { f.rtts = append(f.rtts, d) }
-
 type streamFigures struct {
 	mb      int
 	peakRSS int // KiB
@@ -413,7 +315,7 @@ func (b *bench) stream(ctx context.Context, mb int) (streamFigures, error) {
 	ws := b.dir("stream")
 	env := harnesstest.Env(harnesstest.ModeStream, harnesstest.EnvStreamBytes+"="+strconv.Itoa(mb<<20),
 		harnesstest.EnvContext+"=20000", "FLOWER_HARNESS="+self, "HOME="+b.dir("home"))
-	p, err := b.flowerRun(ctx, []string{"-C", ws, "--run-dir", filepath.Join(ws, "run"), "--window", "200000", "-q", "Stream."}, env)
+	p, err := b.flowerRun(ctx, []string{"-C", ws, "--run-dir", filepath.Join(ws, "run"), "--window", "200000", "-q", "Stream."}, env, nil)
 	if err != nil {
 		return streamFigures{}, err
 	}
@@ -434,7 +336,8 @@ type flowerProc struct {
 
 // flowerRun runs the flower binary to its end, sampling its own CPU time
 // and peak RSS (VmHWM) from /proc while it runs.
-func (b *bench) flowerRun(ctx context.Context, args, env []string) (flowerProc, error) {
+// onStart, when not nil, is told flower's pid as it starts.
+func (b *bench) flowerRun(ctx context.Context, args, env []string, onStart func(pid int)) (flowerProc, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // a hang guard
 	defer cancel()
 	cmd := exec.CommandContext(ctx, b.flower, args...)
@@ -456,12 +359,15 @@ func (b *bench) flowerRun(ctx context.Context, args, env []string) (flowerProc, 
 		return p, err
 	}
 	pid := cmd.Process.Pid
+	if onStart != nil {
+		onStart(pid)
+	}
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
 		for {
-			if kib := vmHWM(pid); kib > 0 {
+			if kib := child.PeakRSS(pid); kib > 0 {
 				p.peakRSS = kib
 			}
 			if cpu := procCPU(pid); cpu > 0 {
@@ -478,7 +384,7 @@ func (b *bench) flowerRun(ctx context.Context, args, env []string) (flowerProc, 
 	// so /proc/<pid> still holds the final figures.
 	for errors.Is(waitExit(pid), syscall.EINTR) {
 	}
-	if kib := vmHWM(pid); kib > 0 {
+	if kib := child.PeakRSS(pid); kib > 0 {
 		p.peakRSS = kib
 	}
 	if cpu := procCPU(pid); cpu > 0 {
@@ -513,39 +419,10 @@ func exitCode(err error) int {
 	return -1
 }
 
-// vmHWM is the process's peak resident set in KiB (0 when unreadable).
-func vmHWM(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			return n
-		}
-	}
-	return 0
-}
-
 // procCPU is the process's own user + system time, without its children's.
 func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.Atoi(f[11])
-	st, _ := strconv.Atoi(f[12])
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+	p, _ := child.ReadProcStat(pid)
+	return p.CPU
 }
 
 func loadavg() string {
@@ -569,89 +446,18 @@ func median(ds []time.Duration) time.Duration {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func secs(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }
+// msList lists durations in milliseconds; signed, with a sign.
+func msList(ds []time.Duration) string { return msFormat(ds, "%.1f") }
 
-func report(w io.Writer, c config, bare, starts []time.Duration, jobs []jobFigures, rss []streamFigures, load0, load1 string) {
-	cold := median(bare)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "load average (1, 5, 15 min)\tbefore %s, after %s, %d cores\n", load0, load1, numCPU())
-	fmt.Fprintf(tw, "job\t3 generations of instant Bash rounds, --window 200000; the writing turn answers after %v\n", c.writing)
-	if len(jobs) > 0 {
-		jobRows(tw, cold, bare, starts, jobs)
-	}
-	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "stream through flower (fake harness)\tpeak RSS\twall\tgoal\tmet")
-	lo, hi := 0, 0
-	for i, r := range rss {
-		if i == 0 || r.peakRSS < lo {
-			lo = r.peakRSS
-		}
-		hi = max(hi, r.peakRSS)
-		fmt.Fprintf(tw, "%d MB\t%s\t%s\t≤ 20 MiB\t%s\n", r.mb, mib(r.peakRSS), secs(r.wall), yes(r.peakRSS <= 20<<10))
-	}
-	if len(rss) > 1 {
-		fmt.Fprintf(tw, "flat from %d MB to %d MB\t%+.1f %%\t\twithin 10 %%\t%s\n", rss[0].mb, rss[len(rss)-1].mb,
-			100*float64(rss[len(rss)-1].peakRSS-rss[0].peakRSS)/float64(rss[0].peakRSS), yes(hi-lo <= lo/10))
-	}
-	tw.Flush()
-}
+func signedMsList(ds []time.Duration) string { return msFormat(ds, "%+.0f") }
 
-func jobRows(tw io.Writer, cold time.Duration, bare, starts []time.Duration, jobs []jobFigures) {
-	fmt.Fprintf(tw, "bare harness: spawn → first request\tmedian %s of %d (%s)\n", secs(cold), len(bare), list(bare))
-	var diffs []time.Duration
-	for i := range starts {
-		diffs = append(diffs, starts[i]-bare[i])
+func msFormat(ds []time.Duration, format string) string {
+	if len(ds) == 0 {
+		return "none"
 	}
-	added := median(diffs)
-	fmt.Fprintf(tw, "flower, one-turn task: spawn → first request\tmedian %s of %d (%s)\n", secs(median(starts)), len(starts), list(starts))
-	fmt.Fprintf(tw, "what flower adds to a cold start (median of the pairs' differences)\t%+.0f ms (%s)\t≤ +20 ms\t%s\n",
-		added.Seconds()*1000, msList(diffs), yes(added <= 20*time.Millisecond))
-	fmt.Fprintln(tw, "what\t"+header(len(jobs))+"\tgoal\tmet")
-	row := func(what string, goal string, met bool, cell func(j jobFigures) string) {
-		var cells []string
-		for _, j := range jobs {
-			cells = append(cells, cell(j))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", what, strings.Join(cells, "\t"), goal, yes(met))
-	}
-	all := func(ok func(j jobFigures) bool) bool {
-		for _, j := range jobs {
-			if !ok(j) {
-				return false
-			}
-		}
-		return true
-	}
-	row("switch gap per handoff (writing answer → successor's request)", fmt.Sprintf("≤ 0.25 × cold = %s", secs(cold/4)),
-		all(func(j jobFigures) bool { return slices.Max(j.gaps) <= cold/4 }),
-		func(j jobFigures) string {
-			return list(j.gaps) + fmt.Sprintf(" (%.2f×)", median(j.gaps).Seconds()/cold.Seconds())
-		})
-	row("generation 1 of the job: flower spawn → first request", "(the pairs above are the measure)", true,
-		func(j jobFigures) string {
-			return fmt.Sprintf("%s (cold %+.0f ms)", secs(j.firstRequest), (j.firstRequest-cold).Seconds()*1000)
-		})
-	row("cut: reply over the threshold → writing request", "≤ 2 × tool round trip",
-		all(func(j jobFigures) bool { return slices.Max(j.cuts) <= 2*j.toolRTT }),
-		func(j jobFigures) string { return list(j.cuts) })
-	row("tool round trip (median, same session)", "", true, func(j jobFigures) string { return secs(j.toolRTT) })
-	row("count_tokens requests flower adds (bursts, sessions)", "≤ one burst per run", all(func(j jobFigures) bool { return j.bursts <= 1 && j.ctSessions <= 1 }),
-		func(j jobFigures) string { return fmt.Sprintf("%d (%d, %d)", j.countTokens, j.bursts, j.ctSessions) })
-	row("count_tokens on the critical path", "none", all(func(j jobFigures) bool { return j.ctCritical == 0 }),
-		func(j jobFigures) string { return strconv.Itoa(j.ctCritical) })
-	row("other requests: the job's own / writing turns / other", "writing turns only", all(func(j jobFigures) bool { return j.extra == 0 && j.writing == 2 }),
-		func(j jobFigures) string { return fmt.Sprintf("%d / %d / %d", j.jobRequests, j.writing, j.extra) })
-	row("flower's CPU, share of the job's", "≤ 2 %", all(func(j jobFigures) bool { return j.cpuShare <= 0.02 }),
-		func(j jobFigures) string { return fmt.Sprintf("%.2f %% (%s)", 100*j.cpuShare, secs(j.ownCPU)) })
-	row("flower's peak RSS", "≤ 20 MiB", all(func(j jobFigures) bool { return j.peakRSS <= 20<<10 }),
-		func(j jobFigures) string { return mib(j.peakRSS) })
-	row("job wall time", "", true, func(j jobFigures) string { return secs(j.wall) })
-}
-
-func msList(ds []time.Duration) string {
 	var out []string
 	for _, d := range ds {
-		out = append(out, fmt.Sprintf("%+.0f", d.Seconds()*1000))
+		out = append(out, fmt.Sprintf(format, d.Seconds()*1000))
 	}
 	return strings.Join(out, ", ") + " ms"
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/levers"
 )
@@ -126,9 +127,9 @@ func GroupAlive(pgid int) bool {
 // processes.
 func GroupMembers(pgid int) []int {
 	var pids []int
-	for _, p := range procs() {
-		if p.pgrp == pgid && p.state != "Z" {
-			pids = append(pids, p.pid)
+	for _, p := range child.Procs() {
+		if p.Pgrp == pgid && p.State != "Z" {
+			pids = append(pids, p.PID)
 		}
 	}
 	return pids
@@ -137,9 +138,9 @@ func GroupMembers(pgid int) []int {
 // Alive returns those of pids that are still running (not zombies).
 func Alive(pids []int) []int {
 	var out []int
-	for _, p := range procs() {
-		if p.state != "Z" && slices.Contains(pids, p.pid) {
-			out = append(out, p.pid)
+	for _, p := range child.Procs() {
+		if p.State != "Z" && slices.Contains(pids, p.PID) {
+			out = append(out, p.PID)
 		}
 	}
 	return out
@@ -147,52 +148,18 @@ func Alive(pids []int) []int {
 
 // Descendants returns the pids of pid's running descendants.
 func Descendants(pid int) []int {
-	all := procs()
+	all := child.Procs()
 	var out []int
 	parents := []int{pid}
 	for len(parents) > 0 {
 		var next []int
 		for _, p := range all {
-			if p.state != "Z" && slices.Contains(parents, p.ppid) {
-				out = append(out, p.pid)
-				next = append(next, p.pid)
+			if p.State != "Z" && slices.Contains(parents, p.PPID) {
+				out = append(out, p.PID)
+				next = append(next, p.PID)
 			}
 		}
 		parents = next
-	}
-	return out
-}
-
-type proc struct {
-	pid, ppid, pgrp int
-	state           string
-}
-
-func procs() []proc {
-	var out []proc
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp …; comm may hold spaces and parentheses.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		pgrp, _ := strconv.Atoi(f[2])
-		out = append(out, proc{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0]})
 	}
 	return out
 }
@@ -422,79 +389,96 @@ func (f *fake) handle(line []byte) (code int, stop bool) {
 	}
 	switch msg.Type {
 	case "control_request":
-		resp := map[string]any{}
-		if msg.Request.Subtype == "get_context_usage" {
-			used := f.context()
-			if f.turn == 0 && os.Getenv(EnvFloor) == "1" {
-				used = 1000 // a fresh session's start-up floor
-			}
-			// Like the real harness, the count is broken down: the
-			// system prompt (the floor) and the messages.
-			floor := min(used, 1000)
-			resp = map[string]any{"totalTokens": used, "maxTokens": 200000, "isAutoCompactEnabled": os.Getenv("DISABLE_AUTO_COMPACT") != "1" || os.Getenv(EnvAutoCompactOn) == "1",
-				"categories": []any{
-					map[string]any{"id": "system_prompt", "kind": "used", "tokens": floor},
-					map[string]any{"id": "messages", "kind": "used", "tokens": used - floor},
-				}}
-		}
-		f.emit(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": msg.RequestID, "response": resp}})
+		f.control(msg.RequestID, msg.Request.Subtype)
 	case "user":
-		text := msg.Message.Content
-		if strings.TrimSpace(text) == "" {
-			// Like harness 2.1.328: a blank prompt is turned down without
-			// a turn or a request.
-			f.emit(map[string]any{"type": "system", "subtype": "init", "session_id": f.session, "model": "fake"})
-			f.emit(map[string]any{"type": "system", "subtype": "informational", "session_id": f.session,
-				"content": "Blank prompt — the message was only whitespace, so nothing was sent to the model.", "level": "warning"})
-			f.emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": "", "num_turns": 0,
-				"session_id": f.session, "total_cost_usd": 0, "stop_reason": nil})
+		if strings.TrimSpace(msg.Message.Content) == "" {
+			f.blank()
 			return 0, false
 		}
-		f.turn++
-		logf(LogEntry{Event: "user", Session: f.session, Text: text})
-		writing := strings.Contains(text, handoffwriter.PromptTag)
-		if f.turn == 1 && strings.Contains(text, "You are taking over") {
-			f.successor = true
-		}
-		f.init()
-		switch {
-		case f.mode == ModeCrashMidLine, f.mode == ModeCrashWriting && writing:
-			f.out.WriteString(`{"type":"assistant","message":{"id":"msg_`)
-			f.out.Flush()
-			return 3, true
-		case f.mode == ModeHangTurn, f.mode == ModeHangWriting && writing:
-			hang()
-		case f.mode == ModeHugeLine:
-			f.out.WriteString(`{"type":"user","message":{"role":"user","content":"` + strings.Repeat("x", 50<<20) + `"},"parent_tool_use_id":null}` + "\n")
-		}
-		if extra := os.Getenv(EnvExtraLine); extra != "" && f.turn == 1 && !f.successor && !writing {
-			f.out.WriteString(extra + "\n")
-		}
-		ctx := f.context()
-		reply := "echo: " + text
-		if writing {
-			reply = f.handoff()
-		}
-		if f.turn == 1 && os.Getenv(EnvFloor) == "1" {
-			f.assistant("reading the task", 1000, "_0")
-		}
-		if tries := os.Getenv(EnvPreCompact); tries != "" && f.turn == 1 && !f.successor && !writing {
-			f.out.Flush()
-			for _, trigger := range strings.Split(tries, ",") {
-				f.preCompact(trigger)
-			}
-		}
-		f.assistant(reply, ctx, "")
-		if f.mode == ModeHangAfter {
-			hang()
-		}
-		if n, _ := strconv.Atoi(os.Getenv(EnvStreamBytes)); n > 0 && !writing {
-			f.stream(n)
-		}
-		f.cost += 0.01
-		f.emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": reply,
-			"session_id": f.session, "total_cost_usd": f.cost, "num_turns": 1, "terminal_reason": "completed"})
+		return f.userTurn(msg.Message.Content)
 	}
+	return 0, false
+}
+
+// control answers a control request: get_context_usage with the context,
+// anything else with an empty success.
+func (f *fake) control(id, subtype string) {
+	resp := map[string]any{}
+	if subtype == "get_context_usage" {
+		used := f.context()
+		if f.turn == 0 && os.Getenv(EnvFloor) == "1" {
+			used = 1000 // a fresh session's start-up floor
+		}
+		// Like the real harness, the count is broken down: the
+		// system prompt (the floor) and the messages.
+		floor := min(used, 1000)
+		resp = map[string]any{"totalTokens": used, "maxTokens": 200000, "isAutoCompactEnabled": os.Getenv("DISABLE_AUTO_COMPACT") != "1" || os.Getenv(EnvAutoCompactOn) == "1",
+			"categories": []any{
+				map[string]any{"id": "system_prompt", "kind": "used", "tokens": floor},
+				map[string]any{"id": "messages", "kind": "used", "tokens": used - floor},
+			}}
+	}
+	f.emit(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": id, "response": resp}})
+}
+
+// blank turns a blank prompt down, like harness 2.1.328: without a turn
+// or a request.
+func (f *fake) blank() {
+	f.emit(map[string]any{"type": "system", "subtype": "init", "session_id": f.session, "model": "fake"})
+	f.emit(map[string]any{"type": "system", "subtype": "informational", "session_id": f.session,
+		"content": "Blank prompt — the message was only whitespace, so nothing was sent to the model.", "level": "warning"})
+	f.emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": "", "num_turns": 0,
+		"session_id": f.session, "total_cost_usd": 0, "stop_reason": nil})
+}
+
+// userTurn plays one turn for the prompt text, with the faults of the
+// fake's mode and environment.
+func (f *fake) userTurn(text string) (code int, stop bool) {
+	f.turn++
+	logf(LogEntry{Event: "user", Session: f.session, Text: text})
+	writing := strings.Contains(text, handoffwriter.PromptTag)
+	if f.turn == 1 && strings.Contains(text, "You are taking over") {
+		f.successor = true
+	}
+	f.init()
+	switch {
+	case f.mode == ModeCrashMidLine, f.mode == ModeCrashWriting && writing:
+		f.out.WriteString(`{"type":"assistant","message":{"id":"msg_`)
+		f.out.Flush()
+		return 3, true
+	case f.mode == ModeHangTurn, f.mode == ModeHangWriting && writing:
+		hang()
+	case f.mode == ModeHugeLine:
+		f.out.WriteString(`{"type":"user","message":{"role":"user","content":"` + strings.Repeat("x", 50<<20) + `"},"parent_tool_use_id":null}` + "\n")
+	}
+	first := f.turn == 1 && !f.successor && !writing
+	if extra := os.Getenv(EnvExtraLine); extra != "" && first {
+		f.out.WriteString(extra + "\n")
+	}
+	ctx := f.context()
+	reply := "echo: " + text
+	if writing {
+		reply = f.handoff()
+	}
+	if f.turn == 1 && os.Getenv(EnvFloor) == "1" {
+		f.assistant("reading the task", 1000, "_0")
+	}
+	if tries := os.Getenv(EnvPreCompact); tries != "" && first {
+		f.out.Flush()
+		for _, trigger := range strings.Split(tries, ",") {
+			f.preCompact(trigger)
+		}
+	}
+	f.assistant(reply, ctx, "")
+	if f.mode == ModeHangAfter {
+		hang()
+	}
+	if n, _ := strconv.Atoi(os.Getenv(EnvStreamBytes)); n > 0 && !writing {
+		f.stream(n)
+	}
+	f.cost += 0.01
+	f.emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": reply,
+		"session_id": f.session, "total_cost_usd": f.cost, "num_turns": 1, "terminal_reason": "completed"})
 	return 0, false
 }
 
