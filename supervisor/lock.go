@@ -51,7 +51,7 @@ func (e *BusyError) Error() string {
 	default:
 		fmt.Fprintf(&b, "step %s in %s is being run by %s", e.Step, e.RunDir, holder)
 	}
-	fmt.Fprintf(&b, ": wait for it to finish, or stop it (Ctrl-C, or kill %s) and use flower continue", pidOr(e.PID))
+	fmt.Fprintf(&b, ": wait for it to finish, or stop it (flower stop, Ctrl-C, or kill %s) and use flower continue", pidOr(e.PID))
 	if e.RunDir != "" {
 		fmt.Fprintf(&b, " --run-dir %s", e.RunDir)
 	}
