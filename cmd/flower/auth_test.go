@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,7 +29,11 @@ func TestRejectedKeyFailsFast(t *testing.T) {
 		status := tt.status
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			t.Parallel()
+			var fixed atomic.Bool // the key is fixed: the API answers
 			srv, err := scriptedapi.Start(func(r *scriptedapi.Request) scriptedapi.Reply {
+				if fixed.Load() {
+					return scriptedapi.Reply{Usage: scriptedapi.Usage{InputTokens: 1000}, Text: "Hello."}
+				}
 				return scriptedapi.Reply{Status: status, ErrorType: "authentication_error", ErrorMessage: "invalid x-api-key"}
 			})
 			if err != nil {
@@ -85,6 +90,16 @@ func TestRejectedKeyFailsFast(t *testing.T) {
 			time.Sleep(2 * time.Second)
 			if main() != n {
 				t.Errorf("the API was asked again after flower exited")
+			}
+			// Once the key is fixed, flower continue finishes the step.
+			fixed.Store(true)
+			cont := exec.Command(flowerBinary(t), "continue", "-q", "-C", ws)
+			cont.Env = cmd.Env
+			if out, err := cont.CombinedOutput(); err != nil {
+				t.Fatalf("flower continue: %v\n%s", err, out)
+			}
+			if m, err = manifest.LoadBound(runDir); err != nil || m.Step("main").Status != manifest.StatusSucceeded {
+				t.Errorf("after continue: %v, %+v", err, m.Step("main"))
 			}
 		})
 	}

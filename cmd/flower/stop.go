@@ -15,6 +15,7 @@ import (
 	"github.com/flowerhq/flower/supervisor"
 )
 
+// stopCommand is flower stop (DESIGN.md «Stopping a step»).
 func stopCommand(p proc) *cli.Command {
 	return &cli.Command{
 		Name:      "stop",

@@ -10,7 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// One shape for every usage error (README «Exit codes»): one line, exit 2,
+// One shape for every usage error (the README's "Exit codes"): one line, exit 2,
 // whether the flag belongs to flower or to one of its commands; help is
 // asked for, never printed unasked.
 

@@ -68,7 +68,7 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
-// With no harness anywhere a run is a usage error (README «Exit codes»:
+// With no harness anywhere a run is a usage error (the README's "Exit codes":
 // no harness found exits 2), and version says so without failing.
 func TestNoHarnessFound(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
