@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -261,8 +260,10 @@ func (r numberRule) check(name string, n int) error {
 // not given), else the flag.
 func (r numberRule) source(n int) string {
 	if r.env != "" {
-		if v, ok := os.LookupEnv(r.env); ok && strings.TrimSpace(v) == strconv.Itoa(n) {
-			return r.env
+		if v, ok := os.LookupEnv(r.env); ok {
+			if m, err := parseSize(v); err == nil && m == n {
+				return r.env
+			}
 		}
 	}
 	return "--" + r.flag

@@ -72,6 +72,13 @@ var unknownFlag = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
 // badValue is how flag parsing words a value a flag cannot take.
 var badValue = regexp.MustCompile(`^invalid value "(.*)" for flag -([\w-]+): (.*)$`)
 
+// badEnv is how flag parsing words a variable's value a flag cannot take:
+// a duration's, then any other's.
+var badEnv = []*regexp.Regexp{
+	regexp.MustCompile(`^could not parse "(.*)" as duration value from environment variable "(\w+)" for flag [\w-]+: (.*)$`),
+	regexp.MustCompile(`^could not parse "(.*)" from environment variable "(\w+)" as value for flag [\w-]+: (.*)$`),
+}
+
 // flagError is the usage error of a flag flower or a command could not
 // parse: one line, the command's help named, a duration's units said.
 func flagError(c *cli.Context, err error, _ bool) error {
@@ -81,6 +88,11 @@ func flagError(c *cli.Context, err error, _ bool) error {
 	}
 	if m := badValue.FindStringSubmatch(err.Error()); m != nil {
 		return usageError{valueError(c, m[2], m[1], m[3], where)}
+	}
+	for i, re := range badEnv {
+		if m := re.FindStringSubmatch(err.Error()); m != nil {
+			return usageError{envError(m[2], m[1], m[3], i == 0)}
+		}
 	}
 	if m := unknownFlag.FindStringSubmatch(err.Error()); m != nil {
 		return usagef("unknown flag --%s (see %s --help)", m[1], where)
@@ -97,6 +109,17 @@ func valueError(c *cli.Context, name, value, why, where string) error {
 		return fmt.Errorf("--%s %q is not a duration: say it with its unit, e.g. 8h, 30m or 90s", name, value)
 	}
 	return fmt.Errorf("--%s %q: %s (see %s --help)", name, value, why, where)
+}
+
+// envError words a variable's value a flag could not take.
+func envError(name, value, why string, duration bool) error {
+	switch {
+	case duration && strings.Trim(value, "0123456789.") == "":
+		return fmt.Errorf("%s=%s needs a unit, e.g. %sh or 30m", name, value, value)
+	case duration:
+		return fmt.Errorf("%s=%q is not a duration: say it with its unit, e.g. 8h, 30m or 90s", name, value)
+	}
+	return fmt.Errorf("%s=%q: %s", name, value, why)
 }
 
 // isDurationFlag reports whether the command in c has a duration flag name.

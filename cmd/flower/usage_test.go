@@ -54,6 +54,30 @@ func TestUsageErrorsOneShape(t *testing.T) {
 	}
 }
 
+// A variable's bad value is one line naming the variable, a duration's
+// unit said; sizes in variables take K and M too (the relay reads them).
+func TestUsageErrorsOfVariables(t *testing.T) {
+	for _, tt := range []struct{ name, value, want string }{
+		{"FLOWER_MAX_DURATION", "8", "FLOWER_MAX_DURATION=8 needs a unit, e.g. 8h or 30m"},
+		{"FLOWER_MAX_WAIT", "soon", `FLOWER_MAX_WAIT="soon" is not a duration`},
+		{"FLOWER_WINDOW", "abc", `FLOWER_WINDOW="abc": want a whole number such as 200000, 200K or 1M`},
+		{"FLOWER_WINDOW", "0k", "FLOWER_WINDOW must be at least 1, got 0"},
+	} {
+		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
+			t.Setenv(tt.name, tt.value)
+			var stdout, stderr strings.Builder
+			err := run(context.Background(), []string{"flower", "-C", t.TempDir(), "--harness", os.Args[0], "a task"}, strings.NewReader(""), &stdout, &stderr)
+			if code := exitCode(err); code != exitUsage || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("exit %d (%v), want %d and one line with %q", code, err, exitUsage, tt.want)
+			}
+		})
+	}
+	env := func(v string) func(string) string { return func(string) string { return v } }
+	if n, ok, err := envNumber(numberRules[0], env("200k")); err != nil || !ok || n != 200000 {
+		t.Errorf("relay FLOWER_WINDOW=200k: %d, %v, %v", n, ok, err)
+	}
+}
+
 // Sizes take K and M, as flower prints them.
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int{"200000": 200000, "200k": 200000, "200K": 200000, "1M": 1000000, "1.5m": 1500000, "-5": -5, "0k": 0} {
