@@ -159,11 +159,11 @@ type interruption struct{ sig os.Signal }
 func (e interruption) Error() string {
 	switch e.sig {
 	case os.Interrupt:
-		return "interrupted (Ctrl-C)"
+		return "by Ctrl-C"
 	case syscall.SIGTERM:
-		return "interrupted (SIGTERM: flower stop, or kill)"
+		return "by SIGTERM (flower stop, or kill)"
 	}
-	return fmt.Sprintf("interrupted (%v)", e.sig)
+	return fmt.Sprintf("by %v", e.sig)
 }
 
 func (e interruption) Is(target error) bool { return target == context.Canceled }

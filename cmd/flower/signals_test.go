@@ -85,8 +85,8 @@ func TestPersonMessage(t *testing.T) {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("step main interrupted: %w", interruption{syscall.SIGTERM}), "step main interrupted: interrupted (SIGTERM: flower stop, or kill)"},
-		{fmt.Errorf("step main interrupted: %w", interruption{os.Interrupt}), "step main interrupted: interrupted (Ctrl-C)"},
+		{fmt.Errorf("step main interrupted: %w", interruption{syscall.SIGTERM}), "step main interrupted: by SIGTERM (flower stop, or kill)"},
+		{fmt.Errorf("step main interrupted: %w", interruption{os.Interrupt}), "step main interrupted: by Ctrl-C"},
 		{fmt.Errorf("doctor: %w", context.Canceled), "doctor: interrupted"},
 		{fmt.Errorf("dial: %w", context.DeadlineExceeded), "dial: timed out"},
 	} {

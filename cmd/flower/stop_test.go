@@ -71,7 +71,7 @@ func TestStopRunningStep(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
 		t.Errorf("the stopped flower exited %v, want %d\n%s", err, exitInterrupted, flowerErr.String())
 	}
-	if strings.Contains(flowerErr.String(), "context canceled") || !strings.Contains(flowerErr.String(), "interrupted (SIGTERM: flower stop, or kill)") {
+	if strings.Contains(flowerErr.String(), "context canceled") || !strings.Contains(flowerErr.String(), "step main interrupted: by SIGTERM (flower stop, or kill)") {
 		t.Errorf("the stopped flower said:\n%s", flowerErr.String())
 	}
 	m, err := manifest.LoadBound(owner.RunDir)
