@@ -88,9 +88,11 @@ func TestStopRunningStep(t *testing.T) {
 		}
 	}
 	t.Logf("flower stop took %v", took)
-	err = run(context.Background(), []string{"flower", "stop", "-C", ws}, strings.NewReader(""), &stdout, &stderr)
-	if code := exitCode(err); code != exitFailed || !strings.Contains(err.Error(), "not running") {
-		t.Errorf("a second stop: exit %d (%v), want %d and not running", code, err, exitFailed)
+	for _, args := range [][]string{{"-C", ws}, {"--run-dir", owner.RunDir}} {
+		err = run(context.Background(), append([]string{"flower", "stop"}, args...), strings.NewReader(""), &stdout, &stderr)
+		if code := exitCode(err); code != exitFailed || !strings.Contains(err.Error(), "not running") {
+			t.Errorf("a second stop %v: exit %d (%v), want %d and not running", args, code, err, exitFailed)
+		}
 	}
 }
 
