@@ -96,6 +96,9 @@ type TurnEnded struct {
 	// (a rate_limit_event's exact reset before the result's text), and
 	// the wait the harness last announced for a 429 (RetryAfter).
 	Limit *transcript.Limit
+	// APIErrorStatus is the HTTP status of the API error that ended the
+	// turn (a 403 the harness does not retry, say); 0 for none.
+	APIErrorStatus int
 }
 
 // Ending says how a turn ended.
@@ -245,7 +248,7 @@ func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 		}
 		t.interrupting, t.limit, t.sawLimit, t.retryAfter = false, transcript.Limit{}, false, 0
 		out(TurnEnded{SessionID: t.sessionID, How: how, Text: ev.Result, Detail: firstOf(ev.TerminalReason, ev.Subtype),
-			CostUSD: ev.TotalCostUSD, Turns: ev.NumTurns, Windows: ev.Windows, Limit: lim})
+			CostUSD: ev.TotalCostUSD, Turns: ev.NumTurns, Windows: ev.Windows, Limit: lim, APIErrorStatus: ev.APIErrorStatus})
 	}
 }
 

@@ -385,7 +385,7 @@ func TestCtrlCThenContinue(t *testing.T) {
 	t.Logf("SIGINT to exit: %v; descendants %v gone", took, left)
 
 	st := loadStep(t, runDir, "main")
-	if st.Status != manifest.StatusInterrupted || st.SessionID == "" || !hasErrorText(st, "interrupted: context canceled by interrupt") {
+	if st.Status != manifest.StatusInterrupted || st.SessionID == "" || !hasErrorText(st, "interrupted: by Ctrl-C") {
 		t.Fatalf("after SIGINT: status %s session %q errors %q", st.Status, st.SessionID, st.Errors)
 	}
 	if st.NumTurns == 0 {

@@ -484,8 +484,12 @@ func TestInteractiveSignalRestoresTerminal(t *testing.T) {
 	if mode := p.ttyMode(); !rawMode(mode) {
 		t.Fatalf("the terminal is not raw while the harness runs:\n%s", mode)
 	}
-	if err := syscall.Kill(p.flowerPID(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	// flower stop sends the SIGTERM, to the step lock's holder: the
+	// interactive flower in the pane.
+	stop := exec.Command(r.flower, "stop", "-C", r.workspace)
+	if out, err := stop.CombinedOutput(); err != nil || !strings.Contains(string(out), fmt.Sprintf("flower pid %d", p.flowerPID())) ||
+		!strings.Contains(string(out), "stopped (interrupted)") || !strings.Contains(string(out), "flower continue --run-dir") {
+		t.Fatalf("flower stop: %v\n%s", err, out)
 	}
 	p.waitText("TTY-", 2*waitLimit) // the line after FLOWER-EXIT: both are on screen then
 	screen := p.capture()
@@ -619,8 +623,8 @@ func pidsWithCmdline(s string) []int {
 	return pids
 }
 
-// TestInteractiveSignalMidTurn: SIGTERM to flower while the harness runs a
-// tool ends the turn at the boundary, and the harness then exits on its own
+// TestInteractiveSignalMidTurn: SIGTERM to flower (flower stop sends it)
+// while the harness runs a tool ends the turn at the boundary, and the harness then exits on its own
 // (DESIGN.md «Signals and orphans»), rather than after the grace periods
 // at flower's hand.
 func TestInteractiveSignalMidTurn(t *testing.T) {
@@ -651,8 +655,12 @@ func TestInteractiveSignalMidTurn(t *testing.T) {
 		m, err := manifest.Load(runs[0])
 		return err == nil && len(m.Steps) == 1 && m.Steps[0].SessionID != ""
 	})
-	if err := syscall.Kill(p.flowerPID(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	// flower stop sends the SIGTERM, to the step lock's holder: the
+	// interactive flower in the pane.
+	stop := exec.Command(r.flower, "stop", "-C", r.workspace)
+	if out, err := stop.CombinedOutput(); err != nil || !strings.Contains(string(out), fmt.Sprintf("flower pid %d", p.flowerPID())) ||
+		!strings.Contains(string(out), "stopped (interrupted)") || !strings.Contains(string(out), "flower continue --run-dir") {
+		t.Fatalf("flower stop: %v\n%s", err, out)
 	}
 	p.waitText("TTY-", 2*waitLimit)
 	if screen := p.capture(); !strings.Contains(screen, "FLOWER-EXIT=130") || !strings.Contains(screen, "TTY-RESTORED") {

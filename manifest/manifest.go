@@ -37,6 +37,9 @@ const (
 	StatusFailed          = "failed"
 	StatusGenerationLimit = "generation_limit"
 	StatusInterrupted     = "interrupted"
+	// StatusAuthFailed: the API refused the credentials (401 or 403)
+	// after a retry; the step stopped, its session kept for continue.
+	StatusAuthFailed = "auth_failed"
 )
 
 // Where a step's context window figure came from.

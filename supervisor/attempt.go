@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -130,6 +131,9 @@ type attemptRun struct {
 	// model is the model the session runs, from its Init.
 	model   string
 	sawInit bool
+	// authRetries counts the harness's retries of requests the API
+	// refused as unauthenticated or forbidden (auth.go).
+	authRetries int
 	// warned: the near notice was shown in this generation (DESIGN.md «Near notice»).
 	warned bool
 
@@ -395,7 +399,7 @@ func (a *attemptRun) handle(f front.Fact) (outcome, bool) {
 	case front.Compacted:
 		return a.onCompacted(f)
 	case front.Retrying:
-		a.onRetrying(f)
+		return a.onRetrying(f)
 	case front.TurnEnded:
 		return a.onTurnEnded(f)
 	}
@@ -430,13 +434,6 @@ func (a *attemptRun) onInit(f front.Init) {
 		a.model = f.Model
 	}
 	a.rt.checkVersion(f.Version)
-}
-
-func (a *attemptRun) onRetrying(f front.Retrying) {
-	// The harness waits and asks the API again (a rate limit, an
-	// overload): the run's page marks the wait (DESIGN.md «Run page»).
-	a.log.Info("api retry", "attempt", f.Attempt, "max_retries", f.MaxRetries,
-		"retry_delay_ms", f.Delay.Milliseconds(), "error_status", f.Status, "error", f.Error)
 }
 
 func (a *attemptRun) onRound(f front.Round) (outcome, bool) {
@@ -678,6 +675,9 @@ func (a *attemptRun) workEnded(f front.TurnEnded) (outcome, bool) {
 	case f.How == front.EndedLimited:
 		// unattended: a limit is waited out in state waiting, then the same session goes on (no attempt)
 		return a.limited(f, nil, nil)
+	}
+	if f.APIErrorStatus == http.StatusUnauthorized || f.APIErrorStatus == http.StatusForbidden {
+		return a.authRefused(f.APIErrorStatus, firstNonEmpty(f.Text, f.Detail)), true
 	}
 	why := "the turn ended in an error: " + firstNonEmpty(f.Text, f.Detail)
 	if !a.sawInit {

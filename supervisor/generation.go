@@ -139,6 +139,10 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 		case outcomeLimited: // unattended: a limit past --max-wait stops the step; its session stays live for continue
 			end.err = s.limitStop(gen, out)
 			return end
+
+		case outcomeAuth: // refused credentials: no attempt would fare better
+			end.err = s.authStop(out)
+			return end
 		}
 	}
 }

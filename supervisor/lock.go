@@ -51,7 +51,7 @@ func (e *BusyError) Error() string {
 	default:
 		fmt.Fprintf(&b, "step %s in %s is being run by %s", e.Step, e.RunDir, holder)
 	}
-	fmt.Fprintf(&b, ": wait for it to finish, or stop it (Ctrl-C, or kill %s) and use flower continue", pidOr(e.PID))
+	fmt.Fprintf(&b, ": wait for it to finish, or stop it (flower stop, Ctrl-C, or kill %s) and use flower continue", pidOr(e.PID))
 	if e.RunDir != "" {
 		fmt.Fprintf(&b, " --run-dir %s", e.RunDir)
 	}
@@ -255,15 +255,42 @@ func (s *stepRun) unlock() {
 // lock), and its pid when the lock file names one. It takes nothing: a
 // lock it could take is let go at once.
 func StepHolder(runDir, step string) (pid int, running bool) {
-	f, err := os.OpenFile(lockPath(runDir, step), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	h, running := heldBy(lockPath(runDir, step))
+	return h.pid, running
+}
+
+// Owner is the flower that holds a step's lock, as its lock file names it.
+type Owner struct {
+	PID    int
+	RunDir string // "" when the file names none
+	Path   string // the lock file
+}
+
+// StepOwner reports the flower that runs step now: the holder of the
+// workspace's lock of the step when runDir is "", else of runDir's.
+// running is false when no process holds the lock. Like StepHolder it
+// takes nothing.
+func StepOwner(workspace, runDir, step string) (o Owner, running bool) {
+	path := lockPath(runDir, step)
+	if runDir == "" {
+		path = (&workbench.Workbench{Dir: workbench.DirOf(workspace)}).LockPath(step)
+	}
+	h, running := heldBy(path)
+	return Owner{PID: h.pid, RunDir: h.runDir, Path: path}, running
+}
+
+// heldBy reads the lock file at path and tries a shared lock on it, which
+// only a holder's exclusive lock refuses.
+func heldBy(path string) (h lockHolder, running bool) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return 0, false
+		return h, false
 	}
 	defer f.Close()
-	pid = parseHolder(f).pid
+	h = parseHolder(f)
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		return pid, errors.Is(err, syscall.EWOULDBLOCK)
+		return h, errors.Is(err, syscall.EWOULDBLOCK)
 	}
 	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return pid, false
+	return h, false
 }

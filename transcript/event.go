@@ -106,6 +106,7 @@ type Event struct {
 	TotalCostUSD   float64 // cumulative for the harness process
 	NumTurns       int
 	TerminalReason string
+	APIErrorStatus int            // the HTTP status of the API error that ended the turn, 0 for none
 	ContextWindow  int            // largest modelUsage[*].contextWindow
 	Windows        map[string]int // modelUsage: each model's contextWindow
 	// StopReason (above) is also set on a result: the stop_reason of the
@@ -209,6 +210,7 @@ func decodeResult(ev *Event, root gjson.Result) {
 	ev.TotalCostUSD = root.Get("total_cost_usd").Float()
 	ev.NumTurns = int(root.Get("num_turns").Int())
 	ev.TerminalReason = root.Get("terminal_reason").String()
+	ev.APIErrorStatus = int(root.Get("api_error_status").Int())
 	ev.StopReason = root.Get("stop_reason").String()
 	root.Get("modelUsage").ForEach(func(model, mu gjson.Result) bool {
 		w := int(mu.Get("contextWindow").Int())

@@ -67,9 +67,12 @@ Many machines (Temporal):
 Started by an Agent SDK application in the harness's place (its
 pathToClaudeCodeExecutable, or cli_path), flower acts as the harness; its
 settings then come from FLOWER_* environment variables (see docs/guide.md).`,
-		Flags: runFlags(),
+		Flags: append(runFlags(), versionFlag()),
 		Action: func(c *cli.Context) error {
-			if err := mistypedCommand(c); err != nil {
+			if c.Bool("version") {
+				return printVersion(c.Context, p.stdout, c.String("harness"))
+			}
+			if err := mistypedCommand(c, asTaskRun); err != nil {
 				return err
 			}
 			return runAction(c, p)
@@ -77,20 +80,18 @@ settings then come from FLOWER_* environment variables (see docs/guide.md).`,
 		// Built for this run: urfave/cli's setup rewrites a command's
 		// HelpName in place, so commands shared between runs in one
 		// process (the tests) would show "flower flower run".
-		Commands: []*cli.Command{runCommand(p), continueCommand(p), rerunCommand(p), showCommand(p), logsCommand(p), psCommand(p), uiCommand(p), demoCommand(p),
-			workerCommand(p), submitCommand(p), handoffCommand(p), doctorCommand(p), hookCommand(p), statusLineCommand(p)},
+		Commands: oneShapeOfUsageError([]*cli.Command{runCommand(p), aliased(continueCommand(p), "resume"), rerunCommand(p), stopCommand(p),
+			showCommand(p), logsCommand(p), aliased(psCommand(p), "status", "list"), uiCommand(p), demoCommand(p),
+			workerCommand(p), submitCommand(p), handoffCommand(p), doctorCommand(p), versionCommand(p), hookCommand(p), statusLineCommand(p)}),
 		Reader:               p.stdin,
 		Writer:               p.stdout,
 		ErrWriter:            p.stderr,
-		HideHelpCommand:      true,
 		EnableBashCompletion: false,
 		ExitErrHandler:       func(*cli.Context, error) {}, // main decides the exit code
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError{err}
-		},
+		OnUsageError:         flagError,
 
 		// A --workspace-root may hold a comma: no splitting of list flags.
 		DisableSliceFlagSeparator: true,
 	}
-	return app.RunContext(ctx, own)
+	return helpTopicError(app.RunContext(ctx, own))
 }

@@ -145,7 +145,7 @@ func TestReferenceHasEveryCommandAndFlag(t *testing.T) {
 		}
 		compareFlags(t, head, helpFlags(helpText(t, strings.Fields(cmd)...)), refFlags(sections, head, map[string]bool{}))
 	}
-	compareFlags(t, "flower (no command)", helpFlags(helpText(t)), refFlags(sections, "flower run", map[string]bool{}))
+	compareFlags(t, "flower (no command)", helpFlags(helpText(t)), refFlags(sections, "flower", map[string]bool{}))
 	for head := range sections {
 		if cmd, ok := strings.CutPrefix(head, "flower "); ok && !slices.Contains(commands, cmd) {
 			t.Errorf("%s has a section ### %s, but flower has no such command", referencePath, head)
@@ -158,6 +158,9 @@ func TestReferenceHasEveryCommandAndFlag(t *testing.T) {
 		}
 	}
 	for name := range listed {
+		if name == "help" && slices.ContainsFunc(helpBlock(helpText(t), "COMMANDS:"), func(l string) bool { return strings.Fields(l)[0] == "help," }) {
+			continue // urfave/cli's own, with no flags of its own to list
+		}
 		if !slices.ContainsFunc(commands, func(c string) bool { return strings.Fields(c)[0] == name }) {
 			t.Errorf("the command list of %s names flower %s, which flower does not have", referencePath, name)
 		}

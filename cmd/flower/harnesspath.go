@@ -39,7 +39,7 @@ func findHarness(flag string) (string, error) {
 	if p := cachedHarness(); isExecutable(p) {
 		return p, nil
 	}
-	return "", fmt.Errorf("%w (looked for claude on PATH and %s)", errNoHarness, cachedHarness())
+	return "", usageError{fmt.Errorf("%w (looked for claude on PATH and %s)", errNoHarness, cachedHarness())}
 }
 
 func isExecutable(p string) bool {

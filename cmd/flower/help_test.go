@@ -15,7 +15,7 @@ var defaultWord = regexp.MustCompile(`(?i)\bdefault\b`)
 // Every flag states its default at most once (a zero that means "ask the
 // harness" or "none" says so instead of "(default: 0)").
 func TestHelp(t *testing.T) {
-	for _, cmd := range []string{"", "run", "continue", "rerun", "show", "logs", "ps", "ui", "demo", "worker", "submit", "doctor"} {
+	for _, cmd := range []string{"", "run", "continue", "rerun", "show", "logs", "ps", "ui", "demo", "worker", "submit", "doctor", "stop", "version"} {
 		name := cmd
 		if name == "" {
 			name = "flower"

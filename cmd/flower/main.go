@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -65,7 +66,7 @@ func main() {
 	err := sig.wait(done)
 	if err != nil && !errors.As(err, new(exitedWith)) {
 		// Errors quote workspace files, manifests and servers' answers.
-		fmt.Fprintln(os.Stderr, "flower:", console.Escape(err.Error()))
+		fmt.Fprintln(os.Stderr, "flower:", console.Escape(personMessage(err)))
 	}
 	os.Exit(exitCode(err))
 }
@@ -126,7 +127,7 @@ func newSignals() *signals {
 func (s *signals) handle() {
 	sig := <-s.ch
 	fmt.Fprintf(os.Stderr, "\nflower: %v: finishing the current turn (again to stop at once)\n", sig)
-	s.cancel(fmt.Errorf("%w by %v", context.Canceled, sig))
+	s.cancel(interruption{sig})
 	sig = <-s.ch
 	n := s.kill()
 	fmt.Fprintf(os.Stderr, "flower: %v again: killed the harness (%d process group(s)); stopping now\n", sig, n)
@@ -150,6 +151,35 @@ func (s *signals) wait(done <-chan error) error {
 	case <-t.C:
 		return fmt.Errorf("%w; the step was still recording itself %v later", context.Cause(s.ctx), s.grace)
 	}
+}
+
+// interruption is the cause of a run cancelled by a signal: it is
+// context.Canceled to the code, and says which signal to a person.
+type interruption struct{ sig os.Signal }
+
+func (e interruption) Error() string {
+	switch e.sig {
+	case os.Interrupt:
+		return "by Ctrl-C"
+	case syscall.SIGTERM:
+		return "by SIGTERM (flower stop, or kill)"
+	}
+	return fmt.Sprintf("by %v", e.sig)
+}
+
+func (e interruption) Is(target error) bool { return target == context.Canceled }
+
+// personMessage is err as a person reads it: Go's "context canceled" of a
+// run that was cancelled says what happened instead.
+func personMessage(err error) string {
+	msg := err.Error()
+	if errors.Is(err, context.Canceled) {
+		msg = strings.ReplaceAll(msg, context.Canceled.Error(), "interrupted")
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = strings.ReplaceAll(msg, context.DeadlineExceeded.Error(), "timed out")
+	}
+	return msg
 }
 
 // secondSignalGrace is how long the step has, after a second signal killed

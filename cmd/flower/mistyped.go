@@ -8,11 +8,24 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+// habitWords are words a person types out of habit from other tools that
+// are not flower's commands, each with what to run instead (DESIGN.md
+// «Mistyped commands»). They are held one edit closer than command names:
+// a habit word of four letters or fewer must be typed exactly.
+var habitWords = []struct{ word, instead string }{
+	{"kill", "flower stop"}, {"cancel", "flower stop"}, {"abort", "flower stop"}, {"quit", "flower stop"}, {"exit", "flower stop"},
+	{"start", "flower run TASK"}, {"restart", "flower continue"},
+	{"login", "claude /login"}, {"logout", "claude /logout"}, {"auth", "claude /login"},
+	{"init", "flower doctor"}, {"setup", "flower doctor"}, {"install", "flower doctor"}, {"config", "flower doctor"}, {"configure", "flower doctor"},
+	{"update", "flower version"}, {"upgrade", "flower version"},
+	{"top", "flower ps"}, {"jobs", "flower ps"}, {"tasks", "flower ps"},
+}
+
 // mistypedCommand refuses a task that is one word close to a command name
-// (DESIGN.md «Mistyped commands»): `flower shwo` would otherwise start a
-// paid agent on the word "shwo". `flower run WORD` runs such a word as a
-// task all the same.
-func mistypedCommand(c *cli.Context) error {
+// or to a habit word (DESIGN.md «Mistyped commands»): `flower shwo` or
+// `flower kill` would otherwise start a paid agent on that word. asTask
+// says how to run such a word as a task all the same on this front.
+func mistypedCommand(c *cli.Context, asTask string) error {
 	if c.NArg() == 0 {
 		return nil
 	}
@@ -20,19 +33,35 @@ func mistypedCommand(c *cli.Context) error {
 	if word == "" || strings.IndexFunc(word, unicode.IsSpace) >= 0 || utf8.RuneCountInString(word) > 32 {
 		return nil
 	}
+	lower := strings.ToLower(word)
 	best, bestDist := "", -1
-	for _, cmd := range c.App.Commands {
-		for _, name := range append([]string{cmd.Name}, cmd.Aliases...) {
-			if d := editDistance(strings.ToLower(word), name); d <= closeEnough(name) && (bestDist < 0 || d < bestDist) {
-				best, bestDist = name, d
-			}
+	consider := func(name, suggestion string, near int) {
+		if d := editDistance(lower, name); d <= near && (bestDist < 0 || d < bestDist) {
+			best, bestDist = suggestion, d
 		}
+	}
+	for _, cmd := range c.App.Commands {
+		for _, name := range cmd.Names() {
+			if len(name) < 2 {
+				continue // help's h: every short word is near it
+			}
+			consider(name, "flower "+name, closeEnough(name))
+		}
+	}
+	for _, h := range habitWords {
+		consider(h.word, h.instead, closeEnough(h.word)-1)
 	}
 	if best == "" {
 		return nil
 	}
-	return usagef("%q is not a command: did you mean `flower %s`? To run it as a task: flower run %s", word, best, shellWord(word))
+	return usagef("%q is not a command: did you mean `%s`? To run it as a task: %s", word, best, strings.ReplaceAll(asTask, "WORD", shellWord(word)))
 }
+
+// The ways to run a mistyped-looking word as a task, by front.
+const (
+	asTaskRun    = "flower run WORD (or put it in a file: -f FILE)"
+	asTaskSubmit = "put it in a file and pass -f FILE"
+)
 
 // closeEnough is how many edits away from a command name a word may be and
 // still be taken for a typo of it: one for short names, two for longer.

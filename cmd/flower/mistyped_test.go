@@ -23,8 +23,13 @@ func TestMistypedCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct{ word, want string }{
-		{"shwo", "show"}, {"contine", "continue"}, {"lgos", "logs"}, {"dmeo", "demo"},
-		{"Show", "show"}, {"rerunn", "rerun"}, {"wroker", "worker"}, {"psx", "ps"},
+		{"shwo", "flower show"}, {"contine", "flower continue"}, {"lgos", "flower logs"}, {"dmeo", "flower demo"},
+		{"Show", "flower show"}, {"rerunn", "flower rerun"}, {"wroker", "flower worker"}, {"psx", "flower ps"},
+		// the words of habit, and typos of the new commands and aliases
+		{"kill", "flower stop"}, {"cancel", "flower stop"}, {"login", "claude /login"}, {"logout", "claude /logout"},
+		{"init", "flower doctor"}, {"config", "flower doctor"}, {"update", "flower version"}, {"Login", "claude /login"},
+		{"stpo", "flower stop"}, {"verison", "flower version"}, {"stauts", "flower status"}, {"lsit", "flower list"},
+		{"resmue", "flower resume"}, {"hepl", "flower help"},
 	} {
 		t.Run(tt.word, func(t *testing.T) {
 			var stdout, stderr strings.Builder
@@ -32,7 +37,7 @@ func TestMistypedCommand(t *testing.T) {
 			if code := exitCode(err); code != exitUsage {
 				t.Fatalf("exit %d (%v), want %d", code, err, exitUsage)
 			}
-			for _, want := range []string{"did you mean `flower " + tt.want + "`?", "flower run " + tt.word} {
+			for _, want := range []string{"did you mean `" + tt.want + "`?", "flower run " + tt.word} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q lacks %q", err, want)
 				}
@@ -45,8 +50,17 @@ func TestMistypedCommand(t *testing.T) {
 			}
 		})
 	}
+	// The interactive front takes a task too, and refuses the same words.
+	var stdout, stderr strings.Builder
+	err := run(context.Background(), []string{"flower", "-C", ws, "--harness", harness, "-i", "kill"}, strings.NewReader(""), &stdout, &stderr)
+	if code := exitCode(err); code != exitUsage || !strings.Contains(err.Error(), "did you mean `flower stop`?") {
+		t.Errorf("flower -i kill: exit %d (%v), want %d and flower stop", code, err, exitUsage)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("flower -i kill started the harness")
+	}
 	// Not typos: the harness starts (and fails, as this one does).
-	for _, task := range []string{"refactor", "show me the failing tests", "fix-it"} {
+	for _, task := range []string{"refactor", "show me the failing tests", "fix-it", "tests"} {
 		os.Remove(marker)
 		var stdout, stderr strings.Builder
 		err := run(context.Background(), []string{"flower", "-q", "-C", ws, "--harness", harness, "--max-attempts", "1", task}, strings.NewReader(""), &stdout, &stderr)

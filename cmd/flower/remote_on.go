@@ -115,6 +115,9 @@ func workerAction(c *cli.Context, p proc) error {
 }
 
 func submitAction(c *cli.Context, p proc) error {
+	if err := mistypedCommand(c, asTaskSubmit); err != nil {
+		return err
+	}
 	if err := checkSubmitFlags(c); err != nil {
 		return err
 	}

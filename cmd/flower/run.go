@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -53,11 +52,11 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "workspace", Aliases: []string{"C"}, Value: ".", Usage: "the harness's working `DIR`; the workbench is DIR/.flower"},
 		&cli.StringFlag{Name: "run-dir", Usage: "where manifest.json and the log go", DefaultText: "WORKSPACE/.flower/runs/<start time>"},
 		&cli.StringFlag{Name: "step", Value: "main", Usage: "the step's `NAME` (names the handoff file 交接-NAME.md)"},
-		&cli.IntFlag{Name: "window", EnvVars: []string{envWindow}, Usage: "the model's context window in tokens",
-			DefaultText: "what the harness reports, else guessed from the model name: 200000 for haiku, else 1000000"},
-		&cli.IntFlag{Name: "headroom", EnvVars: []string{envHeadroom}, Value: policy.DefaultHeadroom, Usage: "hand off this many tokens before the window"},
+		sizeFlag("window", []string{envWindow}, 0, "the model's context window in tokens (200000, 200K, 1M)",
+			"what the harness reports, else guessed from the model name: 200K for haiku, else 1M"),
+		sizeFlag("headroom", []string{envHeadroom}, policy.DefaultHeadroom, "hand off this many tokens before the window", ""),
 		&cli.IntFlag{Name: "max-generations", EnvVars: []string{envMaxGenerations}, Value: policy.DefaultMaxGenerations, Usage: "stop after this many sessions (the runaway brake)"},
-		&cli.IntFlag{Name: "task-carry", Value: handoff.DefaultTaskCarry, Usage: "every successor's first prompt carries up to `N` characters of the task verbatim (notes/任务-STEP.md as it is on disk; a longer task: its start and the file's path); 0: none"},
+		sizeFlag("task-carry", nil, handoff.DefaultTaskCarry, "every successor's first prompt carries up to `N` characters of the task verbatim (notes/任务-STEP.md as it is on disk; a longer task: its start and the file's path); 0: none", ""),
 		&cli.BoolFlag{Name: "no-handoff", Usage: "no generational handoff: the harness's own auto-compact works"},
 		&cli.StringFlag{Name: "compact", Usage: "the agent's compact `MODE`: auto keeps the harness's auto-compact on even with handoff"},
 		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the claude executable", DefaultText: "claude on PATH, else the copy make installed"},
@@ -275,8 +274,10 @@ func (r numberRule) check(name string, n int) error {
 // not given), else the flag.
 func (r numberRule) source(n int) string {
 	if r.env != "" {
-		if v, ok := os.LookupEnv(r.env); ok && strings.TrimSpace(v) == strconv.Itoa(n) {
-			return r.env
+		if v, ok := os.LookupEnv(r.env); ok {
+			if m, err := parseSize(v); err == nil && m == n {
+				return r.env
+			}
 		}
 	}
 	return "--" + r.flag
@@ -290,9 +291,9 @@ func envNumber(r numberRule, env func(string) string) (n int, ok bool, err error
 	if v == "" {
 		return 0, false, nil
 	}
-	n, err = strconv.Atoi(v)
+	n, err = parseSize(v)
 	if err != nil {
-		return 0, false, usagef("%s=%q: want a whole number, at least %d (unset it for the default)", r.env, v, r.min)
+		return 0, false, usagef("%s=%q: want a whole number (200000, 200K, 1M), at least %d (unset it for the default)", r.env, v, r.min)
 	}
 	if err := r.check(r.env, n); err != nil {
 		return 0, false, err

@@ -29,7 +29,7 @@ func TestRunUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown flag", []string{"--bogus", "x"}, "flag provided but not defined"},
+		{"unknown flag", []string{"--bogus", "x"}, "unknown flag --bogus (see flower --help)"},
 		{"two tasks", []string{"a", "b"}, "harness arguments go after --"},
 		{"task and file", []string{"-f", task, "x"}, "not both"},
 		{"unreadable task file", []string{"-f", filepath.Join(ws, "missing.md")}, "missing.md"},

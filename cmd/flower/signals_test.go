@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 	"testing"
@@ -73,5 +74,27 @@ func TestSecondSignalLetsTheRunFinish(t *testing.T) {
 	s.ch <- os.Interrupt
 	if err := s.wait(done); err == nil || err.Error() != "step recorded" {
 		t.Errorf("wait = %v, want the run's own result", err)
+	}
+}
+
+// A person never reads Go's "context canceled": a signal's cancel says
+// which signal, and any other cancel or timeout says what happened; the
+// exit code is still 130 for a cancel.
+func TestPersonMessage(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("step main interrupted: %w", interruption{syscall.SIGTERM}), "step main interrupted: by SIGTERM (flower stop, or kill)"},
+		{fmt.Errorf("step main interrupted: %w", interruption{os.Interrupt}), "step main interrupted: by Ctrl-C"},
+		{fmt.Errorf("doctor: %w", context.Canceled), "doctor: interrupted"},
+		{fmt.Errorf("dial: %w", context.DeadlineExceeded), "dial: timed out"},
+	} {
+		if got := personMessage(tt.err); got != tt.want {
+			t.Errorf("personMessage(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+	if code := exitCode(fmt.Errorf("step: %w", interruption{syscall.SIGTERM})); code != exitInterrupted {
+		t.Errorf("a signal's cancel exits %d, want %d", code, exitInterrupted)
 	}
 }

@@ -24,6 +24,7 @@ const (
 	exitBudget    = 4 // --max-budget-usd reached; the handoff is written
 	exitDeadline  = 5 // --max-duration reached; the handoff is written
 	exitLimitWait = 6 // a rate or usage limit lasts past --max-wait; the session is live
+	exitAuth      = 7 // the API refused the credentials (401/403) after a retry
 )
 
 // stopCode is the exit code of a step a bound stopped; ok false for any
@@ -40,6 +41,8 @@ func stopCode(err error) (int, bool) {
 		return exitDeadline, true
 	case manifest.StatusLimited:
 		return exitLimitWait, true
+	case manifest.StatusAuthFailed:
+		return exitAuth, true
 	}
 	return exitFailed, true
 }

@@ -1,0 +1,23 @@
+//go:build temporal
+
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// flower submit refuses a one-word task that is a command or near one, as
+// the bare command line does, before any server is dialled (nothing listens
+// at the address given).
+func TestSubmitMistypedCommand(t *testing.T) {
+	for _, word := range []string{"kill", "stop", "version", "shwo"} {
+		var stdout, stderr strings.Builder
+		err := run(context.Background(), []string{"flower", "submit", "--temporal", "127.0.0.1:1", "--task-queue", "q", "-C", t.TempDir(), word},
+			strings.NewReader(""), &stdout, &stderr)
+		if code := exitCode(err); code != exitUsage || !strings.Contains(err.Error(), "did you mean") || !strings.Contains(err.Error(), "-f FILE") {
+			t.Errorf("submit %s: exit %d (%v), want %d with did you mean and -f FILE", word, code, err, exitUsage)
+		}
+	}
+}

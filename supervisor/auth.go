@@ -1,0 +1,67 @@
+package supervisor
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/flowerhq/flower/envinject"
+	"github.com/flowerhq/flower/front"
+	"github.com/flowerhq/flower/manifest"
+)
+
+// authRetriesAllowed is how many of the harness's retries of a request the
+// API refused as unauthenticated (401) or forbidden (403) flower lets run:
+// one, for a login token the harness refreshes before it asks again
+// (DESIGN.md «Rejected credentials»). The next such retry ends the step.
+const authRetriesAllowed = 1
+
+// outcomeAuth: the API refuses the credentials; the step stops at once,
+// and no new attempt follows (it would be refused the same).
+const outcomeAuth outcomeKind = 101
+
+// onRetrying notes the harness's wait to ask the API again (the run's page
+// marks it, DESIGN.md «Run page»), and ends the attempt when the API keeps
+// refusing the credentials.
+func (a *attemptRun) onRetrying(f front.Retrying) (outcome, bool) {
+	a.log.Info("api retry", "attempt", f.Attempt, "max_retries", f.MaxRetries,
+		"retry_delay_ms", f.Delay.Milliseconds(), "error_status", f.Status, "error", f.Error)
+	if f.Status != http.StatusUnauthorized && f.Status != http.StatusForbidden {
+		return outcome{}, false
+	}
+	if a.authRetries++; a.authRetries <= authRetriesAllowed {
+		return outcome{}, false
+	}
+	_ = a.p.Cancel() // out of its wait before the next retry, so that it exits at once
+	return a.authRefused(f.Status, f.Error+", after a retry"), true
+}
+
+// authRefused is the outcome of an attempt whose credentials the API
+// refused with status, as detail says; a turn the harness ended on a 401
+// or 403 without retrying (it does not retry a 403) comes here at once.
+func (a *attemptRun) authRefused(status int, detail string) outcome {
+	why := fmt.Sprintf("the API refused the credentials (HTTP %d: %s): %s", status, detail, credentialFix(a.rt.env))
+	a.log.Warn("credentials refused: stopping the step", "error_status", status, "retries", a.authRetries)
+	return outcome{kind: outcomeAuth, why: why, sessionID: a.meter.SessionID}
+}
+
+// credentialFix names what to fix: the credential variables the harness
+// has, masked, or its login.
+func credentialFix(env []string) string {
+	creds := envinject.AuthFrom(env).Credentials
+	if len(creds) == 0 {
+		return "log in again with `claude /login`, or set ANTHROPIC_API_KEY"
+	}
+	names := make([]string, len(creds))
+	for i, c := range creds {
+		names[i] = c.Name + " (" + c.Masked + ")"
+	}
+	return "check " + strings.Join(names, " and ") + ", or unset it to use `claude /login`"
+}
+
+// authStop ends the step the API refused: recorded as auth_failed with
+// the reason, the session kept for flower continue once the credentials
+// are fixed.
+func (s *stepRun) authStop(out outcome) error {
+	return s.stop(manifest.StatusAuthFailed, out.why)
+}
