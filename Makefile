@@ -63,7 +63,8 @@ unit:
 tidy:
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy" >&2; $(GO) mod tidy -diff; exit 1; }
 
-# The timeout is a hang guard: ./integration took 14.5 minutes under -race
+# The tests of flower-temporal's own commands (-tags temporal) run after the
+# rest. The timeout is a hang guard: ./integration took 14.5 minutes under -race
 # with the load average near 9 on two cores (both fronts of the campaign and
 # of the guarantees table run on the real harness).
 test: tidy build tools darwin
@@ -74,7 +75,8 @@ test: tidy build tools darwin
 	  FLOWER_TEMPORAL_CLI="$$(scripts/install-temporal.sh)" && export FLOWER_TEMPORAL_CLI && \
 	  echo "temporal: $$FLOWER_TEMPORAL_CLI ($$("$$FLOWER_TEMPORAL_CLI" --version))" && \
 	  $(GO) vet ./... && $(GO) vet -tags temporal ./cmd/flower && \
-	  $(GO) test -race -count=1 -timeout 30m ./...
+	  $(GO) test -race -count=1 -timeout 30m ./... && \
+	  $(GO) test -race -count=1 -tags temporal -run 'TestSubmit|TestStepError' ./cmd/flower
 
 # flower builds and vets for macOS (both kinds of Mac), whose platform parts
 # sit behind build tags; nothing here runs it there (docs/guide.md «Platforms»).

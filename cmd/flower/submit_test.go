@@ -6,6 +6,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/supervisor"
 )
 
 // flower submit refuses a one-word task that is a command or near one, as
@@ -18,6 +23,21 @@ func TestSubmitMistypedCommand(t *testing.T) {
 			strings.NewReader(""), &stdout, &stderr)
 		if code := exitCode(err); code != exitUsage || !strings.Contains(err.Error(), "did you mean") || !strings.Contains(err.Error(), "-f FILE") {
 			t.Errorf("submit %s: exit %d (%v), want %d with did you mean and -f FILE", word, code, err, exitUsage)
+		}
+	}
+}
+
+// A remote step that a bound or a refused key ended exits with the code a
+// local run of it would (docs/reference.md «Exit codes»).
+func TestStepErrorExitCodes(t *testing.T) {
+	for status, want := range map[string]int{
+		manifest.StatusBudget: exitBudget, manifest.StatusDeadline: exitDeadline,
+		manifest.StatusLimited: exitLimitWait, manifest.StatusAuthFailed: exitAuth,
+		supervisor.EndFailed: exitFailed,
+	} {
+		err := stepError("main", temporal.NewNonRetryableApplicationError("step main: "+status, status, nil))
+		if got := exitCode(err); got != want {
+			t.Errorf("a remote step ended %s exits %d (%v), want %d", status, got, err, want)
 		}
 	}
 }
