@@ -163,6 +163,7 @@ func Post(dir string, r Request) (string, error) {
 		_ = box.Remove(tmp)
 		return "", fmt.Errorf("write request: %w", werr)
 	}
+	posted(dir)
 	return name, nil
 }
 

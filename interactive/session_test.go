@@ -53,7 +53,11 @@ func launch(t *testing.T, sc fakeScript, prompt string, opts Options) *facing {
 	}
 	fc.sess = sess
 	go func() {
-		for f := range sess.Facts() {
+		for {
+			f, err := sess.Next(context.Background())
+			if err != nil {
+				break
+			}
 			fc.mu.Lock()
 			fc.facts = append(fc.facts, f)
 			fc.mu.Unlock()

@@ -298,7 +298,6 @@ func (r *Relay) Launch(ctx context.Context, spec front.Spec) (front.Session, err
 		log = r.log
 	}
 	s := newSession(ctx, r, p, spec, kind, log)
-	go s.pump()
 
 	r.mu.Lock()
 	var replay []json.RawMessage

@@ -70,7 +70,7 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 	rt.emit(Event{Kind: KindGeneration, Step: s.st.Name, Generation: gen.N, SessionID: l.resume,
 		Window: rt.policy.Window, At: rt.policy.At(), WarnAt: rt.policy.WarnAt()})
 
-	a := &attemptRun{stepRun: s, ctx: ctx, gen: gen, p: sess, log: log, fresh: l.resume == ""}
+	a := &attemptRun{stepRun: s, ctx: ctx, gen: gen, p: sess, pull: newPuller(sess), log: log, fresh: l.resume == ""}
 	a.meter.SessionID = l.resume
 	defer a.finish() // stops the harness; records skipped output lines
 	// DESIGN.md «Futile guard»: the run's measured floor judges a fresh
@@ -119,6 +119,7 @@ type attemptRun struct {
 	ctx   context.Context
 	gen   *manifest.Generation
 	p     front.Session
+	pull  *puller // p's facts, one decided before the next (pull.go)
 	log   *slog.Logger
 	meter meter
 	// state is the attempt's state (state.go): what runs, with its data
@@ -182,14 +183,14 @@ func (a *attemptRun) futileAt(start int, when string) (outcome, bool) {
 func (a *attemptRun) follow(ctx context.Context) outcome {
 	for {
 		select {
-		case f, ok := <-a.p.Facts():
+		case x := <-a.pull.C():
+			f, ok := a.pull.got(x)
 			if !ok {
 				return a.exited()
 			}
 			if out, end := a.handle(f); end {
 				return out
 			}
-			a.handled()
 		case ans := <-a.probing:
 			if out, end := a.probed(ans); end {
 				return out
@@ -225,14 +226,6 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 	}
 }
 
-// handled tells a front that must know that the engine has had its say on
-// a fact (front.Acknowledger).
-func (a *attemptRun) handled() {
-	if ack, ok := a.p.(front.Acknowledger); ok {
-		ack.Handled()
-	}
-}
-
 // successorDue fires when the writing state's successor is to start.
 func (a *attemptRun) successorDue() <-chan time.Time {
 	if w, ok := a.state.(*writing); ok {
@@ -257,20 +250,18 @@ func (a *attemptRun) expired() (outcome, bool) {
 	return a.fail(fmt.Sprintf("turn exceeded the turn timeout of %v", rt.opts.TurnTimeout)), true
 }
 
-// fold handles the facts the front has delivered already.
+// fold handles the facts the front has already, without waiting for more.
 func (a *attemptRun) fold() (outcome, bool) {
 	for {
-		select {
-		case f, ok := <-a.p.Facts():
-			if !ok {
+		f, ok := a.pull.ready()
+		if !ok {
+			if a.pull.eof {
 				return a.exited(), true
 			}
-			if out, end := a.handle(f); end {
-				return out, true
-			}
-			a.handled()
-		default:
 			return outcome{}, false
+		}
+		if out, end := a.handle(f); end {
+			return out, true
 		}
 	}
 }
@@ -308,8 +299,8 @@ func (a *attemptRun) exitWhy() string {
 	defer dl.stop()
 	for {
 		select {
-		case _, ok := <-a.p.Facts():
-			if !ok {
+		case x := <-a.pull.C():
+			if _, ok := a.pull.got(x); !ok {
 				return a.p.Exit().Why
 			}
 		case <-dl.C():

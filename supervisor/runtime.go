@@ -120,6 +120,10 @@ type Options struct {
 	// Clock runs every timer and deadline of the engine (the machine's
 	// when nil; DESIGN.md «Engine states»).
 	Clock Clock
+	// InboxPostsOnly: the step's inbox hears only the requests this
+	// process posts (inbox.Watch without files), for tests on a fake
+	// clock, beside which a file watch cannot run.
+	InboxPostsOnly bool
 
 	// unattended: the step's bounds and the limit wait (DESIGN.md «Unattended: limits, budget, deadline»).
 	// MaxBudgetUSD bounds the step's cost (every generation, retry and
@@ -421,10 +425,10 @@ type stepRun struct {
 	// file, the task file), each with why (DESIGN.md «Durable or loud»).
 	lost []string
 	// The step's inbox (inbox.go): its directory, the requests read from
-	// it, and what stops the reading.
-	inboxDir  string
-	requests  chan inbox.Request
-	inboxStop chan struct{}
+	// it, and what hears them.
+	inboxDir string
+	requests <-chan inbox.Request
+	inbox    *inbox.Watcher
 	// vouched: notes files used on the person's word before the step
 	// was known, for its errors (territory.go).
 	vouched []string
