@@ -235,10 +235,10 @@ func TestMemGuarantees(t *testing.T) {
 }
 
 // memWatchdog turns a stuck engine into a failure with every goroutine's
-// stack (a timer of the fake clock, no wait of real time). The step's inbox
-// is read on the clock, so a bubble whose engine
-// waits for something that never comes is never idle: synctest cannot call
-// it a deadlock, and the fake clock runs on. Two hours on it is far past
+// stack (a timer of the fake clock, no wait of real time). An engine that
+// waits for something that never comes and holds no timer of its own
+// leaves the bubble idle, which synctest reports; one whose state holds a
+// long timer lets the fake clock run on to it. Two hours on it is far past
 // any row (the longest, the turn timeout, takes a minute and a half) and
 // about a second of real time.
 func memWatchdog() *time.Timer {
