@@ -290,23 +290,36 @@ func memGuaranteeTable() []memGuarantee {
 		{"one generation run starts no successor early", memGenerationNotEarly},
 		{"turn timeout", memTurnTimeout},
 		{"handoff now", memHandoffNow},
-		{"person-driven front", memPersonDriven},
-		{"window moved under an idle session: writes at once", memIdleWindow},
+		{"a person types the turns (the harness's own screen)", func(t *testing.T) { memPersonDriven(t, personTypes) }},
+		{"window moved under an idle session: writes at once", func(t *testing.T) { memIdleWindow(t, personTypes) }},
+		{"application-driven front (the relay's)", func(t *testing.T) { memPersonDriven(t, applicationSends) }},
+		{"application-driven: window moved under an idle session", func(t *testing.T) { memIdleWindow(t, applicationSends) }},
 	}, memUnattendedRows()...)
 }
 
-// memIdleWindow: on a person-driven front, the harness's window comes back
-// only after the person's turn ended, and puts its last round past the
+// personTypes gives the in-memory front the capabilities of the harness's
+// own screen (package interactive): a person types the turns, and no
+// harness starts before its first prompt.
+func personTypes(l *fronttest.Launcher) { l.PersonTypes, l.Late = true, true }
+
+// applicationSends gives it the relay's (package relay): an application
+// sends the turns, and no harness starts before its first prompt.
+func applicationSends(l *fronttest.Launcher) { l.Outside, l.Late = true, true }
+
+// memIdleWindow: on a front whose turns someone else starts (caps: a
+// person at the harness's own screen, or an application through the
+// relay), the harness's window comes back only after their turn ended,
+// and puts its last round past the
 // threshold. No turn runs to be cut: the engine's idle state has the
 // session write its handoff at once, and no interrupt is sent (DESIGN.md
 // «Engine states»).
-func memIdleWindow(t *testing.T) {
+func memIdleWindow(t *testing.T, caps func(*fronttest.Launcher)) {
 	env := []string{"ANTHROPIC_MODEL=claude-sonnet-4-5"}
 	last := memDone(20_000)
 	last.PersonExits = true
 	r := newMemRun(t, [][]fronttest.Round{{memTool(100_000, "echo one >> work.txt"), memDone(160_000)}, {last}}, memHandoff)
 	r.front.ModelName = "claude-sonnet-4-5"
-	r.front.PersonTypes, r.front.Late = true, true
+	caps(r.front)
 	// The answer comes long after the turn (two rounds and a 1 s tool),
 	// and no turn's result reports a window.
 	r.front.ProbeTook, r.front.ResultWindow = 5*time.Second, 0
@@ -921,19 +934,19 @@ func memHandoffNow(t *testing.T) {
 	r.checkLineage(st)
 }
 
-// memPersonDriven: on a front a person types into that cannot start a
-// harness early (the harness's own screen), a turn's end is not the
-// step's end: the person's next turn runs in the same generation, the
-// threshold hands off as anywhere, the successor is launched with its
-// first prompt, and the person's orderly exit ends the step (DESIGN.md
-// «Fronts»).
-func memPersonDriven(t *testing.T) {
+// memPersonDriven: on a front whose turns someone else starts and that
+// cannot start a harness early (caps: a person at the harness's own
+// screen, or an application through the relay), a turn's end is not the
+// step's end: their next turn runs in the same generation, the threshold
+// hands off as anywhere, the successor is launched with its first prompt,
+// and their orderly end of the harness ends the step (DESIGN.md «Fronts»).
+func memPersonDriven(t *testing.T, caps func(*fronttest.Launcher)) {
 	first := memDone(100_000)
 	first.PersonNext = "PERSON-TURN-MARK: now the second part"
 	last := memDone(20_000)
 	last.PersonExits = true
 	r := newMemRun(t, [][]fronttest.Round{{first, memTool(155_000, "echo two >> work.txt")}, {last}}, memHandoff)
-	r.front.PersonTypes, r.front.Late = true, true
+	caps(r.front)
 	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
 		t.Fatalf("RunStep: %v", err)
 	}

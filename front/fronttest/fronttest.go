@@ -105,8 +105,8 @@ type Round struct {
 	// status 3). Hang: it never answers, ignoring interrupts, until it
 	// is stopped.
 	Crash, Hang bool
-	// What the person at a harness a person types into (Launcher.PersonTypes)
-	// does once this round has ended its turn: types PersonNext as the
+	// What the person at a harness a person types into (Launcher.PersonTypes),
+	// or the application that sends the turns (Launcher.Outside), does once this round has ended its turn: types PersonNext as the
 	// next turn, or, with PersonExits, ends the harness in an orderly way.
 	PersonNext  string
 	PersonExits bool
@@ -157,9 +157,11 @@ type Launcher struct {
 	ModelName string
 	// Late: the front cannot start a harness before its first prompt
 	// (Capabilities.StartEarly is false). PersonTypes: a person types the
-	// turns (Capabilities.OutsideTurns and PersonTypes). NoResume: the
-	// front cannot resume a session (Capabilities.Resumes is false).
-	Late, PersonTypes, NoResume bool
+	// turns (Capabilities.OutsideTurns and PersonTypes), as at the
+	// harness's own screen. Outside: an application sends the turns
+	// (Capabilities.OutsideTurns alone), as through the relay. NoResume:
+	// the front cannot resume a session (Capabilities.Resumes is false).
+	Late, PersonTypes, Outside, NoResume bool
 
 	mu       sync.Mutex
 	modelMu  sync.Mutex
@@ -181,7 +183,7 @@ var (
 
 // Capabilities implements front.Launcher.
 func (l *Launcher) Capabilities() front.Capabilities {
-	return front.Capabilities{StartEarly: !l.Late, OutsideTurns: l.PersonTypes, PersonTypes: l.PersonTypes, Resumes: !l.NoResume}
+	return front.Capabilities{StartEarly: !l.Late, OutsideTurns: l.PersonTypes || l.Outside, PersonTypes: l.PersonTypes, Resumes: !l.NoResume}
 }
 
 // Launch starts a scripted harness for s. A spec that resumes a session
@@ -320,7 +322,9 @@ type session struct {
 	killOnce sync.Once
 	done     chan struct{}
 
-	// Owned by run until done is closed.
+	// Owned by run until done is closed. outside is the last prompt the
+	// person or the application sent (Round.PersonNext).
+	outside string
 	exit    front.Exit
 	cost    float64
 	context int
@@ -509,6 +513,7 @@ func (s *session) run(ctx context.Context) {
 			s.exit.ByPerson, s.exit.Why = true, "the person ended the harness"
 			return
 		case last.PersonNext != "":
+			s.outside = last.PersonNext
 			_ = s.Send(front.Turn{Kind: front.TurnWork, Prompt: last.PersonNext})
 		}
 	}
@@ -575,9 +580,10 @@ func (s *session) turn(t front.Turn) (last Round) {
 	l.mu.Unlock()
 	sid := p.session
 	s.emit(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "model": s.model(), "claude_code_version": "2.1.328"})
-	if l.PersonTypes {
+	if l.PersonTypes || (l.Outside && prompt == s.outside) {
 		// The harness's own screen shows what the person typed (its
-		// transcript file has the line); a stream-json harness does not.
+		// transcript file has the line), and the relay tells of what the
+		// application sent; a stream-json harness does not.
 		s.emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
 			"message": map[string]any{"role": "user", "content": prompt}})
 	}
