@@ -150,7 +150,7 @@ type Exit struct {
 
 // Prober is a Session that can report the harness's view of its context
 // (the get_context_usage control request, read by transcript.ContextUsageOf):
-// window, start-up floor, and whether auto-compact is on. Unlike the Session's other methods, Probe is
+// window, start-up floor, and whether auto-compact is on. Like Next, Probe is
 // called from a goroutine of its own while the engine goes on using the
 // session: the engine asks beside a running turn, never before the first
 // prompt (DESIGN.md «Window from the harness»).

@@ -369,7 +369,7 @@ func (s *session) nudge() {
 func (s *session) emit(facts []front.Fact) { s.feed.Add(facts...) }
 
 // follow watches the harness and its files until the harness is gone, then
-// reads the transcript to its end and closes Facts.
+// reads the transcript to its end; Next then returns io.EOF.
 func (s *session) follow() {
 	defer close(s.done)
 	defer s.feed.Close()

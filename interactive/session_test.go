@@ -339,7 +339,7 @@ func TestSessionFollowsClear(t *testing.T) {
 
 // TestSessionEndAfterTurnWaitsForTheTurn: EndAfterTurn during a running
 // turn types the exit keys only once the turn is over (the Esc of Cancel
-// ends it here); the harness then exits in order and Facts closes.
+// ends it here); the harness then exits in order and Next returns io.EOF.
 func TestSessionEndAfterTurnWaitsForTheTurn(t *testing.T) {
 	t.Parallel()
 	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000, Tool: true}}}, "go on", Options{})

@@ -20,7 +20,8 @@ import (
 )
 
 // These tests drive the relay's sessions through the seam as the engine
-// does (Facts, Handled, Cut, Send of a turn kind, Cancel, Stop) against the
+// does (Next, which says the fact before is handled, Cut, Send of a turn
+// kind, Cancel, Stop) against the
 // scripted harness of main_test.go; the engine itself drives the relay in
 // relay_test.go and integration/sdk.
 
@@ -310,7 +311,7 @@ func TestTurnFactsWaitForTheEngine(t *testing.T) {
 	if r := e.got[4].(front.Round); r.Context != 1200 || !r.MainThread || r.Text != "working" {
 		t.Errorf("round %+v", r)
 	}
-	// The engine has not had its say on the turn's end: its result waits.
+	// The engine has not decided on the turn's end (asked past it): its result waits.
 	g.out.wait(t, "assistant line", func(l gjson.Result) bool { return l.Get("type").String() == "assistant" })
 	if lines, _ := g.out.snapshot(); count(lines, isResult) != 0 {
 		t.Fatalf("the result reached the application before the engine handled the turn's end: %v", lines)
