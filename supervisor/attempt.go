@@ -312,7 +312,7 @@ func (a *attemptRun) exitWhy() string {
 // died handles a harness that is gone. Mid-handoff, the handoff degrades
 // (the session cannot write any more); otherwise the attempt failed.
 func (a *attemptRun) died(why string) outcome {
-	if w, ok := a.state.(*waiting); ok && w.cut == nil && w.w == nil {
+	if w, ok := a.state.(*waiting); ok && !w.then.handoffUnderWay() {
 		// unattended: a harness that exits while a work turn's limit is waited out failed like any other; the retry resumes the session
 		return a.fail(why)
 	}
@@ -334,11 +334,8 @@ func (a *attemptRun) cutOf() cutAt {
 	case *writing:
 		return s.at
 	case *waiting:
-		switch {
-		case s.cut != nil:
-			return *s.cut
-		case s.w != nil:
-			return s.w.at
+		if s.then.handoffUnderWay() {
+			return s.then.at
 		}
 	}
 	return cutAt{reason: manifest.ReasonThreshold, context: a.meter.Context}
@@ -499,7 +496,7 @@ func (a *attemptRun) onCompacted(f front.Compacted) (outcome, bool) {
 	if !f.Boundary {
 		return a.compaction(`"Autocompact is thrashing"`)
 	}
-	a.st.AddCompaction(manifest.Compaction{At: a.rt.opts.Now(), Trigger: f.Trigger, PreTokens: f.PreTokens, PostTokens: f.PostTokens})
+	a.st.AddCompaction(manifest.Compaction{At: a.rt.clock.Now(), Trigger: f.Trigger, PreTokens: f.PreTokens, PostTokens: f.PostTokens})
 	a.rt.save(a.st)
 	a.log.Warn("the harness compacted its context", "trigger", f.Trigger, "pre_tokens", f.PreTokens, "post_tokens", f.PostTokens)
 	return a.compaction("a compact_boundary line")
@@ -610,8 +607,8 @@ func (a *attemptRun) judge() (outcome, bool) {
 func (a *attemptRun) handoffDue(at cutAt) (outcome, bool) {
 	if w, ok := a.state.(*waiting); ok {
 		// unattended: no turn runs while a limit is waited out; the writing turn starts once it lifts
-		if w.cut == nil && w.w == nil {
-			w.cut = &at
+		if !w.then.handoffUnderWay() {
+			w.then = afterLimit{resumes: resumeWriting, at: at}
 		}
 		return outcome{}, false
 	}
@@ -668,7 +665,7 @@ func (a *attemptRun) workEnded(f front.TurnEnded) (outcome, bool) {
 		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
 	case f.How == front.EndedLimited:
 		// unattended: a limit is waited out in state waiting, then the same session goes on (no attempt)
-		return a.limited(f, nil, nil)
+		return a.limited(f, afterLimit{resumes: resumeWork})
 	}
 	why := "the turn ended in an error: " + firstNonEmpty(f.Text, f.Detail)
 	if !a.sawInit {
@@ -692,8 +689,7 @@ func (a *attemptRun) cutEnded(s *cutting, f front.TurnEnded) (outcome, bool) {
 	case f.How == front.EndedLimited && !a.rt.caps.OutsideTurns:
 		// unattended: the cut turn met a limit; its writing turn starts once the limit lifts
 		a.rt.save(a.st)
-		at := s.at
-		return a.limited(f, &at, nil)
+		return a.limited(f, afterLimit{resumes: resumeWriting, at: s.at})
 	case f.How == front.EndedOnOwn && !a.rt.caps.OutsideTurns:
 		// The round over the threshold was the agent's last reply: the
 		// agent is done, and there is nothing to hand off (DESIGN.md «The cut»).
@@ -720,7 +716,7 @@ func (a *attemptRun) writingEnded(w *writing, f front.TurnEnded) (outcome, bool)
 	}
 	if f.How == front.EndedLimited && !a.rt.caps.OutsideTurns {
 		// unattended: the writing turn met a limit; it is asked again once the limit lifts, so the handoff is not degraded for it
-		return a.limited(f, nil, w)
+		return a.limited(f, afterLimit{resumes: resumeWritingAgain, at: w.at, w: w})
 	}
 	h := handoffwriter.Parse(w.doc.String())
 	if h.Complete() {
@@ -780,7 +776,7 @@ func (a *attemptRun) handoff(at cutAt, h handoffwriter.Handoff, why string) outc
 		out.writeOutcome = manifest.OutcomeWritten
 	}
 	if w != nil {
-		out.writingSeconds = a.rt.opts.Now().Sub(w.started).Seconds()
+		out.writingSeconds = a.rt.clock.Now().Sub(w.started).Seconds()
 		out.writingCost = a.meter.CostUSD - w.cost0
 	}
 	return out
@@ -795,7 +791,7 @@ func (a *attemptRun) writingPrompt(at cutAt) string {
 // once, with no turn to cut).
 func (a *attemptRun) startWriting(at cutAt) (outcome, bool) {
 	rt := a.rt
-	w := &writing{at: at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: rt.opts.Now(), cost0: a.meter.CostUSD}
+	w := &writing{at: at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: rt.clock.Now(), cost0: a.meter.CostUSD}
 	a.enter(w)
 	e := a.event(KindHandoff)
 	e.Phase = PhaseWriting

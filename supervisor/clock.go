@@ -22,15 +22,10 @@ type Timer interface {
 	Stop() bool
 }
 
-// wallClock is the machine's clock; now, when set, is Options.Now.
-type wallClock struct{ now func() time.Time }
+// wallClock is the machine's clock.
+type wallClock struct{}
 
-func (c wallClock) Now() time.Time {
-	if c.now != nil {
-		return c.now()
-	}
-	return time.Now()
-}
+func (wallClock) Now() time.Time { return time.Now() }
 
 func (wallClock) NewTimer(d time.Duration) Timer { return wallTimer{time.NewTimer(d)} }
 

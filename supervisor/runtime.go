@@ -114,11 +114,9 @@ type Options struct {
 	// first prompt carries verbatim next to the handoff: 0 means
 	// handoff.DefaultTaskCarry, a negative value carries nothing.
 	TaskCarry int
-	// Now is the time of day (time.Now when nil), for records; Clock,
-	// when set, replaces it.
-	Now func() time.Time
-	// Clock runs every timer and deadline of the engine (the machine's
-	// when nil; DESIGN.md «Engine states»).
+	// Clock is the engine's one time: every timer and deadline, and the
+	// time of day its records carry (the machine's when nil; DESIGN.md
+	// «Engine states»).
 	Clock Clock
 	// InboxPostsOnly: the step's inbox hears only the requests this
 	// process posts (inbox.Watch without files), for tests on a fake
@@ -195,9 +193,8 @@ func New(opts Options) (*Runtime, error) {
 		return nil, ErrNoHarness
 	}
 	if opts.Clock == nil {
-		opts.Clock = wallClock{now: opts.Now}
+		opts.Clock = wallClock{}
 	}
-	opts.Now = opts.Clock.Now
 	if opts.Front == nil {
 		opts.Front = Headless{}
 	}
@@ -270,7 +267,7 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if opts.RunDir == "" {
 		// A run dir of its own, made now (DESIGN.md «One step, one owner»).
-		if opts.RunDir, err = workbench.NewRunDir(workbench.RunsDir(opts.WorkbenchDir), opts.Now()); err != nil {
+		if opts.RunDir, err = workbench.NewRunDir(workbench.RunsDir(opts.WorkbenchDir), opts.Clock.Now()); err != nil {
 			return nil, err
 		}
 		rt.opts.RunDir = opts.RunDir
@@ -278,7 +275,7 @@ func New(opts Options) (*Runtime, error) {
 	if m, err := manifest.LoadBound(opts.RunDir); err == nil {
 		rt.m = m
 	} else if errors.Is(err, os.ErrNotExist) {
-		rt.m = manifest.New(opts.RunDir, ws, opts.Now())
+		rt.m = manifest.New(opts.RunDir, ws, opts.Clock.Now())
 	} else {
 		return nil, err
 	}
@@ -390,7 +387,7 @@ func (rt *Runtime) RunStepResuming(ctx context.Context, name, task, session stri
 		return nil, err
 	}
 	defer s.unlock()
-	s.st = rt.m.EnsureStep(name, task, rt.opts.Now())
+	s.st = rt.m.EnsureStep(name, task, rt.clock.Now())
 	s.st.Task = task
 	l := launch{prompt: task, resume: session, newGeneration: true, fallback: s.taskFallback}
 	if session == "" {
@@ -442,7 +439,7 @@ type stepRun struct {
 // begin marks the step running under this Runtime's settings.
 func (s *stepRun) begin() {
 	rt, st := s.rt, s.st
-	now := rt.opts.Now()
+	now := rt.clock.Now()
 	st.Status = manifest.StatusRunning
 	st.Window = rt.policy.Window
 	st.WindowSource = rt.windowSource
@@ -512,7 +509,7 @@ func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, erro
 func (s *stepRun) books() handoff.Books {
 	rt := s.rt
 	return handoff.Books{Step: s.st, Policy: rt.policy, WindowSource: rt.windowSource, Workbench: rt.wb,
-		Now: rt.opts.Now, Save: func() { rt.save(s.st) }, Log: s.log, Failed: s.lose,
+		Now: rt.clock.Now, Save: func() { rt.save(s.st) }, Log: s.log, Failed: s.lose,
 		TaskCarry: rt.opts.TaskCarry, ManifestPath: manifest.Path(rt.opts.RunDir)}
 }
 
