@@ -53,8 +53,8 @@ func Watch(dir string, since time.Time, files bool, log *slog.Logger) (*Watcher,
 	return w, nil
 }
 
-// Requests is where the requests heard come, each once, in the order
-// found; each stays in the inbox until Done.
+// Requests is where the requests heard come, each once, oldest first
+// among those found together; each stays in the inbox until Done.
 func (w *Watcher) Requests() <-chan Request { return w.out }
 
 // Close stops hearing the inbox; Requests is not closed.
