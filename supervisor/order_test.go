@@ -24,7 +24,9 @@ import (
 // the engine asks for it, is then the cut turn's interrupted end, and the
 // writing turn follows. A front that translated the result before the
 // engine had decided on the round would read it as the turn's own end, and
-// the step would end there with nothing handed off.
+// the step would end there with nothing handed off. The front also counts
+// a fact asked for while the round awaits its cut: the engine must not ask
+// before it has decided.
 func TestDecidedBeforeNextFact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ws := filepath.Join(t.TempDir(), "ws")
@@ -50,6 +52,9 @@ func TestDecidedBeforeNextFact(t *testing.T) {
 		if fr.cuts != 1 {
 			t.Errorf("%d interrupts, want the one cut", fr.cuts)
 		}
+		if fr.early != 0 {
+			t.Errorf("the engine asked for %d fact(s) before it had decided on the round over the threshold", fr.early)
+		}
 	})
 }
 
@@ -60,6 +65,9 @@ type aheadFront struct {
 	mu       sync.Mutex
 	launched int
 	cuts     int
+	// early counts the facts asked for before the engine had decided on
+	// the round over the threshold.
+	early int
 }
 
 func (f *aheadFront) Capabilities() front.Capabilities { return front.Capabilities{Resumes: true} }
@@ -74,16 +82,33 @@ func (f *aheadFront) Launch(ctx context.Context, s front.Spec) (front.Session, e
 }
 
 type aheadSession struct {
-	f      *aheadFront
-	n      int
-	sid    string
-	ch     chan transcript.Event
-	rec    *front.Records
-	closed sync.Once
+	f *aheadFront
+	// crossing: the round over the threshold was given to the engine.
+	crossing bool
+	n        int
+	sid      string
+	ch       chan transcript.Event
+	rec      *front.Records
+	closed   sync.Once
 }
 
-func (s *aheadSession) Next(ctx context.Context) (front.Fact, error) { return s.rec.Next(ctx) }
-func (s *aheadSession) Begin() error                                 { return s.Send(front.Turn{Kind: front.TurnWork}) }
+// Next returns the next fact, and notes a call that comes while the round
+// over the threshold awaits the engine's decision (its cut).
+func (s *aheadSession) Next(ctx context.Context) (front.Fact, error) {
+	s.f.mu.Lock()
+	if s.crossing && s.f.cuts == 0 {
+		s.f.early++
+	}
+	s.f.mu.Unlock()
+	f, err := s.rec.Next(ctx)
+	if r, ok := f.(front.Round); ok && r.Context >= 160_000 && s.n == 1 {
+		s.f.mu.Lock()
+		s.crossing = true
+		s.f.mu.Unlock()
+	}
+	return f, err
+}
+func (s *aheadSession) Begin() error { return s.Send(front.Turn{Kind: front.TurnWork}) }
 
 // Send writes the whole turn: the first generation's work turn crosses the
 // threshold in a tool call and its result follows at once; its writing
