@@ -226,29 +226,25 @@ func (s *session) turn(ctx context.Context, text string) ([]transcript.Event, er
 func (s *session) until(ctx context.Context, what string, match func(*transcript.Event) bool) ([]transcript.Event, error) {
 	var got []transcript.Event
 	for {
-		select {
-		case f, ok := <-s.s.Facts():
-			if !ok {
-				return got, fmt.Errorf("the harness ended before %s: %s", what, s.s.Exit().Why)
-			}
-			if ack, ok := s.s.(front.Acknowledger); ok {
-				ack.Handled()
-			}
-			out, isLine := f.(front.Output)
-			if !isLine {
-				continue
-			}
-			ev, err := transcript.Decode(out.Raw)
-			if err != nil {
-				continue
-			}
-			s.seen = append(s.seen, ev)
-			got = append(got, ev)
-			if match(&ev) {
-				return got, nil
-			}
-		case <-ctx.Done():
+		f, err := s.s.Next(ctx)
+		switch {
+		case ctx.Err() != nil:
 			return got, fmt.Errorf("no %s in time: %w", what, ctx.Err())
+		case err != nil:
+			return got, fmt.Errorf("the harness ended before %s: %s", what, s.s.Exit().Why)
+		}
+		out, isLine := f.(front.Output)
+		if !isLine {
+			continue
+		}
+		ev, err := transcript.Decode(out.Raw)
+		if err != nil {
+			continue
+		}
+		s.seen = append(s.seen, ev)
+		got = append(got, ev)
+		if match(&ev) {
+			return got, nil
 		}
 	}
 }

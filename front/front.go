@@ -82,13 +82,19 @@ type Capabilities struct {
 }
 
 // Session is one running harness, as the engine sees it. Its methods are
-// called from the engine's goroutine only.
+// called from the engine's goroutine only, Next from one goroutine at a
+// time.
 type Session interface {
-	// Facts delivers what the harness did, in order, as facts (fact.go).
-	// Every turn, once started, ends with one TurnEnded. The channel is
-	// closed once the harness is gone and all it said has been delivered;
-	// then Exit says how it ended.
-	Facts() <-chan Fact
+	// Next returns what the harness did next, as a fact (fact.go); every
+	// turn, once started, ends with one TurnEnded. By calling Next the
+	// engine says it has decided on the fact before: a front translates
+	// its harness's next record only then (Feed), so whatever the engine
+	// did on the way (a cut's interrupt) is known to the translator before
+	// the record is read (DESIGN.md «Fronts»). Next waits until ctx is
+	// done; with a done ctx it returns a fact that is there already, or
+	// ctx's error, and loses nothing. Once the harness is gone and all it
+	// said was returned, Next returns io.EOF, and Exit says how it ended.
+	Next(ctx context.Context) (Fact, error)
 	// Begin starts the first turn with the Spec's prompt (a no-op for a
 	// front that gave the prompt to the harness at start). A session
 	// started early, with no prompt, is never begun: its first turn is
@@ -114,13 +120,14 @@ type Session interface {
 	// Stop does.
 	Cancel() error
 	// EndAfterTurn asks the harness to exit on its own once the running
-	// turn is over; its last facts, then the end of Facts, follow.
+	// turn is over; its last facts, then io.EOF, follow.
 	EndAfterTurn() error
 	// Stop ends the harness, gracefully then forcefully, and returns once
-	// it is gone. Facts still unread stay readable until the channel is
-	// closed. Safe to call twice.
+	// it is gone. The engine decides nothing more on its facts: those
+	// still unread stay readable with Next until io.EOF. Safe to call
+	// twice.
 	Stop()
-	// Exit says how the harness ended; valid once Facts is closed.
+	// Exit says how the harness ended; valid once Next returned io.EOF.
 	Exit() Exit
 }
 
@@ -141,19 +148,9 @@ type Exit struct {
 	Skipped int
 }
 
-// Acknowledger is a Session that must know when the engine has had its say
-// on a fact: a relay that holds a turn's result back from its own client
-// until the engine has decided whether the turn ends a generation. Handled
-// is called, from the engine's goroutine, after each fact the engine
-// folded in without ending the attempt; a fact that ends it is followed
-// by Stop instead.
-type Acknowledger interface {
-	Handled()
-}
-
 // Prober is a Session that can report the harness's view of its context
 // (the get_context_usage control request, read by transcript.ContextUsageOf):
-// window, start-up floor, and whether auto-compact is on. Unlike the Session's other methods, Probe is
+// window, start-up floor, and whether auto-compact is on. Like Next, Probe is
 // called from a goroutine of its own while the engine goes on using the
 // session: the engine asks beside a running turn, never before the first
 // prompt (DESIGN.md «Window from the harness»).

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -163,6 +164,7 @@ func Post(dir string, r Request) (string, error) {
 		_ = box.Remove(tmp)
 		return "", fmt.Errorf("write request: %w", werr)
 	}
+	posted(dir)
 	return name, nil
 }
 
@@ -206,7 +208,8 @@ func NewReader(dir string, since time.Time, log *slog.Logger) *Reader {
 	return &Reader{dir: dir, since: since, log: log, seen: map[string]bool{}}
 }
 
-// Scan returns the requests in the inbox not returned before; each stays
+// Scan returns the requests in the inbox not returned before, oldest
+// first; each stays
 // until Done is called for it. An entry that is not a small plain file, a
 // request that cannot be read and a stale request are removed.
 func (rd *Reader) Scan() []Request {
@@ -221,6 +224,9 @@ func (rd *Reader) Scan() []Request {
 	}
 	ents, _ := f.ReadDir(maxPerScan)
 	f.Close()
+	// A name starts with the time it was made: in name order, requests
+	// come in the order they were made.
+	slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	present := map[string]bool{}
 	var out []Request
 	for _, e := range ents {

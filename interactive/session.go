@@ -87,7 +87,7 @@ type session struct {
 	cfg sessionConfig
 	ctx context.Context
 
-	out  chan front.Fact
+	feed *front.Feed   // the facts, to the engine
 	wake chan struct{} // a command changed what follow waits for
 	done chan struct{} // follow has returned
 
@@ -148,7 +148,7 @@ var (
 
 func newSession(ctx context.Context, f *Front, p *proc, log *slog.Logger, cfg sessionConfig) *session {
 	s := &session{f: f, p: p, log: log, cfg: cfg, ctx: ctx, typed: cfg.typed,
-		out: make(chan front.Fact, 64), wake: make(chan struct{}, 1), done: make(chan struct{})}
+		feed: front.NewFeed(), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	if cfg.resumed != "" {
 		// The resumed session is the one running until a line says
 		// otherwise.
@@ -159,7 +159,7 @@ func newSession(ctx context.Context, f *Front, p *proc, log *slog.Logger, cfg se
 }
 
 // Facts implements front.Session.
-func (s *session) Facts() <-chan front.Fact { return s.out }
+func (s *session) Next(ctx context.Context) (front.Fact, error) { return s.feed.Next(ctx) }
 
 // Begin implements front.Session: the first prompt went to the harness at
 // start (or is typed once its screen is up).
@@ -328,7 +328,8 @@ func (s *session) exitKeys() error {
 }
 
 // Stop ends the harness (Ctrl-C twice, then signals) and gives the terminal
-// back. follow then reads the transcript to its end and closes Facts.
+// back. follow then reads the transcript to its end; Next then returns
+// io.EOF.
 func (s *session) Stop() {
 	s.stopOnce.Do(func() {
 		s.f.gate.Hold()
@@ -360,19 +361,18 @@ func (s *session) nudge() {
 	}
 }
 
-// emit hands facts to the engine, in order. It waits for the engine to
-// take each: the engine always reads Facts to their end.
-func (s *session) emit(facts []front.Fact) {
-	for _, f := range facts {
-		s.out <- f
-	}
-}
+// emit hands facts to the engine, in order (front.Feed). It does not wait
+// for the engine's decision on them: follow also watches for what the
+// engine's commands wait on (Send waits for the state file's idle), and an
+// interrupt's mark on the running turn is set by interrupt itself, under
+// the session's lock, not read from a result record.
+func (s *session) emit(facts []front.Fact) { s.feed.Add(facts...) }
 
 // follow watches the harness and its files until the harness is gone, then
-// reads the transcript to its end and closes Facts.
+// reads the transcript to its end; Next then returns io.EOF.
 func (s *session) follow() {
 	defer close(s.done)
-	defer close(s.out)
+	defer s.feed.Close()
 	w := newWatch(s.cfg.configDir, s.cfg.cwd)
 	defer w.close()
 	s.look()

@@ -53,7 +53,11 @@ func launch(t *testing.T, sc fakeScript, prompt string, opts Options) *facing {
 	}
 	fc.sess = sess
 	go func() {
-		for f := range sess.Facts() {
+		for {
+			f, err := sess.Next(context.Background())
+			if err != nil {
+				break
+			}
 			fc.mu.Lock()
 			fc.facts = append(fc.facts, f)
 			fc.mu.Unlock()
@@ -335,7 +339,7 @@ func TestSessionFollowsClear(t *testing.T) {
 
 // TestSessionEndAfterTurnWaitsForTheTurn: EndAfterTurn during a running
 // turn types the exit keys only once the turn is over (the Esc of Cancel
-// ends it here); the harness then exits in order and Facts closes.
+// ends it here); the harness then exits in order and Next returns io.EOF.
 func TestSessionEndAfterTurnWaitsForTheTurn(t *testing.T) {
 	t.Parallel()
 	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000, Tool: true}}}, "go on", Options{})

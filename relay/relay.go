@@ -23,7 +23,8 @@
 //     successor and retry; its answers go to the harness that asked.
 //   - Harness to application: the live harness's lines go back, a line the
 //     engine may act on (a turn's result, an API error shown as a message)
-//     only once the engine has had its say (front.Acknowledger). Of a
+//     only once the engine has decided on it: Next reads the harness's
+//     next line only when the engine asks for a fact. Of a
 //     session the engine retired (Cut, Cancel, the writing turn) nothing
 //     more reaches the application, and flower answers the callbacks it
 //     causes. Results carry the step's cost and flower's summary; the
@@ -298,7 +299,6 @@ func (r *Relay) Launch(ctx context.Context, spec front.Spec) (front.Session, err
 		log = r.log
 	}
 	s := newSession(ctx, r, p, spec, kind, log)
-	go s.pump()
 
 	r.mu.Lock()
 	var replay []json.RawMessage

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -49,24 +50,35 @@ type session struct {
 	trMu sync.Mutex
 	tr   front.Translator
 
-	eq       *queue
-	ackMu    sync.Mutex
-	acks     int
-	ackCh    chan struct{}
-	stopCh   chan struct{}
-	stopOnce sync.Once
+	// Next reads the harness, one line when the engine asks for a fact
+	// and none is left; once the session is released, pumpReleased does.
+	// stepMu makes each line's reading whole; qMu guards the facts not
+	// yet returned (the application's prompts come from its own reader),
+	// and after, what waits for the engine's decision on them.
+	stepMu sync.Mutex
+	qMu    sync.Mutex
+	q      []front.Fact
+	eof    bool
+	// pushed and given count the facts queued and returned; after runs
+	// once the engine asks past the fact numbered afterAt.
+	pushed, given int
+	after         func()
+	afterAt       int
+	added         chan struct{}
+	released      chan struct{}
+	release       sync.Once
 }
 
 var (
-	_ front.Session      = (*session)(nil)
-	_ front.Prober       = (*session)(nil)
-	_ front.Acknowledger = (*session)(nil)
+	_ front.Session = (*session)(nil)
+	_ front.Prober  = (*session)(nil)
 )
 
 func newSession(ctx context.Context, r *Relay, p *harness.Process, spec front.Spec, kind launchKind, log *slog.Logger) *session {
-	s := &session{r: r, p: p, spec: spec, kind: kind, log: log, ctx: ctx, eq: newQueue(),
-		ackCh: make(chan struct{}, 1), stopCh: make(chan struct{})}
-	go s.eq.pump()
+	s := &session{r: r, p: p, spec: spec, kind: kind, log: log, ctx: ctx,
+		added: make(chan struct{}, 1), released: make(chan struct{})}
+	// A relay whose context ended decides nothing more on the session.
+	context.AfterFunc(ctx, s.releaseFacts)
 	return s
 }
 
@@ -88,28 +100,181 @@ func (s *session) user(line []byte) {
 	s.forward(line)
 	if ev, err := transcript.Decode(line); err == nil {
 		ev.Raw = line
-		s.eq.push(front.UserMessage{MainThread: ev.MainThread(), Text: transcript.UserText(&ev)})
+		s.queue(front.UserMessage{MainThread: ev.MainThread(), Text: transcript.UserText(&ev)})
 	}
 }
 
-// translate gives the engine the facts of one of the harness's records and
-// returns the number of the last.
-func (s *session) translate(ev *transcript.Event) int {
+// translate is the facts of one of the harness's records.
+func (s *session) translate(ev *transcript.Event) []front.Fact {
 	var facts []front.Fact
 	s.trMu.Lock()
 	s.tr.Facts(ev, func(f front.Fact) { facts = append(facts, f) })
 	s.trMu.Unlock()
-	return s.eq.push(facts...)
+	return facts
 }
 
-// pump reads the harness and passes each line to the application, the
-// engine, or both. A line the engine may act on is passed on only once the
-// engine has had its say, so that nothing of a cut session reaches the
-// application.
-func (s *session) pump() {
-	defer s.eq.close()
-	for ev := range s.p.Events() {
+// Next implements front.Session: it reads the harness's next line only
+// when no fact is left, and passes it to the application, the engine, or
+// both. The engine asks only once it has decided on the fact before, so
+// the line after one the engine may act on is read after its decision:
+// nothing of a cut session reaches the application, and a turn's result
+// reaches it only then.
+func (s *session) Next(ctx context.Context) (front.Fact, error) {
+	s.stepMu.Lock()
+	defer s.stepMu.Unlock()
+	s.decided()
+	for {
+		if f, ok, eof := s.pop(); ok || eof {
+			if eof {
+				return nil, io.EOF
+			}
+			return f, nil
+		}
+		select {
+		case <-s.released:
+			return s.nextReleased(ctx)
+		default:
+		}
+		ev, ok, err := s.receive(ctx)
+		switch {
+		case err != nil:
+			return nil, err
+		case !ok:
+			continue // a prompt of the application's, or the release
+		case ev == nil:
+			s.qMu.Lock()
+			s.eof = true
+			s.qMu.Unlock()
+			continue
+		}
+		s.take(*ev)
+	}
+}
+
+// receive waits for the harness's next line (nil once it is gone, with ok)
+// or for another fact or the release (not ok); a line that is there
+// already comes first, even when ctx is done.
+func (s *session) receive(ctx context.Context) (*transcript.Event, bool, error) {
+	events := s.p.Events()
+	select {
+	case ev, open := <-events:
+		return lineOf(ev, open), true, nil
+	default:
+	}
+	select {
+	case ev, open := <-events:
+		return lineOf(ev, open), true, nil
+	case <-s.added:
+		return nil, false, nil
+	case <-s.released:
+		return nil, false, nil
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+}
+
+func lineOf(ev transcript.Event, open bool) *transcript.Event {
+	if !open {
+		return nil
+	}
+	return &ev
+}
+
+// nextReleased returns the facts pumpReleased reads, once the engine no
+// longer decides on them.
+func (s *session) nextReleased(ctx context.Context) (front.Fact, error) {
+	s.stepMu.Unlock()
+	defer s.stepMu.Lock()
+	for {
+		if f, ok, eof := s.pop(); ok || eof {
+			if eof {
+				return nil, io.EOF
+			}
+			return f, nil
+		}
+		select {
+		case <-s.added:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// queue adds facts for Next and returns the number of the last.
+func (s *session) queue(facts ...front.Fact) int {
+	s.qMu.Lock()
+	s.q = append(s.q, facts...)
+	s.pushed += len(facts)
+	n := s.pushed
+	s.qMu.Unlock()
+	select {
+	case s.added <- struct{}{}:
+	default:
+	}
+	return n
+}
+
+func (s *session) pop() (front.Fact, bool, bool) {
+	s.qMu.Lock()
+	defer s.qMu.Unlock()
+	if len(s.q) == 0 {
+		return nil, false, s.eof
+	}
+	f := s.q[0]
+	s.q[0] = nil
+	s.q = s.q[1:]
+	s.given++
+	return f, true, false
+}
+
+// decided runs what waited for the engine's decision on the facts it
+// took: the engine asks for a fact past them. Called with stepMu held.
+func (s *session) decided() { s.runAfter(false) }
+
+// runAfter runs what waits for the engine's decision once it is due, or
+// now with all: the engine decides nothing more.
+func (s *session) runAfter(all bool) {
+	s.qMu.Lock()
+	due := s.after != nil && (all || s.given >= s.afterAt)
+	s.qMu.Unlock()
+	if due {
+		f := s.after
+		s.after = nil
+		f()
+	}
+}
+
+// releaseFacts: the engine decides nothing more on the session (it stopped
+// it, ended it after a cancel, or retired it after its handoff), so its
+// lines are read without waiting for it: a retiring harness's callbacks
+// are still answered while nobody asks for its facts. What they say is
+// kept for a Next that comes.
+func (s *session) releaseFacts() {
+	s.release.Do(func() {
+		close(s.released)
+		go s.pumpReleased()
+	})
+}
+
+func (s *session) pumpReleased() {
+	for {
+		s.stepMu.Lock()
+		s.runAfter(true)
+		s.stepMu.Unlock()
+		ev, open := <-s.p.Events()
+		if !open {
+			s.qMu.Lock()
+			s.eof = true
+			s.qMu.Unlock()
+			select {
+			case s.added <- struct{}{}:
+			default:
+			}
+			return
+		}
+		s.stepMu.Lock()
 		s.take(ev)
+		s.stepMu.Unlock()
 	}
 }
 
@@ -152,9 +317,11 @@ func (s *session) take(ev transcript.Event) {
 		return
 	}
 	if ev.Kind == transcript.KindResult {
+		// The result reaches the application once the engine has
+		// decided on the turn's end (decided).
 		r.book(s, ev)
-		s.waitAck(s.translate(&ev))
-		r.result(s, ev)
+		s.afterAt = s.queue(s.translate(&ev)...)
+		s.after = func() { r.result(s, ev) }
 		return
 	}
 	r.mu.Lock()
@@ -183,9 +350,9 @@ func (s *session) take(ev transcript.Event) {
 		}
 	}
 	r.mu.Unlock()
-	seq := s.translate(&ev)
+	facts := s.translate(&ev)
 	s.enforced(&ev)
-	s.waitAck(seq)
+	s.queue(facts...)
 }
 
 // book counts a turn's result before the engine hears of it (the engine's
@@ -293,50 +460,6 @@ func (s *session) enforced(ev *transcript.Event) {
 	}
 }
 
-// waitAck waits until the engine has handled the fact numbered seq, or
-// nothing of the session can reach the application any more (the engine
-// retired or stopped it: then there is nothing left to hold back), or the
-// session is over.
-func (s *session) waitAck(seq int) {
-	for {
-		s.ackMu.Lock()
-		n := s.acks
-		s.ackMu.Unlock()
-		if n >= seq {
-			return
-		}
-		s.r.mu.Lock()
-		hidden := s.hidden()
-		s.r.mu.Unlock()
-		if hidden {
-			return
-		}
-		select {
-		case <-s.ackCh:
-		case <-s.stopCh:
-			return
-		case <-s.ctx.Done():
-			return
-		}
-	}
-}
-
-// wake makes waitAck look again.
-func (s *session) wake() {
-	select {
-	case s.ackCh <- struct{}{}:
-	default:
-	}
-}
-
-// Handled: the engine went on after the fact it received last.
-func (s *session) Handled() {
-	s.ackMu.Lock()
-	s.acks++
-	s.ackMu.Unlock()
-	s.wake()
-}
-
 // replayTimeout bounds the answer to one replayed request. The SDK
 // protocol has no deadline of its own, and Launch, which replays, runs
 // before any timer of the engine's: a harness that never answers would
@@ -358,8 +481,6 @@ func (s *session) replay(ctx context.Context, requests []json.RawMessage) {
 		s.log.Info("replayed a request of the application", "subtype", sub)
 	}
 }
-
-func (s *session) Facts() <-chan front.Fact { return s.eq.out }
 
 // Begin starts the generation's first turn: a successor's handoff prompt,
 // or a retry's note when the application's turn was running. The
@@ -407,7 +528,6 @@ func (s *session) Send(t front.Turn) error {
 		r.busy = true
 	}
 	r.mu.Unlock()
-	s.wake()
 	return s.p.SendUser(t.Prompt)
 }
 
@@ -442,11 +562,17 @@ func (s *session) interrupt() error {
 	s.trMu.Lock()
 	s.tr.Interrupting()
 	s.trMu.Unlock()
-	s.wake()
 	return s.p.Interrupt()
 }
 
-func (s *session) EndAfterTurn() error { return s.p.CloseInput() }
+// EndAfterTurn: the engine decides nothing more on the session (it ends it
+// after a cancel, or retires it after its handoff), so its reader no
+// longer waits for the engine: a retiring harness's callbacks are still
+// answered while nobody asks for its facts.
+func (s *session) EndAfterTurn() error {
+	s.releaseFacts()
+	return s.p.CloseInput()
+}
 
 // Stop ends the harness; its cost and what its work turns used are booked
 // for the results and budgets that follow (the writing turn is exempt).
@@ -458,7 +584,7 @@ func (s *session) Stop() {
 		r.live = nil
 	}
 	r.mu.Unlock()
-	s.stopOnce.Do(func() { close(s.stopCh) })
+	s.releaseFacts()
 	s.p.Stop()
 	r.mu.Lock()
 	if !s.ended {
@@ -499,4 +625,9 @@ func (s *session) Exit() front.Exit {
 		why += ": " + tail
 	}
 	return front.Exit{Why: why, ByPerson: byApp, Skipped: s.p.Skipped()}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }

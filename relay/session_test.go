@@ -20,7 +20,8 @@ import (
 )
 
 // These tests drive the relay's sessions through the seam as the engine
-// does (Facts, Handled, Cut, Send of a turn kind, Cancel, Stop) against the
+// does (Next, which says the fact before is handled, Cut, Send of a turn
+// kind, Cancel, Stop) against the
 // scripted harness of main_test.go; the engine itself drives the relay in
 // relay_test.go and integration/sdk.
 
@@ -157,22 +158,46 @@ func (h *scriptedHarness) read() []gjson.Result {
 }
 
 // engine plays the engine's side of one session: it reads the facts and
-// says when it has handled them.
+// says when it has handled them, by asking for the next (front.Session.Next).
 type engine struct {
 	t   *testing.T
 	s   front.Session
 	got []front.Fact
+	// asked is the Next under way, asked by handled.
+	asked chan nextFact
+}
+
+type nextFact struct {
+	f   front.Fact
+	err error
+}
+
+// handled says that the engine has handled the fact it took last: it asks
+// for the next one.
+func (e *engine) handled() {
+	if e.asked != nil {
+		return
+	}
+	ch := make(chan nextFact, 1)
+	e.asked = ch
+	go func() {
+		f, err := e.s.Next(context.Background())
+		ch <- nextFact{f, err}
+	}()
 }
 
 // next is the next fact, not handled yet; false when the facts ended.
 func (e *engine) next() (front.Fact, bool) {
 	e.t.Helper()
+	e.handled()
 	select {
-	case f, ok := <-e.s.Facts():
-		if ok {
-			e.got = append(e.got, f)
+	case x := <-e.asked:
+		e.asked = nil
+		if x.err != nil {
+			return nil, false
 		}
-		return f, ok
+		e.got = append(e.got, x.f)
+		return x.f, true
 	case <-time.After(guard):
 		e.t.Fatalf("hang guard: no fact; got %s", describe(e.got))
 		return nil, false
@@ -191,7 +216,7 @@ func (e *engine) upTo(what string, match func(front.Fact) bool) front.Fact {
 		if match(f) {
 			return f
 		}
-		e.s.(front.Acknowledger).Handled()
+		e.handled()
 	}
 }
 
@@ -286,12 +311,12 @@ func TestTurnFactsWaitForTheEngine(t *testing.T) {
 	if r := e.got[4].(front.Round); r.Context != 1200 || !r.MainThread || r.Text != "working" {
 		t.Errorf("round %+v", r)
 	}
-	// The engine has not had its say on the turn's end: its result waits.
+	// The engine has not decided on the turn's end (asked past it): its result waits.
 	g.out.wait(t, "assistant line", func(l gjson.Result) bool { return l.Get("type").String() == "assistant" })
 	if lines, _ := g.out.snapshot(); count(lines, isResult) != 0 {
 		t.Fatalf("the result reached the application before the engine handled the turn's end: %v", lines)
 	}
-	h.Handled()
+	e.handled()
 	lines := g.out.wait(t, "result", isResult)
 	res := lines[len(lines)-1]
 	if res.Get("total_cost_usd").Float() != 0.02 || res.Get("flower.generations").Int() != 1 || res.Get("session_id").String() != "s-1" {
@@ -342,7 +367,7 @@ func TestCutRetiresAndTheSuccessorAnswers(t *testing.T) {
 	if err := h1.Cut(); err != nil {
 		t.Fatal(err)
 	}
-	h1.Handled()
+	e.handled()
 	end := e.upTo("the cut turn's end", turnEnded).(front.TurnEnded)
 	if end.How != front.EndedInterrupted || end.Turns != 3 || end.CostUSD != 0.05 || end.Detail != "error_during_execution" {
 		t.Errorf("cut turn's end %+v: want the harness's result, interrupted", end)
@@ -350,7 +375,7 @@ func TestCutRetiresAndTheSuccessorAnswers(t *testing.T) {
 	if o := e.got[len(e.got)-2].(front.Output); gjson.GetBytes(o.Raw, "type").String() != "result" {
 		t.Errorf("the cut turn's end is not the harness's result line: %s", o.Raw)
 	}
-	h1.Handled()
+	e.handled()
 	g.rl.Event(event.Event{Kind: event.KindHandoff, Phase: event.PhaseWriting, SessionID: "s-1", Generation: 1})
 	g.send(`{"type":"user","session_id":"","parent_tool_use_id":null,"message":{"role":"user","content":"and more"}}`)
 	if err := h1.Send(front.Turn{Kind: front.TurnWriting, Prompt: "write the handoff"}); err != nil {
@@ -360,7 +385,7 @@ func TestCutRetiresAndTheSuccessorAnswers(t *testing.T) {
 	if wend.How != front.EndedOnOwn || wend.CostUSD != 0.08 {
 		t.Errorf("writing turn's end %+v", wend)
 	}
-	h1.Handled()
+	e.handled()
 	h1.Stop()
 	e.rest()
 	ends := 0
@@ -401,7 +426,7 @@ func TestCutRetiresAndTheSuccessorAnswers(t *testing.T) {
 	}
 	e2 := &engine{t: t, s: h2}
 	e2.upTo("the successor's first turn's end", turnEnded)
-	h2.Handled()
+	e2.handled()
 	lines := g.out.wait(t, "the successor's result", isResult)
 	res := lines[len(lines)-1]
 	if res.Get("session_id").String() != "s-2" || res.Get("total_cost_usd").Float() != 0.09 ||
@@ -417,9 +442,9 @@ func TestCutRetiresAndTheSuccessorAnswers(t *testing.T) {
 	if um.(front.UserMessage).Text != "and more" {
 		t.Errorf("second prompt %+v", um)
 	}
-	h2.Handled()
+	e2.handled()
 	e2.upTo("the second turn's end", turnEnded)
-	h2.Handled()
+	e2.handled()
 	lines = g.out.wait(t, "the second result", func(l gjson.Result) bool { return isResult(l) && l.Get("total_cost_usd").Float() == 0.1 })
 	if n := count(lines, isResult); n != 2 {
 		t.Errorf("%d results for the application's two turns", n)
@@ -467,7 +492,7 @@ func TestWritingTurnEndsAtTheEnforcedCall(t *testing.T) {
 	if end := e.upTo("the work turn's end", turnEnded).(front.TurnEnded); end.How != front.EndedOnOwn {
 		t.Errorf("work turn's end %+v", end)
 	}
-	h.Handled()
+	e.handled()
 	lines := g.out.wait(t, "the work turn's result", isResult)
 	if count(lines, func(l gjson.Result) bool { return strings.Contains(l.Raw, "structured-output-enforce") }) != 1 {
 		t.Errorf("the application did not get the work turn's enforce line: %v", lines)
@@ -480,7 +505,7 @@ func TestWritingTurnEndsAtTheEnforcedCall(t *testing.T) {
 	if end.How != front.EndedInterrupted || end.CostUSD != 0.02 || end.Detail != "error_during_execution" {
 		t.Errorf("writing turn's end %+v: want the harness's result, interrupted", end)
 	}
-	h.Handled()
+	e.handled()
 	h.Stop()
 	e.rest()
 	interrupts := count(h.read(), func(l gjson.Result) bool { return l.Get("request.subtype").String() == "interrupt" })
@@ -541,7 +566,7 @@ func TestTheApplicationsTurnGetsOneResult(t *testing.T) {
 		if err := h.Cut(); err != nil {
 			t.Fatal(err)
 		}
-		h.Handled()
+		e.handled()
 		e.upTo("the turn's end", turnEnded)
 		h.Stop()
 		e.rest()

@@ -71,7 +71,7 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 	rt.emit(Event{Kind: KindGeneration, Step: s.st.Name, Generation: gen.N, SessionID: l.resume,
 		Window: rt.policy.Window, At: rt.policy.At(), WarnAt: rt.policy.WarnAt()})
 
-	a := &attemptRun{stepRun: s, ctx: ctx, gen: gen, p: sess, log: log, fresh: l.resume == ""}
+	a := &attemptRun{stepRun: s, ctx: ctx, gen: gen, p: sess, pull: newPuller(sess), log: log, fresh: l.resume == ""}
 	a.meter.SessionID = l.resume
 	defer a.finish() // stops the harness; records skipped output lines
 	// DESIGN.md «Futile guard»: the run's measured floor judges a fresh
@@ -120,6 +120,7 @@ type attemptRun struct {
 	ctx   context.Context
 	gen   *manifest.Generation
 	p     front.Session
+	pull  *puller // p's facts, one decided before the next (pull.go)
 	log   *slog.Logger
 	meter meter
 	// state is the attempt's state (state.go): what runs, with its data
@@ -186,14 +187,14 @@ func (a *attemptRun) futileAt(start int, when string) (outcome, bool) {
 func (a *attemptRun) follow(ctx context.Context) outcome {
 	for {
 		select {
-		case f, ok := <-a.p.Facts():
+		case x := <-a.pull.C():
+			f, ok := a.pull.got(x)
 			if !ok {
 				return a.exited()
 			}
 			if out, end := a.handle(f); end {
 				return out
 			}
-			a.handled()
 		case ans := <-a.probing:
 			if out, end := a.probed(ans); end {
 				return out
@@ -229,14 +230,6 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 	}
 }
 
-// handled tells a front that must know that the engine has had its say on
-// a fact (front.Acknowledger).
-func (a *attemptRun) handled() {
-	if ack, ok := a.p.(front.Acknowledger); ok {
-		ack.Handled()
-	}
-}
-
 // successorDue fires when the writing state's successor is to start.
 func (a *attemptRun) successorDue() <-chan time.Time {
 	if w, ok := a.state.(*writing); ok {
@@ -261,20 +254,18 @@ func (a *attemptRun) expired() (outcome, bool) {
 	return a.fail(fmt.Sprintf("turn exceeded the turn timeout of %v", rt.opts.TurnTimeout)), true
 }
 
-// fold handles the facts the front has delivered already.
+// fold handles the facts the front has already, without waiting for more.
 func (a *attemptRun) fold() (outcome, bool) {
 	for {
-		select {
-		case f, ok := <-a.p.Facts():
-			if !ok {
+		f, ok := a.pull.ready()
+		if !ok {
+			if a.pull.eof {
 				return a.exited(), true
 			}
-			if out, end := a.handle(f); end {
-				return out, true
-			}
-			a.handled()
-		default:
 			return outcome{}, false
+		}
+		if out, end := a.handle(f); end {
+			return out, true
 		}
 	}
 }
@@ -312,8 +303,8 @@ func (a *attemptRun) exitWhy() string {
 	defer dl.stop()
 	for {
 		select {
-		case _, ok := <-a.p.Facts():
-			if !ok {
+		case x := <-a.pull.C():
+			if _, ok := a.pull.got(x); !ok {
 				return a.p.Exit().Why
 			}
 		case <-dl.C():
@@ -325,7 +316,7 @@ func (a *attemptRun) exitWhy() string {
 // died handles a harness that is gone. Mid-handoff, the handoff degrades
 // (the session cannot write any more); otherwise the attempt failed.
 func (a *attemptRun) died(why string) outcome {
-	if w, ok := a.state.(*waiting); ok && w.cut == nil && w.w == nil {
+	if w, ok := a.state.(*waiting); ok && !w.then.handoffUnderWay() {
 		// unattended: a harness that exits while a work turn's limit is waited out failed like any other; the retry resumes the session
 		return a.fail(why)
 	}
@@ -347,11 +338,8 @@ func (a *attemptRun) cutOf() cutAt {
 	case *writing:
 		return s.at
 	case *waiting:
-		switch {
-		case s.cut != nil:
-			return *s.cut
-		case s.w != nil:
-			return s.w.at
+		if s.then.handoffUnderWay() {
+			return s.then.at
 		}
 	}
 	return cutAt{reason: manifest.ReasonThreshold, context: a.meter.Context}
@@ -505,7 +493,7 @@ func (a *attemptRun) onCompacted(f front.Compacted) (outcome, bool) {
 	if !f.Boundary {
 		return a.compaction(`"Autocompact is thrashing"`)
 	}
-	a.st.AddCompaction(manifest.Compaction{At: a.rt.opts.Now(), Trigger: f.Trigger, PreTokens: f.PreTokens, PostTokens: f.PostTokens})
+	a.st.AddCompaction(manifest.Compaction{At: a.rt.clock.Now(), Trigger: f.Trigger, PreTokens: f.PreTokens, PostTokens: f.PostTokens})
 	a.rt.save(a.st)
 	a.log.Warn("the harness compacted its context", "trigger", f.Trigger, "pre_tokens", f.PreTokens, "post_tokens", f.PostTokens)
 	return a.compaction("a compact_boundary line")
@@ -616,8 +604,8 @@ func (a *attemptRun) judge() (outcome, bool) {
 func (a *attemptRun) handoffDue(at cutAt) (outcome, bool) {
 	if w, ok := a.state.(*waiting); ok {
 		// unattended: no turn runs while a limit is waited out; the writing turn starts once it lifts
-		if w.cut == nil && w.w == nil {
-			w.cut = &at
+		if !w.then.handoffUnderWay() {
+			w.then = afterLimit{resumes: resumeWriting, at: at}
 		}
 		return outcome{}, false
 	}
@@ -674,7 +662,7 @@ func (a *attemptRun) workEnded(f front.TurnEnded) (outcome, bool) {
 		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
 	case f.How == front.EndedLimited:
 		// unattended: a limit is waited out in state waiting, then the same session goes on (no attempt)
-		return a.limited(f, nil, nil)
+		return a.limited(f, afterLimit{resumes: resumeWork})
 	}
 	if f.APIErrorStatus == http.StatusUnauthorized || f.APIErrorStatus == http.StatusForbidden {
 		return a.authRefused(f.APIErrorStatus, firstNonEmpty(f.Text, f.Detail)), true
@@ -701,8 +689,7 @@ func (a *attemptRun) cutEnded(s *cutting, f front.TurnEnded) (outcome, bool) {
 	case f.How == front.EndedLimited && !a.rt.caps.OutsideTurns:
 		// unattended: the cut turn met a limit; its writing turn starts once the limit lifts
 		a.rt.save(a.st)
-		at := s.at
-		return a.limited(f, &at, nil)
+		return a.limited(f, afterLimit{resumes: resumeWriting, at: s.at})
 	case f.How == front.EndedOnOwn && !a.rt.caps.OutsideTurns:
 		// The round over the threshold was the agent's last reply: the
 		// agent is done, and there is nothing to hand off (DESIGN.md «The cut»).
@@ -729,7 +716,7 @@ func (a *attemptRun) writingEnded(w *writing, f front.TurnEnded) (outcome, bool)
 	}
 	if f.How == front.EndedLimited && !a.rt.caps.OutsideTurns {
 		// unattended: the writing turn met a limit; it is asked again once the limit lifts, so the handoff is not degraded for it
-		return a.limited(f, nil, w)
+		return a.limited(f, afterLimit{resumes: resumeWritingAgain, at: w.at, w: w})
 	}
 	h := handoffwriter.Parse(w.doc.String())
 	if h.Complete() {
@@ -789,7 +776,7 @@ func (a *attemptRun) handoff(at cutAt, h handoffwriter.Handoff, why string) outc
 		out.writeOutcome = manifest.OutcomeWritten
 	}
 	if w != nil {
-		out.writingSeconds = a.rt.opts.Now().Sub(w.started).Seconds()
+		out.writingSeconds = a.rt.clock.Now().Sub(w.started).Seconds()
 		out.writingCost = a.meter.CostUSD - w.cost0
 	}
 	return out
@@ -804,7 +791,7 @@ func (a *attemptRun) writingPrompt(at cutAt) string {
 // once, with no turn to cut).
 func (a *attemptRun) startWriting(at cutAt) (outcome, bool) {
 	rt := a.rt
-	w := &writing{at: at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: rt.opts.Now(), cost0: a.meter.CostUSD}
+	w := &writing{at: at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: rt.clock.Now(), cost0: a.meter.CostUSD}
 	a.enter(w)
 	e := a.event(KindHandoff)
 	e.Phase = PhaseWriting

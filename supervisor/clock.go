@@ -4,8 +4,8 @@ import "time"
 
 // Clock is the engine's time. Every timer and deadline of the engine runs
 // on it: the turn, the cut, the writing turn, the successor's start, the
-// context-usage request, the wait for a stopping harness, the inbox's
-// reading (DESIGN.md «Engine states»). Options.Clock gives it;
+// context-usage request, the wait for a stopping harness, a limit's wait
+// (DESIGN.md «Engine states»). Options.Clock gives it;
 // the default is the machine's (under testing/synctest that one is the
 // bubble's fake clock already).
 type Clock interface {
@@ -22,15 +22,10 @@ type Timer interface {
 	Stop() bool
 }
 
-// wallClock is the machine's clock; now, when set, is Options.Now.
-type wallClock struct{ now func() time.Time }
+// wallClock is the machine's clock.
+type wallClock struct{}
 
-func (c wallClock) Now() time.Time {
-	if c.now != nil {
-		return c.now()
-	}
-	return time.Now()
-}
+func (wallClock) Now() time.Time { return time.Now() }
 
 func (wallClock) NewTimer(d time.Duration) Timer { return wallTimer{time.NewTimer(d)} }
 

@@ -78,7 +78,7 @@ func (c *manualClock) advance(d time.Duration) {
 }
 
 // await waits until a timer of d is started, and returns the durations of
-// the timers started before it (the inbox's polls left out); a step that
+// the timers started before it; a step that
 // ends first fails the test.
 func (c *manualClock) await(t *testing.T, d time.Duration, done <-chan error) []time.Duration {
 	t.Helper()
@@ -89,9 +89,7 @@ func (c *manualClock) await(t *testing.T, d time.Duration, done <-chan error) []
 			if got == d {
 				return before
 			}
-			if got != inboxPoll {
-				before = append(before, got)
-			}
+			before = append(before, got)
 		case err := <-done:
 			t.Fatalf("the step ended (%v) before a timer of %v was started; timers: %v", err, d, before)
 		}

@@ -301,7 +301,7 @@ func (s *stepRun) resumeRefused(gen *manifest.Generation, l launch, why string) 
 	if st.SessionID == l.resume {
 		st.SessionID = ""
 	}
-	end := rt.opts.Now()
+	end := rt.clock.Now()
 	gen.EndedAt = &end
 	rt.save(st)
 	return launch{prompt: prompt, newGeneration: true, fallback: fallback}, nil
@@ -336,7 +336,7 @@ func (rt *Runtime) Rerun(ctx context.Context, name string) (*manifest.StepResult
 	if err := s.vouchTask(name); err != nil {
 		return rt.m.Step(name), err
 	}
-	s.st = rt.m.EnsureStep(name, string(b), rt.opts.Now())
+	s.st = rt.m.EnsureStep(name, string(b), rt.clock.Now())
 	st := s.st
 	for _, msg := range s.vouched {
 		st.AddError(msg)

@@ -36,7 +36,7 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 			return genEnd{gen: st.Current(), err: err}
 		}
 		if l.newGeneration {
-			st.BeginGeneration("", rt.opts.Now())
+			st.BeginGeneration("", rt.clock.Now())
 			l.newGeneration = false
 			rt.save(st)
 		}
@@ -47,7 +47,7 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 			next, err := s.resumeRefused(gen, *l, "this front cannot resume a session")
 			if err != nil {
 				st.AddError(err.Error())
-				st.Finish(manifest.StatusFailed, rt.opts.Now())
+				st.Finish(manifest.StatusFailed, rt.clock.Now())
 				rt.save(st)
 				return genEnd{gen: gen, err: err, out: outcome{kind: outcomeFailed, why: err.Error()}}
 			}
@@ -75,14 +75,14 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 		end := genEnd{out: out, gen: gen}
 		switch out.kind {
 		case outcomeDone:
-			st.Finish(manifest.StatusSucceeded, rt.opts.Now())
+			st.Finish(manifest.StatusSucceeded, rt.clock.Now())
 			rt.save(st)
 			return end
 
 		case outcomeInterrupted:
 			// The session stays the step's latest (DESIGN.md «Continuation»): continue resumes it.
 			st.AddError("interrupted: " + out.why)
-			st.Finish(manifest.StatusInterrupted, rt.opts.Now())
+			st.Finish(manifest.StatusInterrupted, rt.clock.Now())
 			rt.save(st)
 			end.err = fmt.Errorf("step %s interrupted: %w", st.Name, context.Cause(ctx))
 			return end
@@ -92,7 +92,7 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 				next, err := s.resumeRefused(gen, *l, out.why)
 				if err != nil {
 					st.AddError(err.Error())
-					st.Finish(manifest.StatusFailed, rt.opts.Now())
+					st.Finish(manifest.StatusFailed, rt.clock.Now())
 					rt.save(st)
 					end.err = err
 					return end
@@ -104,7 +104,7 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 			st.AddError(fmt.Sprintf("attempt %d: %s", st.Attempts, out.why))
 			s.log.Warn("attempt failed", "attempts", st.Attempts, "why", out.why)
 			if st.Attempts-failedBefore >= rt.opts.MaxAttempts {
-				st.Finish(manifest.StatusFailed, rt.opts.Now())
+				st.Finish(manifest.StatusFailed, rt.clock.Now())
 				rt.save(st)
 				end.err = fmt.Errorf("%w: %s after %d attempts: %s", ErrStepFailed, st.Name, st.Attempts-failedBefore, out.why)
 				return end
@@ -123,7 +123,7 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 			// hand off forever; stop now with the measured floor (DESIGN.md «Runaway guard»).
 			err := &policy.GenerationLimitError{Futile: true, Max: rt.policy.MaxGenerations, Window: rt.policy.Window, At: rt.policy.At(), Floor: out.floor, Knobs: rt.policy.Knobs}
 			st.AddError(err.Error())
-			st.Finish(manifest.StatusGenerationLimit, rt.opts.Now())
+			st.Finish(manifest.StatusGenerationLimit, rt.clock.Now())
 			rt.save(st)
 			end.err = err
 			return end
@@ -274,7 +274,7 @@ func (rt *Runtime) RunGeneration(ctx context.Context, in GenerationInput) (*Gene
 	// The successor is the caller's next generation, perhaps on another
 	// machine: none is started early here (DESIGN.md «Warm successor»).
 	s.late = true
-	now := rt.opts.Now()
+	now := rt.clock.Now()
 	st := rt.m.EnsureStep(in.Step, in.Task, now)
 	if st.Task == "" {
 		st.Task = in.Task
@@ -353,7 +353,7 @@ func (s *stepRun) generationStart(in GenerationInput, res *GenerationResult) (l 
 			// (DESIGN.md «Degraded handoff»).
 			gen := cur
 			if gen == nil || gen.Handoff != nil {
-				gen = st.BeginGeneration(in.Lost.SessionID, rt.opts.Now())
+				gen = st.BeginGeneration(in.Lost.SessionID, rt.clock.Now())
 			}
 			f, err := s.books().Freeze(gen, handoff.Cut{Why: "the machine running this generation was lost: " + in.Lost.String(),
 				Reason: manifest.ReasonLost, Context: in.Lost.Context, Outcome: manifest.OutcomeNoWritingTurn})
@@ -397,7 +397,7 @@ func (s *stepRun) lostGeneration(cur *manifest.Generation, lost LostGeneration) 
 		n = cur.N
 		if cur.Handoff == nil && cur.EndedAt == nil {
 			st.Retire(cur.SessionID)
-			end := rt.opts.Now()
+			end := rt.clock.Now()
 			cur.EndedAt = &end
 		} else {
 			n++
@@ -434,7 +434,7 @@ func (s *stepRun) launchFrom(in GenerationInput) (prompt, from, launched string)
 			rec = &manifest.HandoffRecord{} // nowhere to record the launch
 			f.Record = rec
 		}
-		path, err := rt.wb.Freeze(st.Name, []byte(in.Handoff), rt.opts.Now())
+		path, err := rt.wb.Freeze(st.Name, []byte(in.Handoff), rt.clock.Now())
 		if err != nil {
 			st.AddError("write handoff: " + err.Error())
 			s.log.Error("write handoff", "err", err)

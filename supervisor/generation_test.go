@@ -88,7 +88,7 @@ func TestRunGenerationAfterLostFromHandoff(t *testing.T) {
 	// Generation 2 began on a worker that died: its record is open.
 	rt := b.runtime(Options{})
 	st := rt.m.Step("s")
-	st.BeginGeneration("lost-session", rt.opts.Now())
+	st.BeginGeneration("lost-session", rt.clock.Now())
 	st.SetSessionID("lost-session")
 	rt.save(st)
 	lost := &LostGeneration{Why: "worker w2 stopped heartbeating", SessionID: "lost-session", Context: 40_000, NumTurns: 2}

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"sync"
 
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/harness"
@@ -19,10 +18,9 @@ import (
 type Headless struct{}
 
 var (
-	_ front.Launcher     = Headless{}
-	_ front.Session      = (*headlessSession)(nil)
-	_ front.Prober       = (*headlessSession)(nil)
-	_ front.Acknowledger = (*headlessSession)(nil)
+	_ front.Launcher = Headless{}
+	_ front.Session  = (*headlessSession)(nil)
+	_ front.Prober   = (*headlessSession)(nil)
 )
 
 // Capabilities implements front.Launcher: a stream-json harness waits for
@@ -50,98 +48,18 @@ func (Headless) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 			return nil, err
 		}
 	}
-	h := &headlessSession{p: p, prompt: s.Prompt, facts: make(chan front.Fact), quit: make(chan struct{}),
-		acked: make(chan struct{}, 1)}
-	go h.translate()
-	return h, nil
+	return &headlessSession{p: p, prompt: s.Prompt, rec: front.NewRecords(p.Events())}, nil
 }
 
+// headlessSession reads its harness with front.Records, the loop the
+// in-memory front of the engine's tests runs too.
 type headlessSession struct {
 	p      *harness.Process
 	prompt string
-	facts  chan front.Fact
-	// quit is closed by Stop: what the harness says after it is
-	// discarded, as the harness package discards what nobody read.
-	quit     chan struct{}
-	stopOnce sync.Once
-
-	// mu guards the translator: the translating goroutine feeds it, the
-	// engine's goroutine tells it of an interrupt.
-	mu sync.Mutex
-	tr front.Translator
-	// running: a turn was sent and its result not yet translated; an
-	// interrupt sent while none runs is no turn's.
-	running bool
-	// delivered and handled count the facts the engine took and the ones
-	// it had its say on (Handled); acked signals a Handled.
-	delivered, handled int
-	acked              chan struct{}
+	rec    *front.Records
 }
 
-// translate turns the harness's records into facts, in order, until the
-// harness is gone; then Facts is closed.
-func (h *headlessSession) translate() {
-	defer close(h.facts)
-	var batch []front.Fact
-	for ev := range h.p.Events() {
-		if ev.Kind == transcript.KindResult {
-			// A turn's result is read once the engine has had its say on
-			// everything before it: an interrupt it sent on the way (a cut
-			// at the round before) is the translator's to know, whatever
-			// the timing (front.EndingOf).
-			h.settle()
-		}
-		batch = batch[:0]
-		h.mu.Lock()
-		h.tr.Facts(&ev, func(f front.Fact) {
-			if _, ok := f.(front.TurnEnded); ok {
-				h.running = false
-			}
-			batch = append(batch, f)
-		})
-		h.mu.Unlock()
-		for _, f := range batch {
-			select {
-			case h.facts <- f:
-				h.mu.Lock()
-				h.delivered++
-				h.mu.Unlock()
-			case <-h.quit:
-			}
-		}
-	}
-}
-
-// settle waits until the engine has handled every fact delivered, or the
-// session is stopped (a fact that ends the attempt is followed by Stop).
-func (h *headlessSession) settle() {
-	for {
-		h.mu.Lock()
-		done := h.handled >= h.delivered
-		h.mu.Unlock()
-		if done {
-			return
-		}
-		select {
-		case <-h.acked:
-		case <-h.quit:
-			return
-		}
-	}
-}
-
-// Handled implements front.Acknowledger: the engine had its say on a fact.
-func (h *headlessSession) Handled() {
-	h.mu.Lock()
-	h.handled++
-	h.mu.Unlock()
-	select {
-	case h.acked <- struct{}{}:
-	default:
-	}
-}
-
-func (h *headlessSession) Facts() <-chan front.Fact { return h.facts }
+func (h *headlessSession) Next(ctx context.Context) (front.Fact, error) { return h.rec.Next(ctx) }
 
 func (h *headlessSession) Begin() error { return h.send(h.prompt) }
 
@@ -150,10 +68,7 @@ func (h *headlessSession) Begin() error { return h.send(h.prompt) }
 func (h *headlessSession) Send(t front.Turn) error { return h.send(t.Prompt) }
 
 func (h *headlessSession) send(prompt string) error {
-	h.mu.Lock()
-	h.running = true
-	h.mu.Unlock()
-	return h.p.SendUser(prompt)
+	return h.rec.Turn(func() error { return h.p.SendUser(prompt) })
 }
 
 // Cut, StopTool and Cancel are all the harness's interrupt request: the
@@ -162,21 +77,11 @@ func (h *headlessSession) Cut() error      { return h.interrupt() }
 func (h *headlessSession) StopTool() error { return h.interrupt() }
 func (h *headlessSession) Cancel() error   { return h.interrupt() }
 
-func (h *headlessSession) interrupt() error {
-	h.mu.Lock()
-	if h.running {
-		h.tr.Interrupting()
-	}
-	h.mu.Unlock()
-	return h.p.Interrupt()
-}
+func (h *headlessSession) interrupt() error { return h.rec.Interrupt(h.p.Interrupt) }
 
 func (h *headlessSession) EndAfterTurn() error { return h.p.CloseInput() }
 
-func (h *headlessSession) Stop() {
-	h.p.Stop()
-	h.stopOnce.Do(func() { close(h.quit) })
-}
+func (h *headlessSession) Stop() { h.p.Stop() }
 
 func (h *headlessSession) Probe(ctx context.Context) (transcript.ContextUsage, error) {
 	resp, err := h.p.Control(ctx, "get_context_usage")
@@ -189,7 +94,7 @@ func (h *headlessSession) Probe(ctx context.Context) (transcript.ContextUsage, e
 // Exit describes a harness that is gone: its exit status and the last line
 // it wrote to stderr.
 func (h *headlessSession) Exit() front.Exit {
-	<-h.p.Done() // Facts closes before the exit status is known
+	<-h.p.Done() // Next ends before the exit status is known
 	why := "the harness exited before the turn ended"
 	if err := h.p.Err(); err != nil {
 		why += " (" + err.Error() + ")"

@@ -2,28 +2,18 @@ package supervisor
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/manifest"
 )
 
-// inboxPoll is how often the step's inbox is read, on the engine's clock
-// (DESIGN.md «Inbox»). It is read on the clock rather than watched: a
-// request (the PreCompact hook's) is to be judged against what the harness
-// wrote before it asked, and the harness's stdout reaches the engine through
-// its own goroutines; a watch hears the request first under load, where the
-// reading's pace leaves the stdout the time to arrive. A watch would also
-// block outside a testing/synctest bubble, whose fake clock then could not
-// run the engine's tests.
-const inboxPoll = 100 * time.Millisecond
-
 // openInbox empties the step's inbox (what is there was left by an earlier
-// flower) and reads it for as long as the step runs, every inboxPoll on the
-// engine's clock. A step whose inbox cannot be made runs without one: its
-// compactions are still blocked, only not recorded, and a handoff cannot be
-// asked for.
+// flower) and hears it for as long as the step runs: a request wakes the
+// engine as it is posted, and nothing wakes it while none is (DESIGN.md
+// «Inbox»). A step whose inbox cannot be made or watched runs without
+// one: its compactions are still blocked, only not recorded, and a
+// handoff cannot be asked for.
 func (s *stepRun) openInbox(name string) {
 	rt := s.rt
 	dir := inbox.Dir(rt.opts.RunDir, name)
@@ -31,37 +21,18 @@ func (s *stepRun) openInbox(name string) {
 		s.log.Warn("inbox unavailable: blocked compactions go unrecorded, flower handoff now cannot reach this step", "err", err)
 		return
 	}
-	s.inboxDir = dir
-	s.requests = make(chan inbox.Request, 64)
-	stop := make(chan struct{})
-	s.inboxStop = stop
-	rd := inbox.NewReader(dir, rt.clock.Now(), s.log)
-	log := s.log
-	go func() {
-		for {
-			t := rt.clock.NewTimer(inboxPoll)
-			select {
-			case <-stop:
-				t.Stop()
-				return
-			case <-t.C():
-			}
-			for _, r := range rd.Scan() {
-				select {
-				case s.requests <- r:
-				default:
-					log.Warn("inbox: too many requests waiting; dropped one", "kind", r.Kind)
-					inbox.Done(dir, r.Name)
-				}
-			}
-		}
-	}()
+	w, err := inbox.Watch(dir, rt.clock.Now(), !rt.opts.InboxPostsOnly, s.log)
+	if err != nil {
+		s.log.Warn("inbox cannot be watched: blocked compactions go unrecorded, flower handoff now cannot reach this step", "err", err)
+		return
+	}
+	s.inboxDir, s.inbox, s.requests = dir, w, w.Requests()
 }
 
 func (s *stepRun) closeInbox() {
-	if s.inboxStop != nil {
-		close(s.inboxStop)
-		s.inboxStop = nil
+	if s.inbox != nil {
+		s.inbox.Close()
+		s.inbox = nil
 	}
 }
 

@@ -134,6 +134,7 @@ func (r *memRun) runtime(opts Options) *Runtime {
 	r.t.Helper()
 	opts.Workspace, opts.RunDir, opts.Workbench, opts.Front = r.ws, r.runDir, true, r.front
 	opts.HarnessPath = "claude"
+	opts.InboxPostsOnly = true // a file watch would keep the bubble's clock from moving
 	if opts.Env == nil {
 		opts.Env = []string{"HOME=" + r.ws}
 	}
@@ -234,10 +235,10 @@ func TestMemGuarantees(t *testing.T) {
 }
 
 // memWatchdog turns a stuck engine into a failure with every goroutine's
-// stack (a timer of the fake clock, no wait of real time). The step's inbox
-// is read on the clock, so a bubble whose engine
-// waits for something that never comes is never idle: synctest cannot call
-// it a deadlock, and the fake clock runs on. Two hours on it is far past
+// stack (a timer of the fake clock, no wait of real time). An engine that
+// waits for something that never comes and holds no timer of its own
+// leaves the bubble idle, which synctest reports; one whose state holds a
+// long timer lets the fake clock run on to it. Two hours on it is far past
 // any row (the longest, the turn timeout, takes a minute and a half) and
 // about a second of real time.
 func memWatchdog() *time.Timer {
@@ -289,23 +290,36 @@ func memGuaranteeTable() []memGuarantee {
 		{"one generation run starts no successor early", memGenerationNotEarly},
 		{"turn timeout", memTurnTimeout},
 		{"handoff now", memHandoffNow},
-		{"person-driven front", memPersonDriven},
-		{"window moved under an idle session: writes at once", memIdleWindow},
+		{"a person types the turns (the harness's own screen)", func(t *testing.T) { memPersonDriven(t, personTypes) }},
+		{"window moved under an idle session: writes at once", func(t *testing.T) { memIdleWindow(t, personTypes) }},
+		{"application-driven front (the relay's)", func(t *testing.T) { memPersonDriven(t, applicationSends) }},
+		{"application-driven: window moved under an idle session", func(t *testing.T) { memIdleWindow(t, applicationSends) }},
 	}, memUnattendedRows()...)
 }
 
-// memIdleWindow: on a person-driven front, the harness's window comes back
-// only after the person's turn ended, and puts its last round past the
+// personTypes gives the in-memory front the capabilities of the harness's
+// own screen (package interactive): a person types the turns, and no
+// harness starts before its first prompt.
+func personTypes(l *fronttest.Launcher) { l.PersonTypes, l.Late = true, true }
+
+// applicationSends gives it the relay's (package relay): an application
+// sends the turns, and no harness starts before its first prompt.
+func applicationSends(l *fronttest.Launcher) { l.Outside, l.Late = true, true }
+
+// memIdleWindow: on a front whose turns someone else starts (caps: a
+// person at the harness's own screen, or an application through the
+// relay), the harness's window comes back only after their turn ended,
+// and puts its last round past the
 // threshold. No turn runs to be cut: the engine's idle state has the
 // session write its handoff at once, and no interrupt is sent (DESIGN.md
 // «Engine states»).
-func memIdleWindow(t *testing.T) {
+func memIdleWindow(t *testing.T, caps func(*fronttest.Launcher)) {
 	env := []string{"ANTHROPIC_MODEL=claude-sonnet-4-5"}
 	last := memDone(20_000)
 	last.PersonExits = true
 	r := newMemRun(t, [][]fronttest.Round{{memTool(100_000, "echo one >> work.txt"), memDone(160_000)}, {last}}, memHandoff)
 	r.front.ModelName = "claude-sonnet-4-5"
-	r.front.PersonTypes, r.front.Late = true, true
+	caps(r.front)
 	// The answer comes long after the turn (two rounds and a 1 s tool),
 	// and no turn's result reports a window.
 	r.front.ProbeTook, r.front.ResultWindow = 5*time.Second, 0
@@ -902,11 +916,11 @@ func memHandoffNow(t *testing.T) {
 	if h := st.Generations[0].Handoff; h.Reason != manifest.ReasonRequested || h.Degraded || h.Context != 100_000 {
 		t.Errorf("receipt %+v: want a complete handoff, reason requested, at 100K", h)
 	}
-	// The request is read at the inbox's next poll at the latest, and the
-	// tool interrupted there: the step takes at most one poll on the
-	// clock, not the tool's ten minutes.
-	if took := time.Since(start); took > inboxPoll {
-		t.Errorf("the step took %v on the clock, want at most one inbox poll (%v)", took, inboxPoll)
+	// The request is heard as it is posted, and the tool interrupted
+	// there: the step takes no time on the clock past the successor's
+	// start beside the writing turn, not the tool's ten minutes.
+	if took := time.Since(start); took > successorDelay {
+		t.Errorf("the step took %v on the clock, want at most the successor's delay (%v): the request was not heard at once", took, successorDelay)
 	}
 	if !slices.ContainsFunc(r.notices(), func(n string) bool { return strings.Contains(n, "a handoff was asked for (flower handoff now)") }) {
 		t.Errorf("notices %q lack the request", r.notices())
@@ -920,19 +934,19 @@ func memHandoffNow(t *testing.T) {
 	r.checkLineage(st)
 }
 
-// memPersonDriven: on a front a person types into that cannot start a
-// harness early (the harness's own screen), a turn's end is not the
-// step's end: the person's next turn runs in the same generation, the
-// threshold hands off as anywhere, the successor is launched with its
-// first prompt, and the person's orderly exit ends the step (DESIGN.md
-// «Fronts»).
-func memPersonDriven(t *testing.T) {
+// memPersonDriven: on a front whose turns someone else starts and that
+// cannot start a harness early (caps: a person at the harness's own
+// screen, or an application through the relay), a turn's end is not the
+// step's end: their next turn runs in the same generation, the threshold
+// hands off as anywhere, the successor is launched with its first prompt,
+// and their orderly end of the harness ends the step (DESIGN.md «Fronts»).
+func memPersonDriven(t *testing.T, caps func(*fronttest.Launcher)) {
 	first := memDone(100_000)
 	first.PersonNext = "PERSON-TURN-MARK: now the second part"
 	last := memDone(20_000)
 	last.PersonExits = true
 	r := newMemRun(t, [][]fronttest.Round{{first, memTool(155_000, "echo two >> work.txt")}, {last}}, memHandoff)
-	r.front.PersonTypes, r.front.Late = true, true
+	caps(r.front)
 	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
 		t.Fatalf("RunStep: %v", err)
 	}

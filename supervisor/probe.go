@@ -101,7 +101,7 @@ func (a *attemptRun) probed(ans probeAnswer) (outcome, bool) {
 		}
 		msg := fmt.Sprintf("get_context_usage got no answer (%v); the window stays %d (%s) until a turn's result reports the harness's, and the futile guard judges each fresh session by its first round",
 			ans.err, rt.policy.Window, rt.windowSource)
-		rt.m.Probe = &manifest.Probe{Model: a.model, SessionID: a.meter.SessionID, At: rt.opts.Now(), Seconds: ans.took.Seconds(), Fallback: msg}
+		rt.m.Probe = &manifest.Probe{Model: a.model, SessionID: a.meter.SessionID, At: rt.clock.Now(), Seconds: ans.took.Seconds(), Fallback: msg}
 		st.AddError(msg)
 		a.log.Warn(msg)
 		rt.save(st)
@@ -109,7 +109,7 @@ func (a *attemptRun) probed(ans probeAnswer) (outcome, bool) {
 	}
 	resp := ans.resp
 	p := &manifest.Probe{Model: firstNonEmpty(a.model, resp.Model), SessionID: a.meter.SessionID,
-		At: rt.opts.Now(), Seconds: ans.took.Seconds(), Window: resp.Window, Floor: resp.Floor, AutoCompactEnabled: resp.AutoCompact}
+		At: rt.clock.Now(), Seconds: ans.took.Seconds(), Window: resp.Window, Floor: resp.Floor, AutoCompactEnabled: resp.AutoCompact}
 	rt.m.Probe = p
 	a.gen.HarnessWindow, a.gen.StartFloor, a.gen.AutoCompactEnabled = p.Window, p.Floor, p.AutoCompactEnabled
 	if p.Window > 0 {

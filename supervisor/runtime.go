@@ -114,12 +114,14 @@ type Options struct {
 	// first prompt carries verbatim next to the handoff: 0 means
 	// handoff.DefaultTaskCarry, a negative value carries nothing.
 	TaskCarry int
-	// Now is the time of day (time.Now when nil), for records; Clock,
-	// when set, replaces it.
-	Now func() time.Time
-	// Clock runs every timer and deadline of the engine (the machine's
-	// when nil; DESIGN.md «Engine states»).
+	// Clock is the engine's one time: every timer and deadline, and the
+	// time of day its records carry (the machine's when nil; DESIGN.md
+	// «Engine states»).
 	Clock Clock
+	// InboxPostsOnly: the step's inbox hears only the requests this
+	// process posts (inbox.Watch without files), for tests on a fake
+	// clock, beside which a file watch cannot run.
+	InboxPostsOnly bool
 
 	// unattended: the step's bounds and the limit wait (DESIGN.md «Unattended: limits, budget, deadline»).
 	// MaxBudgetUSD bounds the step's cost (every generation, retry and
@@ -191,9 +193,8 @@ func New(opts Options) (*Runtime, error) {
 		return nil, ErrNoHarness
 	}
 	if opts.Clock == nil {
-		opts.Clock = wallClock{now: opts.Now}
+		opts.Clock = wallClock{}
 	}
-	opts.Now = opts.Clock.Now
 	if opts.Front == nil {
 		opts.Front = Headless{}
 	}
@@ -266,7 +267,7 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if opts.RunDir == "" {
 		// A run dir of its own, made now (DESIGN.md «One step, one owner»).
-		if opts.RunDir, err = workbench.NewRunDir(workbench.RunsDir(opts.WorkbenchDir), opts.Now()); err != nil {
+		if opts.RunDir, err = workbench.NewRunDir(workbench.RunsDir(opts.WorkbenchDir), opts.Clock.Now()); err != nil {
 			return nil, err
 		}
 		rt.opts.RunDir = opts.RunDir
@@ -274,7 +275,7 @@ func New(opts Options) (*Runtime, error) {
 	if m, err := manifest.LoadBound(opts.RunDir); err == nil {
 		rt.m = m
 	} else if errors.Is(err, os.ErrNotExist) {
-		rt.m = manifest.New(opts.RunDir, ws, opts.Now())
+		rt.m = manifest.New(opts.RunDir, ws, opts.Clock.Now())
 	} else {
 		return nil, err
 	}
@@ -386,7 +387,7 @@ func (rt *Runtime) RunStepResuming(ctx context.Context, name, task, session stri
 		return nil, err
 	}
 	defer s.unlock()
-	s.st = rt.m.EnsureStep(name, task, rt.opts.Now())
+	s.st = rt.m.EnsureStep(name, task, rt.clock.Now())
 	s.st.Task = task
 	l := launch{prompt: task, resume: session, newGeneration: true, fallback: s.taskFallback}
 	if session == "" {
@@ -421,10 +422,10 @@ type stepRun struct {
 	// file, the task file), each with why (DESIGN.md «Durable or loud»).
 	lost []string
 	// The step's inbox (inbox.go): its directory, the requests read from
-	// it, and what stops the reading.
-	inboxDir  string
-	requests  chan inbox.Request
-	inboxStop chan struct{}
+	// it, and what hears them.
+	inboxDir string
+	requests <-chan inbox.Request
+	inbox    *inbox.Watcher
 	// vouched: notes files used on the person's word before the step
 	// was known, for its errors (territory.go).
 	vouched []string
@@ -438,7 +439,7 @@ type stepRun struct {
 // begin marks the step running under this Runtime's settings.
 func (s *stepRun) begin() {
 	rt, st := s.rt, s.st
-	now := rt.opts.Now()
+	now := rt.clock.Now()
 	st.Status = manifest.StatusRunning
 	st.Window = rt.policy.Window
 	st.WindowSource = rt.windowSource
@@ -508,7 +509,7 @@ func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, erro
 func (s *stepRun) books() handoff.Books {
 	rt := s.rt
 	return handoff.Books{Step: s.st, Policy: rt.policy, WindowSource: rt.windowSource, Workbench: rt.wb,
-		Now: rt.opts.Now, Save: func() { rt.save(s.st) }, Log: s.log, Failed: s.lose,
+		Now: rt.clock.Now, Save: func() { rt.save(s.st) }, Log: s.log, Failed: s.lose,
 		TaskCarry: rt.opts.TaskCarry, ManifestPath: manifest.Path(rt.opts.RunDir)}
 }
 

@@ -23,7 +23,8 @@ func (a *attemptRun) interrupted(ctx context.Context) outcome {
 	a.enter(s)
 	for {
 		select {
-		case f, ok := <-a.p.Facts():
+		case x := <-a.pull.C():
+			f, ok := a.pull.got(x)
 			if !ok {
 				out.sessionID = a.meter.SessionID
 				return out
@@ -32,7 +33,6 @@ func (a *attemptRun) interrupted(ctx context.Context) outcome {
 			if te, ok := f.(front.TurnEnded); ok {
 				a.bookInterrupted(te)
 			}
-			a.handled()
 		case <-s.dl.C():
 			a.log.Warn("the harness did not exit after the interrupt; stopping it")
 			a.p.Stop()
@@ -81,7 +81,11 @@ func (a *attemptRun) finish() {
 func (a *attemptRun) stop() {
 	a.p.Stop()
 	// Whatever the harness said after the attempt's end still counts.
-	for f := range a.p.Facts() {
+	for {
+		f, ok := a.pull.next()
+		if !ok {
+			break
+		}
 		a.meter.observe(f)
 		if te, ok := f.(front.TurnEnded); ok {
 			a.bookInterrupted(te)

@@ -213,7 +213,7 @@ func (s *stepRun) setAsideUnknown(name string) error {
 				continue
 			}
 		}
-		dst, err := f.aside(name, rt.opts.Now())
+		dst, err := f.aside(name, rt.clock.Now())
 		if err != nil {
 			return fmt.Errorf("set aside %s: %w", f.path, err)
 		}

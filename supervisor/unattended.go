@@ -108,13 +108,36 @@ type waiting struct {
 	start    time.Time
 	until    time.Time
 	limit    transcript.Limit
-	// What goes on once the limit lifts: a work turn told to continue
-	// (both nil); the writing turn of a cut whose turn the limit ended
-	// (cut); the writing turn the limit ended, asked for its document
-	// again (w).
-	cut *cutAt
-	w   *writing
+	// then is what goes on once the limit lifts.
+	then afterLimit
 }
+
+// afterLimit is what a wait resumes once its limit lifts.
+type afterLimit struct {
+	resumes resumes
+	// at is the cut the handoff under way was decided at (resumeWriting,
+	// resumeWritingAgain); w is the writing turn the limit ended, whose
+	// books go on (resumeWritingAgain).
+	at cutAt
+	w  *writing
+}
+
+// resumes names what a wait resumes.
+type resumes int
+
+const (
+	// resumeWork: the work turn the limit ended, told to continue.
+	resumeWork resumes = iota
+	// resumeWriting: the writing turn of a cut whose turn the limit
+	// ended, or of a handoff asked for during the wait.
+	resumeWriting
+	// resumeWritingAgain: the writing turn the limit ended, asked for its
+	// document again.
+	resumeWritingAgain
+)
+
+// handoffUnderWay: the wait resumes a handoff, not the work.
+func (t afterLimit) handoffUnderWay() bool { return t.resumes != resumeWork }
 
 func (*waiting) phase() string            { return "waiting" }
 func (s *waiting) deadlines() []*deadline { return []*deadline{s.dl, s.tick} }
@@ -270,7 +293,7 @@ func (a *attemptRun) checkBounds() (outcome, bool) {
 		return outcome{}, false
 	}
 	spent := a.spent(a.spend.running())
-	reason := a.bounds.reached(spent, a.rt.opts.Now())
+	reason := a.bounds.reached(spent, a.rt.clock.Now())
 	if reason == "" {
 		return outcome{}, false
 	}
@@ -297,7 +320,7 @@ func (a *attemptRun) armDeadline() {
 	if a.bounds.deadline.IsZero() {
 		return
 	}
-	a.deadline = a.rt.after(max(a.bounds.deadline.Sub(a.rt.opts.Now()), time.Millisecond), "deadline")
+	a.deadline = a.rt.after(max(a.bounds.deadline.Sub(a.rt.clock.Now()), time.Millisecond), "deadline")
 }
 
 // deadlineReached is the deadline's timer: a working turn is cut then,
@@ -321,18 +344,18 @@ func (a *attemptRun) turnCost(f front.TurnEnded) {
 
 // limited waits out the limit that ended a turn (no attempt is counted):
 // the session waits in state waiting until the limit lifts, then goes on
-// as then says (waiting.cut, waiting.w). A wait that would last past
+// as then says. A wait that would last past
 // --max-wait or the deadline is not started: the step stops (limitStop).
-func (a *attemptRun) limited(f front.TurnEnded, cut *cutAt, w *writing) (outcome, bool) {
+func (a *attemptRun) limited(f front.TurnEnded, then afterLimit) (outcome, bool) {
 	rt := a.rt
 	var l transcript.Limit
 	if f.Limit != nil {
 		l = *f.Limit
 	}
-	now := rt.opts.Now()
+	now := rt.clock.Now()
 	a.lim.n++
 	until := waitUntil(l, a.lim.n, rt.opts.LimitBackoff, now)
-	rec := manifest.LimitWait{Kind: string(l.Kind), Start: now, Until: until, Writing: w != nil}
+	rec := manifest.LimitWait{Kind: string(l.Kind), Start: now, Until: until, Writing: then.resumes == resumeWritingAgain}
 	if !l.ResetAt.IsZero() {
 		r := l.ResetAt
 		rec.ResetAt = &r
@@ -352,7 +375,7 @@ func (a *attemptRun) limited(f front.TurnEnded, cut *cutAt, w *writing) (outcome
 	}
 	a.gen.LimitWaits = append(a.gen.LimitWaits, rec)
 	s := &waiting{dl: rt.after(max(until.Sub(now), time.Millisecond), "limit"), tick: rt.after(waitTick, "tick"),
-		rec: len(a.gen.LimitWaits) - 1, start: now, until: until, limit: l, cut: cut, w: w}
+		rec: len(a.gen.LimitWaits) - 1, start: now, until: until, limit: l, then: then}
 	a.enter(s)
 	rt.save(a.st)
 	a.log.Warn("limit: waiting it out, then the same session goes on", "limit", l.Kind, "until", until,
@@ -374,7 +397,7 @@ func (a *attemptRun) waitEvent(s *waiting, phase string) Event {
 	switch phase {
 	case event.PhaseBegun:
 		e.Text = fmt.Sprintf("%s reached: waiting until %s (%s), then the same session goes on", limitName(s.limit.Kind),
-			until.Format(time.TimeOnly), until.Sub(a.rt.opts.Now()).Round(time.Second))
+			until.Format(time.TimeOnly), until.Sub(a.rt.clock.Now()).Round(time.Second))
 	case event.PhaseEnded:
 		e.Text = fmt.Sprintf("the wait for the %s is over: the same session goes on", limitName(s.limit.Kind))
 	}
@@ -407,7 +430,7 @@ func (a *attemptRun) endWait(lifted bool) {
 	if !ok {
 		return
 	}
-	now := a.rt.opts.Now()
+	now := a.rt.clock.Now()
 	if s.rec < len(a.gen.LimitWaits) {
 		a.gen.LimitWaits[s.rec].End = &now
 	}
@@ -427,11 +450,11 @@ func (a *attemptRun) endWait(lifted bool) {
 func (a *attemptRun) waitOver(s *waiting) (outcome, bool) {
 	rt := a.rt
 	a.endWait(true)
-	switch {
-	case s.cut != nil:
-		return a.startWriting(*s.cut)
-	case s.w != nil:
-		old := s.w
+	switch s.then.resumes {
+	case resumeWriting:
+		return a.startWriting(s.then.at)
+	case resumeWritingAgain:
+		old := s.then.w
 		w := &writing{at: old.at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: old.started, cost0: old.cost0,
 			tools: old.tools, again: old.again}
 		a.enter(w)
@@ -458,7 +481,7 @@ func (a *attemptRun) waitOver(s *waiting) (outcome, bool) {
 func (s *stepRun) boundStop(reason string) error {
 	rt := s.rt
 	if reason != manifest.ReasonBudget && reason != manifest.ReasonDeadline {
-		reason = s.bounds.reached(s.spent(0), rt.opts.Now())
+		reason = s.bounds.reached(s.spent(0), rt.clock.Now())
 	}
 	var status, why string
 	switch reason {
@@ -478,7 +501,7 @@ func (s *stepRun) boundStop(reason string) error {
 // response; the step's last handoff is on disk.
 func (s *stepRun) boundBefore() error {
 	var why string
-	switch s.bounds.reached(s.spent(0), s.rt.opts.Now()) {
+	switch s.bounds.reached(s.spent(0), s.rt.clock.Now()) {
 	case manifest.ReasonBudget:
 		why = fmt.Sprintf("the budget of $%.2f is spent already ($%.4f): raise it with --max-budget-usd", s.bounds.budget, s.spent(0))
 		return s.stop(manifest.StatusBudget, why)
@@ -507,7 +530,7 @@ func (s *stepRun) resumeWriting(gen *manifest.Generation, session string, begin 
 func (a *attemptRun) writingResumed(l launch) {
 	rt := a.rt
 	at := cutAt{reason: manifest.ReasonThreshold, context: l.writingContext}
-	a.enter(&writing{at: at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: rt.opts.Now(), cost0: a.meter.CostUSD})
+	a.enter(&writing{at: at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: rt.clock.Now(), cost0: a.meter.CostUSD})
 	e := a.event(KindHandoff)
 	e.Phase, e.Context = PhaseWriting, at.context
 	rt.emit(e)
@@ -537,7 +560,7 @@ func (s *stepRun) limitStop(gen *manifest.Generation, out outcome) error {
 func (s *stepRun) stop(status, why string) error {
 	rt, st := s.rt, s.st
 	st.AddError("stopped: " + why)
-	st.Finish(status, rt.opts.Now())
+	st.Finish(status, rt.clock.Now())
 	rt.save(st)
 	s.log.Warn("step stopped", "status", status, "why", why)
 	return &StopError{Step: st.Name, Status: status, Why: why}

@@ -63,7 +63,10 @@ func stopUnused(sess front.Session) {
 		return
 	}
 	sess.Stop()
-	for range sess.Facts() {
+	for {
+		if _, err := sess.Next(context.Background()); err != nil {
+			return
+		}
 	}
 }
 

@@ -28,7 +28,7 @@ func TestSubmitMistypedCommand(t *testing.T) {
 }
 
 // A remote step that a bound or a refused key ended exits with the code a
-// local run of it would (docs/reference.md «Exit codes»).
+// local run of it would (the exit codes of docs/reference.md).
 func TestStepErrorExitCodes(t *testing.T) {
 	for status, want := range map[string]int{
 		manifest.StatusBudget: exitBudget, manifest.StatusDeadline: exitDeadline,

@@ -105,8 +105,8 @@ type Round struct {
 	// status 3). Hang: it never answers, ignoring interrupts, until it
 	// is stopped.
 	Crash, Hang bool
-	// What the person at a harness a person types into (Launcher.PersonTypes)
-	// does once this round has ended its turn: types PersonNext as the
+	// What the person at a harness a person types into (Launcher.PersonTypes),
+	// or the application that sends the turns (Launcher.Outside), does once this round has ended its turn: types PersonNext as the
 	// next turn, or, with PersonExits, ends the harness in an orderly way.
 	PersonNext  string
 	PersonExits bool
@@ -157,9 +157,11 @@ type Launcher struct {
 	ModelName string
 	// Late: the front cannot start a harness before its first prompt
 	// (Capabilities.StartEarly is false). PersonTypes: a person types the
-	// turns (Capabilities.OutsideTurns and PersonTypes). NoResume: the
-	// front cannot resume a session (Capabilities.Resumes is false).
-	Late, PersonTypes, NoResume bool
+	// turns (Capabilities.OutsideTurns and PersonTypes), as at the
+	// harness's own screen. Outside: an application sends the turns
+	// (Capabilities.OutsideTurns alone), as through the relay. NoResume:
+	// the front cannot resume a session (Capabilities.Resumes is false).
+	Late, PersonTypes, Outside, NoResume bool
 
 	mu       sync.Mutex
 	modelMu  sync.Mutex
@@ -181,7 +183,7 @@ var (
 
 // Capabilities implements front.Launcher.
 func (l *Launcher) Capabilities() front.Capabilities {
-	return front.Capabilities{StartEarly: !l.Late, OutsideTurns: l.PersonTypes, PersonTypes: l.PersonTypes, Resumes: !l.NoResume}
+	return front.Capabilities{StartEarly: !l.Late, OutsideTurns: l.PersonTypes || l.Outside, PersonTypes: l.PersonTypes, Resumes: !l.NoResume}
 }
 
 // Launch starts a scripted harness for s. A spec that resumes a session
@@ -198,8 +200,9 @@ func (l *Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, err
 	}
 	l.logf("launch %d", p.N)
 	l.mu.Unlock()
-	ss := &session{l: l, p: p, out: make(chan front.Fact), prompts: make(chan front.Turn, 16),
+	ss := &session{l: l, p: p, events: make(chan transcript.Event), prompts: make(chan front.Turn, 16),
 		intr: make(chan struct{}, 1), endInput: make(chan struct{}), kill: make(chan struct{}), done: make(chan struct{})}
+	ss.rec = front.NewRecords(ss.events)
 	p.s = ss
 	go ss.run(ctx)
 	if l.Window > 0 {
@@ -307,7 +310,10 @@ type session struct {
 	l *Launcher
 	p *Proc
 
-	out      chan front.Fact
+	// events is the in-memory pipe of the harness's records; rec reads
+	// it with the headless front's own loop (front.Records).
+	events   chan transcript.Event
+	rec      *front.Records
 	prompts  chan front.Turn
 	intr     chan struct{}
 	endInput chan struct{}
@@ -316,13 +322,9 @@ type session struct {
 	killOnce sync.Once
 	done     chan struct{}
 
-	// trMu guards the translator: the session's goroutine feeds it, the
-	// engine's tells it of an interrupt of the running turn.
-	trMu    sync.Mutex
-	tr      front.Translator
-	running bool
-
-	// Owned by run until done is closed.
+	// Owned by run until done is closed. outside is the last prompt the
+	// person or the application sent (Round.PersonNext).
+	outside string
 	exit    front.Exit
 	cost    float64
 	context int
@@ -331,7 +333,7 @@ type session struct {
 
 type probingSession struct{ *session }
 
-func (s *session) Facts() <-chan front.Fact { return s.out }
+func (s *session) Next(ctx context.Context) (front.Fact, error) { return s.rec.Next(ctx) }
 
 func (s *session) Begin() error {
 	return s.Send(front.Turn{Kind: front.TurnWork, Prompt: s.p.Spec.Prompt})
@@ -366,12 +368,7 @@ func (s *session) command(what string) error {
 	s.l.mu.Unlock()
 	// Told and sent under one lock: a turn starting now either drops the
 	// interrupt as sent while no turn ran, or is interrupted and knows it.
-	s.trMu.Lock()
-	defer s.trMu.Unlock()
-	if s.running {
-		s.tr.Interrupting()
-	}
-	return s.interrupt()
+	return s.rec.Interrupt(s.interrupt)
 }
 
 // interrupt is the harness's interrupt.
@@ -447,7 +444,7 @@ type errKilled struct{}
 
 func (s *session) run(ctx context.Context) {
 	defer close(s.done)
-	defer close(s.out)
+	defer close(s.events)
 	defer func() {
 		s.l.mu.Lock()
 		s.l.logf("exit %d", s.p.N)
@@ -516,17 +513,19 @@ func (s *session) run(ctx context.Context) {
 			s.exit.ByPerson, s.exit.Why = true, "the person ended the harness"
 			return
 		case last.PersonNext != "":
+			s.outside = last.PersonNext
 			_ = s.Send(front.Turn{Kind: front.TurnWork, Prompt: last.PersonNext})
 		}
 	}
 }
 
-// emit hands one record to the engine, translated into the seam's
-// vocabulary: a stream-json line as the harness writes it, decoded and
-// translated into facts by a front.Translator, as the headless front does.
-// The channel is unbuffered, so the session runs in step with the engine;
-// a fact the engine has not taken when the harness is stopped or killed is
-// lost, as a dead process's unread output is.
+// emit writes one record to the in-memory pipe, a stream-json line as the
+// harness writes it, decoded as the harness package decodes its stdout;
+// the front reads and translates it as the headless front does
+// (front.Records). The pipe is unbuffered and the front reads a record
+// only when the engine asks for a fact, after it decided on the one
+// before, so the session runs in step with the engine. A kill ends the
+// harness, with what it did not write lost.
 func (s *session) emit(v map[string]any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -536,21 +535,10 @@ func (s *session) emit(v map[string]any) {
 	if err != nil {
 		panic(err)
 	}
-	var facts []front.Fact
-	s.trMu.Lock()
-	s.tr.Facts(&ev, func(f front.Fact) {
-		if _, ok := f.(front.TurnEnded); ok {
-			s.running = false
-		}
-		facts = append(facts, f)
-	})
-	s.trMu.Unlock()
-	for _, f := range facts {
-		select {
-		case s.out <- f:
-		case <-s.kill:
-			panic(errKilled{})
-		}
+	select {
+	case s.events <- ev:
+	case <-s.kill:
+		panic(errKilled{})
 	}
 }
 
@@ -579,22 +567,23 @@ func (s *session) wait(d time.Duration, until <-chan struct{}) bool {
 func (s *session) turn(t front.Turn) (last Round) {
 	l, p := s.l, s.p
 	prompt := t.Prompt
-	s.trMu.Lock()
-	select {
-	case <-s.intr: // an interrupt sent while no turn ran
-	default:
-	}
-	s.running = true
-	s.trMu.Unlock()
+	_ = s.rec.Turn(func() error {
+		select {
+		case <-s.intr: // an interrupt sent while no turn ran
+		default:
+		}
+		return nil
+	})
 	l.mu.Lock()
 	p.prompts = append(p.prompts, prompt)
 	l.logf("prompt %d", p.N)
 	l.mu.Unlock()
 	sid := p.session
 	s.emit(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "model": s.model(), "claude_code_version": "2.1.328"})
-	if l.PersonTypes {
+	if l.PersonTypes || (l.Outside && prompt == s.outside) {
 		// The harness's own screen shows what the person typed (its
-		// transcript file has the line); a stream-json harness does not.
+		// transcript file has the line), and the relay tells of what the
+		// application sent; a stream-json harness does not.
 		s.emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
 			"message": map[string]any{"role": "user", "content": prompt}})
 	}

@@ -1,0 +1,109 @@
+package front
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	"github.com/flowerhq/flower/transcript"
+)
+
+// Records is the read loop of a front whose harness writes stream-json
+// records: the headless front's, and the in-memory harness's of package
+// fronttest, which runs this same loop over an in-memory pipe. It is a
+// pull, as bufio.Scanner is: Next reads the harness's next record only
+// when the engine asks for a fact and none of the last record's is left,
+// and translates it then, with a Translator. The engine asks only after it
+// has decided on the fact before, so an interrupt it sent on the way is
+// the translator's to know before the turn's result is read, whatever the
+// timing (DESIGN.md «Fronts»).
+type Records struct {
+	src <-chan transcript.Event
+	// mu guards the translator: Next feeds it, the engine's goroutine
+	// tells it of a turn and of an interrupt.
+	mu sync.Mutex
+	tr Translator
+	// running: a turn was sent and its result not yet translated; an
+	// interrupt sent while none runs is no turn's.
+	running bool
+	// left are the facts of the record read last not yet returned; eof:
+	// src is closed. Only Next uses them.
+	left []Fact
+	eof  bool
+}
+
+// NewRecords reads the records of src, which is closed once the harness
+// is gone.
+func NewRecords(src <-chan transcript.Event) *Records { return &Records{src: src} }
+
+// Next implements Session.Next: the next fact of the record read last, or
+// of the next record, read and translated now.
+func (r *Records) Next(ctx context.Context) (Fact, error) {
+	for len(r.left) == 0 {
+		if r.eof {
+			return nil, io.EOF
+		}
+		ev, ok, err := r.receive(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			r.eof = true
+			continue
+		}
+		r.translate(&ev)
+	}
+	f := r.left[0]
+	r.left[0] = nil
+	r.left = r.left[1:]
+	return f, nil
+}
+
+// receive takes the next record, one that is there already first, even
+// when ctx is done.
+func (r *Records) receive(ctx context.Context) (transcript.Event, bool, error) {
+	select {
+	case ev, ok := <-r.src:
+		return ev, ok, nil
+	default:
+	}
+	select {
+	case ev, ok := <-r.src:
+		return ev, ok, nil
+	case <-ctx.Done():
+		return transcript.Event{}, false, ctx.Err()
+	}
+}
+
+func (r *Records) translate(ev *transcript.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tr.Facts(ev, func(f Fact) {
+		if _, ok := f.(TurnEnded); ok {
+			r.running = false
+		}
+		r.left = append(r.left, f)
+	})
+}
+
+// Turn marks a turn as running and runs send, which gives the harness its
+// prompt, under the translator's lock: a record read meanwhile is the new
+// turn's.
+func (r *Records) Turn(send func() error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.running = true
+	return send()
+}
+
+// Interrupt tells the translator that the front ends the running turn,
+// if one runs, and runs send, which gives the harness its interrupt,
+// under the same lock: the turn's result then reads as interrupted.
+func (r *Records) Interrupt(send func() error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running {
+		r.tr.Interrupting()
+	}
+	return send()
+}
