@@ -12,7 +12,8 @@
 // function_call named exec_command per Call), and response.completed with
 // the Reply's usage. A Reply with Failed set ends the stream with
 // response.failed instead; one with a Status other than 200 answers a JSON
-// error body. GET /v1/models answers an empty list. Anything else is
+// error body. GET /v1/models answers an empty list (ModelListings counts
+// them; Codex 0.171.0 asked none on a custom provider). Anything else is
 // answered 404 and listed by Unexpected.
 //
 // # Errors, as Codex reads them

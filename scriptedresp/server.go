@@ -96,6 +96,7 @@ type Server struct {
 	mu         sync.Mutex
 	requests   []Request
 	unexpected []string
+	listings   int
 }
 
 // APIKey is the fake key Codex is handed; it is not a secret.
@@ -131,6 +132,13 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
+// ModelListings is how many GET /v1/models requests arrived.
+func (s *Server) ModelListings() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listings
+}
+
 // Unexpected lists "METHOD /path" of every request the server did not
 // recognise (answered 404).
 func (s *Server) Unexpected() []string {
@@ -145,6 +153,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	case hr.Method == http.MethodPost && hr.URL.Path == "/v1/responses":
 		s.serveResponses(w, hr)
 	case hr.Method == http.MethodGet && hr.URL.Path == "/v1/models":
+		s.mu.Lock()
+		s.listings++
+		s.mu.Unlock()
 		scriptedhttp.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{}, "models": []any{}})
 	default:
 		s.noteUnexpected(hr.Method + " " + hr.URL.RequestURI())

@@ -185,8 +185,8 @@ func TestModelsAndUnexpected(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("GET /v1/models: %d", resp.StatusCode)
+	if resp.StatusCode != http.StatusOK || s.ModelListings() != 1 {
+		t.Errorf("GET /v1/models: %d, %d listings counted", resp.StatusCode, s.ModelListings())
 	}
 	resp, err = http.Get(s.URL + "/elsewhere")
 	if err != nil {
