@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flowerhq/flower/codexrpc"
@@ -53,11 +54,15 @@ func readSchema(t *testing.T, path string, v any) {
 	}
 }
 
-// TestSchemaHasWhatTheClientUses holds the method names, notification
+// TestSchemaHasWhatTheClientUses checks the binary is the version asked
+// for, and holds the method names, notification
 // names and fields the client and a front rely on to the schema the
 // installed Codex generates: a release that renames one fails here.
 func TestSchemaHasWhatTheClientUses(t *testing.T) {
 	bin := itest.CodexPath(t)
+	if out, err := exec.Command(bin, "--version").Output(); err != nil || strings.TrimSpace(string(out)) != "codex-cli "+itest.CodexVersion {
+		t.Fatalf("%s --version: %q, %v; want codex-cli %s", bin, out, err, itest.CodexVersion)
+	}
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "app-server", "generate-json-schema", "--out", dir)
 	cmd.Env = append(os.Environ(), "CODEX_HOME="+t.TempDir())
