@@ -13,15 +13,18 @@ const farTokens = 1_000_000_000
 
 // HoldOverrides are the -c settings that keep Codex's own compaction off
 // whatever the person's config.toml says: the auto-compact limit and the
-// window lifted as far as Codex allows, and a PreCompact hook running
+// window lifted as far as Codex allows, the post-turn compaction threshold
+// at its highest (100 %; more is refused), and a PreCompact hook running
 // hookCommand, which must answer {"continue":false} (the one answer that
 // stops a compaction; it ends the turn "interrupted"). Codex runs the hook
 // only once it is trusted: start threads with SessionHookTrust's config.
-// An empty hookCommand leaves the hook out.
+// An empty hookCommand leaves the hook out; it is quoted with Go's %q,
+// which TOML reads alike for printable UTF-8.
 func HoldOverrides(hookCommand string) []string {
 	out := []string{
 		"model_auto_compact_token_limit=" + strconv.Itoa(farTokens),
 		"model_context_window=" + strconv.Itoa(farTokens),
+		"model_post_turn_compact_threshold_percent=100",
 	}
 	if hookCommand != "" {
 		out = append(out, fmt.Sprintf(`hooks.PreCompact=[{hooks=[{type="command",command=%q}]}]`, hookCommand))

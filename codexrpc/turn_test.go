@@ -103,22 +103,28 @@ func compactions(s *session) (requests, items int) {
 	return requests, items
 }
 
+// postTurnConfig adds the post-turn compaction threshold to personConfig:
+// at 10 %, any context of these tests passes it.
+const postTurnConfig = personConfig + "model_post_turn_compact_threshold_percent = 10\n"
+
 func TestOverridesHoldCompaction(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
+		config    string
 		input     int
 		overrides []string
 		compacts  bool
 	}{
-		{"person's config alone", 120000, nil, true},
-		{"overrides", 120000, codexrpc.HoldOverrides(""), false},
+		{"person's config alone", personConfig, 120000, nil, true},
+		{"person's post-turn threshold, limit lifted", postTurnConfig, 120000, codexrpc.HoldOverrides("")[:2], true},
+		{"overrides", postTurnConfig, 120000, codexrpc.HoldOverrides(""), false},
 		// Above the person's window; below 90 % of the model's own
 		// (272000 for a model Codex has no metadata for).
-		{"overrides, past the person's window", 240000, codexrpc.HoldOverrides(""), false},
-		{"overrides, past 90 % of the model's window", 245000, codexrpc.HoldOverrides(""), true},
+		{"overrides, past the person's window", postTurnConfig, 240000, codexrpc.HoldOverrides(""), false},
+		{"overrides, past 90 % of the model's window", postTurnConfig, 245000, codexrpc.HoldOverrides(""), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := start(t, compactingScript(tc.input), personConfig, tc.overrides...)
+			s := start(t, compactingScript(tc.input), tc.config, tc.overrides...)
 			for range 3 {
 				if end := s.completed(s.turn("go on")); end.Status != codexrpc.StatusCompleted {
 					t.Fatalf("turn ended %q (%+v)", end.Status, end.Error)
@@ -130,6 +136,48 @@ func TestOverridesHoldCompaction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCompactionMidTurn: past the limit after a tool round, Codex compacts
+// inside the turn and goes on from the summary; the hook's
+// {"continue":false} ends that turn "interrupted" instead, before the
+// compaction, and every later turn of the thread too, before any request.
+func TestCompactionMidTurn(t *testing.T) {
+	toolThenText := func() scriptedresp.Script {
+		n := 0
+		return func(r *scriptedresp.Request) scriptedresp.Reply {
+			if r.Compaction {
+				return scriptedresp.Reply{Text: "SUMMARY", Usage: scriptedresp.Usage{InputTokens: 2000, OutputTokens: 10}}
+			}
+			n++
+			if n == 1 {
+				return scriptedresp.Reply{Calls: []scriptedresp.Call{{Cmd: "echo hi"}}, Usage: scriptedresp.Usage{InputTokens: 120000, OutputTokens: 10}}
+			}
+			return scriptedresp.Reply{Text: "ok", Usage: scriptedresp.Usage{InputTokens: 3000, OutputTokens: 10}}
+		}
+	}
+	t.Run("compacts", func(t *testing.T) {
+		s := start(t, toolThenText(), personConfig)
+		if end := s.completed(s.turn("one")); end.Status != codexrpc.StatusCompleted {
+			t.Fatalf("turn ended %q", end.Status)
+		}
+		reqs := s.api.Requests()
+		if len(reqs) != 3 || !reqs[1].Compaction || !strings.HasPrefix(reqs[2].LastUserText, "Another language model started to solve this problem") {
+			t.Fatalf("requests %+v: want the tool round, a compaction, then the turn going on from the summary", reqs)
+		}
+	})
+	t.Run("hook", func(t *testing.T) {
+		hook := writeHook(t, `echo '{"continue":false}'`)
+		s := start(t, toolThenText(), personConfig, `hooks.PreCompact=[{hooks=[{type="command",command="`+hook+`"}]}]`)
+		for _, text := range []string{"one", "two"} {
+			if end := s.completed(s.turn(text)); end.Status != codexrpc.StatusInterrupted {
+				t.Fatalf("turn %s ended %q, want interrupted", text, end.Status)
+			}
+		}
+		if reqs := s.api.Requests(); len(reqs) != 1 {
+			t.Fatalf("%d requests, want only the first turn's tool round", len(reqs))
+		}
+	})
 }
 
 func TestPreCompactHook(t *testing.T) {
@@ -179,14 +227,25 @@ func writeHook(t *testing.T, answer string) string {
 
 // TestHoldPastModelWindow: where the overrides alone no longer hold (past
 // 90 % of the model's own window), the hook of HoldOverrides stops the
-// compaction before it reaches the model.
+// compaction before it reaches the model. With the post-turn threshold at
+// 100 % the attempt comes at the end of the turn that crossed, so that
+// turn, its answer given, ends "interrupted"; so does the next, before any
+// request.
 func TestHoldPastModelWindow(t *testing.T) {
 	s := start(t, compactingScript(245000), personConfig, codexrpc.HoldOverrides(writeHook(t, `echo '{"continue":false}'`))...)
-	if end := s.completed(s.turn("one")); end.Status != codexrpc.StatusCompleted {
-		t.Fatalf("first turn ended %q", end.Status)
+	for _, text := range []string{"one", "two"} {
+		if end := s.completed(s.turn(text)); end.Status != codexrpc.StatusInterrupted {
+			t.Fatalf("turn %s ended %q, want interrupted", text, end.Status)
+		}
 	}
-	end := s.completed(s.turn("two"))
-	if reqs, _ := compactions(s); reqs != 0 || end.Status != codexrpc.StatusInterrupted {
-		t.Fatalf("turn two ended %q with %d compaction requests; want interrupted before any", end.Status, reqs)
+	if reqs := s.api.Requests(); len(reqs) != 1 || reqs[0].Compaction || reqs[0].Answered.IsZero() {
+		t.Fatalf("requests %+v: want the first turn's, answered, and nothing more", reqs)
+	}
+	var answered bool
+	for _, it := range values[codexrpc.Item](s) {
+		answered = answered || (!it.Started && it.Type == "agentMessage")
+	}
+	if !answered {
+		t.Error("the first turn's answer never completed as an item")
 	}
 }
