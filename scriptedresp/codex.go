@@ -12,8 +12,11 @@ const KeyVar = "SCRIPTED_API_KEY"
 
 // WriteCodexHome writes dir/config.toml pointing Codex at this server as
 // model provider "scripted", with no retries and no WebSocket (Codex tries
-// one first, five times, unless told otherwise), then extra (more TOML,
-// e.g. a person's own settings; it must not repeat a key written here).
+// one first, five times, unless told otherwise), and with plugins off:
+// with them on, Codex 0.171.0 looks up api.github.com and chatgpt.com at
+// every start (strace showed the DNS queries), and with them off nothing
+// leaves 127.0.0.1. extra is more TOML (e.g. a person's own settings); it
+// must not repeat a key or table written here.
 // Run Codex with CODEX_HOME=dir and Env.
 func (s *Server) WriteCodexHome(dir, extra string) error {
 	conf := fmt.Sprintf(`model = "gpt-5"
@@ -30,6 +33,9 @@ env_key = %q
 supports_websockets = false
 request_max_retries = 0
 stream_max_retries = 0
+
+[features]
+plugins = false
 `, extra, s.URL, KeyVar)
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("write codex config: %w", err)
