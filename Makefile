@@ -17,7 +17,12 @@ export FLOWER_AGENT_SDK_VERSION := $(AGENT_SDK_VERSION)
 TEMPORAL_VERSION := 1.5.1
 export FLOWER_TEMPORAL_VERSION := $(TEMPORAL_VERSION)
 
-.PHONY: all build harness agent-sdk temporal tools test darwin unit tidy compat demo chaos fuzz bench bench-e2e clean
+# The Codex CLI, the second harness (docs/DESIGN.md «Codex facts»), cached
+# under ~/.cache/flower/codex/<version>.
+CODEX_VERSION := 0.171.0
+export FLOWER_CODEX_VERSION := $(CODEX_VERSION)
+
+.PHONY: all build harness agent-sdk temporal codex tools test darwin unit tidy compat demo chaos fuzz bench bench-e2e clean
 
 all: build
 
@@ -42,6 +47,10 @@ agent-sdk:
 # prints its path.
 temporal:
 	@scripts/install-temporal.sh
+
+# Installs the pinned Codex CLI (npm, cached) and prints its path.
+codex:
+	@scripts/install-codex.sh
 
 # tmux: the demo's screen is checked under a real terminal. chromium: a
 # run's page is checked in a real headless browser (integration/pagecheck).
@@ -74,6 +83,8 @@ test: tidy build tools darwin
 	  echo "agent sdk: $$FLOWER_AGENT_SDK ($(AGENT_SDK_VERSION))" && \
 	  FLOWER_TEMPORAL_CLI="$$(scripts/install-temporal.sh)" && export FLOWER_TEMPORAL_CLI && \
 	  echo "temporal: $$FLOWER_TEMPORAL_CLI ($$("$$FLOWER_TEMPORAL_CLI" --version))" && \
+	  FLOWER_CODEX="$$(scripts/install-codex.sh)" && export FLOWER_CODEX && \
+	  echo "codex: $$FLOWER_CODEX ($$("$$FLOWER_CODEX" --version))" && \
 	  $(GO) vet ./... && $(GO) vet -tags temporal ./cmd/flower && \
 	  $(GO) test -race -count=1 -timeout 30m ./... && \
 	  $(GO) test -race -count=1 -tags temporal -run 'TestSubmit|TestStepError' ./cmd/flower

@@ -1,9 +1,6 @@
 package scriptedapi
 
 import (
-	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +10,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/flowerhq/flower/scriptedhttp"
 )
 
 // Usage is what message_start reports. The harness (and flower) take
@@ -169,11 +168,7 @@ func Start(script Script) (*Server, error) {
 // asks the kernel for net.core.somaxconn (4096 on current kernels), far
 // above a burst of 25 to 35; TestListenBacklog holds it to that.
 func listen() (net.Listener, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	return ln, nil
+	return scriptedhttp.Listen()
 }
 
 // Close stops the server at once, dropping open connections.
@@ -267,18 +262,18 @@ func (s *Server) serveCountTokens(w http.ResponseWriter, hr *http.Request) {
 			return
 		}
 	}
-	body, err := readBody(hr)
+	body, err := scriptedhttp.ReadBody(hr)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
 	}
 	// About four bytes of JSON per token is close enough for the harness,
 	// which only uses this for its /context breakdown.
-	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": len(body)/4 + 1})
+	scriptedhttp.WriteJSON(w, http.StatusOK, map[string]int{"input_tokens": len(body)/4 + 1})
 }
 
 func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request) {
-	body, err := readBody(hr)
+	body, err := scriptedhttp.ReadBody(hr)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
@@ -291,7 +286,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request) {
 	}
 	req.Time = time.Now()
 	req.Path = hr.URL.RequestURI()
-	req.Header = redact(hr.Header)
+	req.Header = scriptedhttp.Redact(hr.Header)
 	if id := hr.Header.Get("X-Claude-Code-Session-Id"); id != "" {
 		req.SessionID = id
 	}
@@ -325,33 +320,13 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request) {
 	}
 	blocks := reply.blocks()
 	if !req.Stream {
-		writeJSON(w, http.StatusOK, message(req.Model, blocks, reply, true))
+		scriptedhttp.WriteJSON(w, http.StatusOK, message(req.Model, blocks, reply, true))
 	} else if !streamReply(w, hr, req.Model, blocks, reply) {
 		return
 	}
 	s.mu.Lock()
 	s.requests[req.Seq-1].Answered = time.Now()
 	s.mu.Unlock()
-}
-
-func readBody(hr *http.Request) ([]byte, error) {
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(hr.Body); err != nil {
-		return nil, fmt.Errorf("read body: %w", err)
-	}
-	return b.Bytes(), nil
-}
-
-// redact copies h with credentials masked, so recorded requests can be
-// logged freely.
-func redact(h http.Header) http.Header {
-	out := h.Clone()
-	for _, k := range []string{"X-Api-Key", "Authorization"} {
-		if out.Get(k) != "" {
-			out.Set(k, "REDACTED")
-		}
-	}
-	return out
 }
 
 // block is one content block of a reply, in API shape.
@@ -365,7 +340,7 @@ func (r Reply) blocks() []block {
 	for _, tu := range r.ToolUses {
 		id := tu.ID
 		if id == "" {
-			id = newID("toolu_")
+			id = scriptedhttp.NewID("toolu_")
 		}
 		input := tu.Input
 		if input == nil {
@@ -396,7 +371,7 @@ func usageJSON(u Usage) map[string]int {
 // message_start carries.
 func message(model string, blocks []block, r Reply, full bool) map[string]any {
 	m := map[string]any{
-		"id":            newID("msg_"),
+		"id":            scriptedhttp.NewID("msg_"),
 		"type":          "message",
 		"role":          "assistant",
 		"model":         model,
@@ -527,24 +502,12 @@ func chunk(s string, n int) []string {
 	return out
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 func writeError(w http.ResponseWriter, status int, typ, msg string) {
 	if typ == "" {
 		typ = "api_error"
 	}
-	writeJSON(w, status, map[string]any{
+	scriptedhttp.WriteJSON(w, status, map[string]any{
 		"type":  "error",
 		"error": map[string]string{"type": typ, "message": msg},
 	})
-}
-
-func newID(prefix string) string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
 }

@@ -109,3 +109,27 @@ func ExitCode(err error) int {
 		return -1
 	}
 }
+
+// CodexVersion is the Codex CLI version the suites run on:
+// $FLOWER_CODEX_VERSION (the Makefile's CODEX_VERSION), else the pinned one.
+var CodexVersion = func() string {
+	if v := os.Getenv("FLOWER_CODEX_VERSION"); v != "" {
+		return v
+	}
+	return "0.171.0"
+}()
+
+// CodexPath finds the real Codex CLI: $FLOWER_CODEX, which make test sets
+// (scripts/install-codex.sh). Without it, or under -short, the test is
+// skipped.
+func CodexPath(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the real Codex CLI: make test runs this, make unit does not")
+	}
+	p := os.Getenv("FLOWER_CODEX")
+	if p == "" {
+		t.Skip("needs the real Codex CLI: set FLOWER_CODEX (make test does, from scripts/install-codex.sh)")
+	}
+	return p
+}

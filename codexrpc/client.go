@@ -1,0 +1,200 @@
+// Package codexrpc owns speaking `codex app-server`: JSON-RPC lines on the
+// process's stdin and stdout. It starts the process, runs the handshake,
+// offers the requests a front sends (thread/start, turn/start,
+// turn/interrupt), decodes the notifications a front needs into plain Go
+// values (notify.go), and knows how to hold Codex's own compaction off
+// (hold.go). What the names, fields and the hold are on the pinned Codex
+// is in docs/DESIGN.md «Codex facts»; schema_test.go holds the names to
+// the schema the installed binary generates.
+package codexrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+// Config says how to start the app-server.
+type Config struct {
+	// Binary is the codex executable.
+	Binary string
+	// Home is CODEX_HOME: where config.toml is read and state is kept.
+	Home string
+	// Dir is the process's working directory.
+	Dir string
+	// Overrides are "key=value" settings, each passed as -c: they
+	// outrank the config.toml in Home.
+	Overrides []string
+	// Env is appended to the parent's environment.
+	Env []string
+	// Log receives what the client skips (non-JSON lines, unanswerable
+	// requests) and the process's stderr; nil discards it.
+	Log io.Writer
+}
+
+// Client is one running app-server.
+type Client struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	log    *log.Logger
+	notes  chan Notification
+	done   chan struct{}
+	wmu    sync.Mutex
+	mu     sync.Mutex
+	nextID int
+	calls  map[int]chan response
+	err    error // why the read loop ended
+}
+
+type response struct {
+	Result json.RawMessage
+	Error  *RPCError
+}
+
+// RPCError is a JSON-RPC error answer.
+type RPCError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("codex app-server error %d: %s", e.Code, e.Message)
+}
+
+// Start starts `codex app-server` and runs initialize / initialized.
+func Start(ctx context.Context, cfg Config) (*Client, error) {
+	args := []string{"app-server"}
+	for _, o := range cfg.Overrides {
+		args = append(args, "-c", o)
+	}
+	cmd := exec.Command(cfg.Binary, args...)
+	cmd.Dir = cfg.Dir
+	cmd.Env = append(append(os.Environ(), "CODEX_HOME="+cfg.Home), cfg.Env...)
+	logw := cfg.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	cmd.Stderr = logw
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("codex app-server stdin: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("codex app-server stdout: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start codex app-server: %w", err)
+	}
+	c := &Client{cmd: cmd, stdin: stdin, log: log.New(logw, "codexrpc: ", 0),
+		notes: make(chan Notification, 1024), done: make(chan struct{}), calls: map[int]chan response{}}
+	go c.read(stdout)
+	if err := c.handshake(ctx); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Client) handshake(ctx context.Context) error {
+	info := map[string]any{"clientInfo": map[string]string{"name": "flower", "title": "flower", "version": "0"}}
+	if err := c.Call(ctx, MethodInitialize, info, nil); err != nil {
+		return err
+	}
+	return c.send(map[string]any{"method": MethodInitialized})
+}
+
+// Notifications delivers every notification in order; it is closed when
+// the process's stdout ends. The caller must keep reading it: once its
+// buffer is full, reading stdout (answers to calls included) waits.
+func (c *Client) Notifications() <-chan Notification { return c.notes }
+
+// Done is closed when the process's stdout ends; Err then says why.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err is why the read loop ended (nil while it runs, io.EOF at a clean end).
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close ends the process: stdin is closed, which ends a healthy app-server,
+// then after closeGrace it is killed; and it is waited for.
+func (c *Client) Close() error {
+	_ = c.stdin.Close()
+	select {
+	case <-c.done:
+	case <-time.After(closeGrace):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+	err := c.cmd.Wait()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return nil // it was ended, as asked
+	}
+	return err
+}
+
+// closeGrace is how long Close waits for the app-server to end by itself.
+const closeGrace = 3 * time.Second
+
+// Call sends a request and waits for its answer, decoded into result
+// when result is not nil.
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	ch := make(chan response, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("codex app-server %s: %w", method, c.err)
+	}
+	id := c.nextID
+	c.nextID++
+	c.calls[id] = ch
+	c.mu.Unlock()
+	if err := c.send(map[string]any{"method": method, "id": id, "params": params}); err != nil {
+		return err
+	}
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			return fmt.Errorf("codex app-server %s: %w", method, c.Err())
+		}
+		if r.Error != nil {
+			return fmt.Errorf("%s: %w", method, r.Error)
+		}
+		if result == nil {
+			return nil
+		}
+		if err := json.Unmarshal(r.Result, result); err != nil {
+			return fmt.Errorf("codex app-server %s answer: %w", method, err)
+		}
+		return nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		delete(c.calls, id)
+		c.mu.Unlock()
+		return fmt.Errorf("codex app-server %s: %w", method, ctx.Err())
+	}
+}
+
+func (c *Client) send(msg any) error {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("encode codex app-server message: %w", err)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write codex app-server: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+package codexrpc
+
+import "context"
+
+// ThreadOptions are thread/start's params the client sets.
+type ThreadOptions struct {
+	Cwd            string `json:"cwd,omitempty"`
+	ApprovalPolicy string `json:"approvalPolicy,omitempty"`
+	Sandbox        string `json:"sandbox,omitempty"`
+	// Config overrides settings for this thread (SessionHookTrust's).
+	Config map[string]any `json:"config,omitempty"`
+}
+
+// StartThread starts a thread and returns its id.
+func (c *Client) StartThread(ctx context.Context, o ThreadOptions) (string, error) {
+	var res struct {
+		Thread struct {
+			ID string `json:"id"`
+		} `json:"thread"`
+	}
+	if err := c.Call(ctx, MethodThreadStart, o, &res); err != nil {
+		return "", err
+	}
+	return res.Thread.ID, nil
+}
+
+// StartTurn starts a turn of text in the thread and returns its id; the
+// turn's end is a turn/completed notification.
+func (c *Client) StartTurn(ctx context.Context, threadID, text string) (string, error) {
+	params := map[string]any{"threadId": threadID, "input": []map[string]string{{"type": "text", "text": text}}}
+	var res struct {
+		Turn struct {
+			ID string `json:"id"`
+		} `json:"turn"`
+	}
+	if err := c.Call(ctx, MethodTurnStart, params, &res); err != nil {
+		return "", err
+	}
+	return res.Turn.ID, nil
+}
+
+// Interrupt asks Codex to stop the turn; it then ends with status
+// interrupted.
+func (c *Client) Interrupt(ctx context.Context, threadID, turnID string) error {
+	return c.Call(ctx, MethodTurnInterrupt, map[string]string{"threadId": threadID, "turnId": turnID}, nil)
+}

@@ -1,0 +1,73 @@
+// Package scriptedhttp owns the plumbing the repo's scripted model APIs
+// (scriptedapi, scriptedresp) share: a listener that only ever binds
+// 127.0.0.1, reading a request body, masking credentials before a request
+// is recorded, fresh ids, and JSON answers.
+package scriptedhttp
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+)
+
+// Listen opens a TCP socket on 127.0.0.1 on a free port: a scripted API is
+// never reachable from anywhere but the machine it runs on.
+func Listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return ln, nil
+}
+
+// ReadBody reads a request's whole body.
+func ReadBody(hr *http.Request) ([]byte, error) {
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(hr.Body); err != nil {
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// Redact copies h with credentials masked, so recorded requests can be
+// logged freely.
+func Redact(h http.Header) http.Header {
+	out := h.Clone()
+	for _, k := range []string{"X-Api-Key", "Authorization"} {
+		if out.Get(k) != "" {
+			out.Set(k, "REDACTED")
+		}
+	}
+	return out
+}
+
+// NewID is prefix followed by 24 random hex digits.
+func NewID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// WriteJSON answers v as JSON with the given status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Nth steps through items: the n-th call returns items[n-1], every later
+// call the last item. It is safe for concurrent use; items must not be
+// empty.
+func Nth[T any](items []T) func() T {
+	next := make(chan int, 1)
+	next <- 0
+	return func() T {
+		i := <-next
+		next <- i + 1
+		return items[min(i, len(items)-1)]
+	}
+}
