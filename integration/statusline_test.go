@@ -80,7 +80,7 @@ func TestStatusLineUnderTmux(t *testing.T) {
 	script := &statusLineScript{}
 	srv := startServer(t, script.reply)
 	r := interactiveRun{srv: srv, workspace: t.TempDir(), home: t.TempDir(), flower: buildFlower(t), harness: harnessPath(t),
-		args: []string{"--window", "200000", "--max-budget-usd", "5", "--", "--permission-mode", "dontAsk"}}
+		args: []string{"--lang", "zh", "--window", "200000", "--max-budget-usd", "5", "--", "--permission-mode", "dontAsk"}}
 	seedHarnessHome(t, r.home, r.workspace, scriptedapi.APIKey)
 	// The person's own status line, in their user settings.
 	if err := os.MkdirAll(filepath.Join(r.home, ".claude"), 0o755); err != nil {
@@ -165,7 +165,7 @@ var meterOnScreen = regexp.MustCompile(`flower · 第 (\d) 代 · 上下文 ([\d
 func TestDemoInteractive(t *testing.T) {
 	t.Parallel()
 	r := interactiveRun{workspace: t.TempDir(), home: t.TempDir()}
-	r.argv = []string{buildFlower(t), "demo", "-i", "--clean", "--harness", harnessPath(t)}
+	r.argv = []string{buildFlower(t), "demo", "-i", "--lang", "zh", "--clean", "--harness", harnessPath(t)}
 	p := startPane(t, r)
 	figures := map[string]map[string]bool{} // generation → the context figures seen
 	announced := map[string]bool{}
