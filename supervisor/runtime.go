@@ -34,6 +34,7 @@ import (
 	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/trust"
 	"github.com/flowerhq/flower/workbench"
 )
 
@@ -106,10 +107,15 @@ type Options struct {
 	// written and before the successor reads it back (a person may edit the
 	// file at that point; tests use this hook to do so).
 	AfterFreeze func(path string)
-	// TrustNotes: the person vouches for the step's handoff and task files
-	// even when no manifest of the workbench records them (DESIGN.md «Known
-	// documents»); without it Continue and Rerun refuse such a file.
+	// TrustNotes: the person vouches for the run dir and the step's
+	// handoff and task files even when the trust store holds no receipt of
+	// them (DESIGN.md «Known documents»), which adopts them; without it
+	// Continue and Rerun refuse such a run or file.
 	TrustNotes bool
+	// Trust is the trust store that holds the receipts of what flower
+	// writes (DESIGN.md «Trust store»); nil: the store of flower's own
+	// environment (trust.Open(os.Environ())).
+	Trust *trust.Store
 	// TaskCarry bounds how many characters of the task every successor's
 	// first prompt carries verbatim next to the handoff: 0 means
 	// handoff.DefaultTaskCarry, a negative value carries nothing.
@@ -168,6 +174,11 @@ type Runtime struct {
 	// --settings, merged with ownSettings, the person's.
 	levers      bool
 	ownSettings levers.Own
+	// trust holds the receipts (nil: none could be opened, trustErr says
+	// why); loaded: the manifest was on disk before this Runtime.
+	trust    *trust.Store
+	trustErr error
+	loaded   bool
 }
 
 // New checks the options, creates the run directory and writes an initial
@@ -264,6 +275,7 @@ func New(opts Options) (*Runtime, error) {
 			rt.wb, rt.wbErr = nil, err
 		}
 	}
+	rt.openTrust()
 	if opts.RunDir == "" {
 		// A run dir of its own, made now (DESIGN.md «One step, one owner»).
 		if opts.RunDir, err = workbench.NewRunDir(workbench.RunsDir(opts.WorkbenchDir), opts.Now()); err != nil {
@@ -272,7 +284,7 @@ func New(opts Options) (*Runtime, error) {
 		rt.opts.RunDir = opts.RunDir
 	}
 	if m, err := manifest.LoadBound(opts.RunDir); err == nil {
-		rt.m = m
+		rt.m, rt.loaded = m, true
 	} else if errors.Is(err, os.ErrNotExist) {
 		rt.m = manifest.New(opts.RunDir, ws, opts.Now())
 	} else {
@@ -285,6 +297,9 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if err := workbench.MkdirRun(opts.RunDir, opts.WorkbenchDir); err != nil {
 		return nil, err
+	}
+	if !rt.loaded {
+		rt.receipt("run dir", opts.RunDir, nil) // DESIGN.md «Known documents»
 	}
 	// Fail now if the run dir cannot take the manifest, but without
 	// writing it: that costs two syncs, and the step's first harness is
