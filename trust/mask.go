@@ -29,12 +29,18 @@ func Mask(cmd string) string {
 			words[i] = envinject.Mask(w)
 		}
 	}
+	return printable(strings.Join(words, " "))
+}
+
+// printable drops control characters: what a repository's file names
+// reaches a terminal and a log only as text (DESIGN.md «Terminal safety»).
+func printable(s string) string {
 	return strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
 			return -1
 		}
 		return r
-	}, strings.Join(words, " "))
+	}, s)
 }
 
 // looksSecret: 20 or more characters of a token's alphabet, with letters

@@ -109,7 +109,7 @@ const maxParse = 1 << 20
 // recorded as what it is.
 func scanOne(ws, rel string) (File, error) {
 	p := filepath.Join(ws, filepath.FromSlash(rel))
-	f := File{Rel: rel}
+	f := File{Rel: printable(rel)}
 	fh, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -147,6 +147,9 @@ func scanOne(ws, rel string) (File, error) {
 		f.Risks, f.Commands = jsonRisks(head)
 	} else {
 		f.Risks = definitionRisks(head)
+	}
+	for i, r := range f.Risks {
+		f.Risks[i] = printable(r) // names from the repository's file
 	}
 	return f, nil
 }

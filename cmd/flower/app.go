@@ -77,7 +77,7 @@ settings then come from FLOWER_* environment variables (see the README).`,
 		// Built for this run: urfave/cli's setup rewrites a command's
 		// HelpName in place, so commands shared between runs in one
 		// process (the tests) would show "flower flower run".
-		Commands: []*cli.Command{runCommand(p), continueCommand(p), rerunCommand(p), showCommand(p), logsCommand(p), psCommand(p), uiCommand(p), demoCommand(p),
+		Commands: []*cli.Command{runCommand(p), continueCommand(p), rerunCommand(p), showCommand(p), logsCommand(p), psCommand(p), uiCommand(p), demoCommand(p), trustCommand(p),
 			workerCommand(p), submitCommand(p), handoffCommand(p), doctorCommand(p), hookCommand(p)},
 		Reader:               p.stdin,
 		Writer:               p.stdout,
