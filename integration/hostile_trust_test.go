@@ -302,3 +302,49 @@ func trustActivity(t *testing.T, ws string, srv *scriptedapi.Server, store *trus
 	_, err = env.ExecuteActivity(g.Generation, fleet.GenerationTask{Step: "main-" + string(rune('a'+n)), Task: hostileTask, Workspace: ws, HeartbeatTimeout: 10 * time.Second})
 	return err
 }
+
+// A real worker on a Temporal server: a step in a workspace whose settings
+// run a hook is refused once (not retried), with the file, its keys and
+// flower trust in submit --wait's output, and no harness starts; after
+// `flower trust` is run with the worker's store, the same workspace runs
+// and its hook with it. The worker keeps its --workspace-root.
+func TestTemporalWorkspaceTrust(t *testing.T) {
+	ts := startTemporal(t)
+	srv := startServer(t, oneGenerationJob())
+	root := t.TempDir()
+	ws := filepath.Join(root, "app")
+	mark := filepath.Join(ws, "hook-ran")
+	writeFile(t, filepath.Join(ws, ".claude", "settings.json"), hookSettings("touch "+mark))
+	workerEnv := stateEnv(t, harnessEnv(t, srv))
+	queue := randomID("q")
+	startFlower(t, workerEnv, "worker", "--temporal", ts.addr, "--task-queue", queue, "--identity", "worker-trust",
+		"--harness", harnessPath(t), "--workspace-root", root, "--", "--allowedTools", "Bash")
+	submit := func(id string) (int, string) {
+		return runFlowerCLI(t, harnessEnv(t, srv), "submit", "--temporal", ts.addr, "--task-queue", queue, "-C", ws,
+			"--id", id, "--wait", "Build the shim. TASK-MARK")
+	}
+	id := randomID("untrusted")
+	code, out := submit(id)
+	if code != 1 || !strings.Contains(out, ".claude/settings.json (hooks SessionStart)") || !strings.Contains(out, "flower trust") ||
+		!strings.Contains(out, "worker worker-trust refuses step main") {
+		t.Fatalf("untrusted: submit --wait exited %d, want 1 and the refusal:\n%s", code, out)
+	}
+	if h := ts.history(t, id); len(h.inputs) != 1 {
+		t.Errorf("the refused generation was tried %d times, want once", len(h.inputs))
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("a harness ran for a refused step: %d requests", n)
+	}
+	if _, err := os.Lstat(mark); err == nil {
+		t.Fatalf("the hook ran for a refused step")
+	}
+	if code, out := flowerCmd(t, workerEnv, ws, "trust", ws); code != 0 {
+		t.Fatalf("flower trust: exit %d\n%s", code, out)
+	}
+	if code, out := submit(randomID("trusted")); code != 0 {
+		t.Fatalf("trusted: submit --wait exited %d:\n%s", code, out)
+	}
+	if _, err := os.Lstat(mark); err != nil {
+		t.Errorf("trusted: the workspace's hook did not run: %v", err)
+	}
+}
