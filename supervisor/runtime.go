@@ -174,11 +174,11 @@ type Runtime struct {
 	// --settings, merged with ownSettings, the person's.
 	levers      bool
 	ownSettings levers.Own
-	// trust holds the receipts (nil: none could be opened, trustErr says
-	// why); loaded: the manifest was on disk before this Runtime.
-	trust    *trust.Store
-	trustErr error
-	loaded   bool
+	// trust holds the receipts (nil: none could be opened); loaded: the
+	// manifest is on disk, written before this Runtime or by it (and then
+	// the run dir has its receipt).
+	trust  *trust.Store
+	loaded bool
 }
 
 // New checks the options, creates the run directory and writes an initial
@@ -298,9 +298,6 @@ func New(opts Options) (*Runtime, error) {
 	if err := workbench.MkdirRun(opts.RunDir, opts.WorkbenchDir); err != nil {
 		return nil, err
 	}
-	if !rt.loaded {
-		rt.receipt("run dir", opts.RunDir, nil) // DESIGN.md «Known documents»
-	}
 	// Fail now if the run dir cannot take the manifest, but without
 	// writing it: that costs two syncs, and the step's first harness is
 	// to start at once (DESIGN.md «Warm successor»); the step's first
@@ -359,6 +356,13 @@ func (rt *Runtime) save(st *manifest.StepResult) {
 		st = &manifest.StepResult{}
 	}
 	err := rt.m.Save()
+	if err == nil && !rt.loaded {
+		// The run dir's receipt goes with its manifest's first write, after
+		// the step's first harness started (DESIGN.md «Known documents»,
+		// «Warm successor»).
+		rt.loaded = true
+		rt.receipt("run dir", rt.opts.RunDir, nil)
+	}
 	switch {
 	case err == nil && rt.saveErr != nil:
 		rt.saveErr = nil

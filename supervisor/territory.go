@@ -56,7 +56,6 @@ func (rt *Runtime) openTrust() {
 	if rt.trust == nil {
 		var err error
 		if rt.trust, err = trust.Open(os.Environ()); err != nil {
-			rt.trustErr = err
 			msg := fmt.Sprintf("no trust store (%v): what flower writes gets no receipt, and a later continue or rerun needs %s", err, TrustNotesFlag)
 			rt.log.Warn(msg)
 			rt.emit(Event{Kind: KindNotice, Text: msg})

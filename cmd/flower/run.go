@@ -171,8 +171,8 @@ type jobSettings struct {
 	harnessEnv []string
 	// unlisted: the run writes no entry for flower ps (the demo).
 	unlisted bool
-	// trustNotes: the person vouches for notes files no manifest records
-	// (continue and rerun's --trust-notes).
+	// trustNotes: the person vouches for a run dir and notes files flower
+	// holds no receipt of (continue and rerun's --trust-notes).
 	trustNotes bool
 	// skipWorkspace: an untrusted workspace's settings are left out
 	// rather than refused (--skip-workspace-settings, DESIGN.md «Trust store»).
