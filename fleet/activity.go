@@ -17,6 +17,7 @@ import (
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/trust"
 	"github.com/flowerhq/flower/workbench"
 )
 
@@ -57,6 +58,12 @@ type Generations struct {
 	// Roots are where this worker runs steps (ResolveRoots); a step whose
 	// workspace is elsewhere is refused. None refuses every step.
 	Roots Roots
+	// Trust is this worker's trust store (DESIGN.md «Trust store»): a
+	// workspace whose files can run commands or set the harness's
+	// environment runs only if it trusts them as they are, or, with
+	// SkipWorkspaceSettings, without them. Nil trusts nothing.
+	Trust                 *trust.Store
+	SkipWorkspaceSettings bool
 	// Live, when set, is told of each generation as it starts (what flower
 	// ps lists, DESIGN.md «Live registry»): its events go to onEvent, and
 	// done is called when the generation ends.
@@ -90,11 +97,18 @@ func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*Outcom
 	if err != nil {
 		return nil, err
 	}
+	extra, note, err := trust.Gate(g.Trust, nil, workspace, g.SkipWorkspaceSettings)
+	if err != nil {
+		// Refused, not retried, as a workspace outside the roots is.
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s refuses step %s: %v", g.Identity, t.Step, err), ErrTypeUntrusted, nil)
+	}
 	in := supervisor.GenerationInput{Step: t.Step, Task: t.Task, Handoff: t.Handoff, Replaced: t.Replaced, Lost: lostBefore(ctx, info)}
 
 	hb := &heartbeat{ctx: ctx, p: Progress{Worker: g.Identity}}
 	opts := g.Options
 	opts.Workspace = workspace // the path checked, links resolved
+	opts.Trust = g.Trust
+	opts.HarnessArgs = append(append([]string(nil), extra...), opts.HarnessArgs...)
 	opts.Workbench = true
 	opts.WorkbenchDir = ""
 	opts.RunDir = RunDir(workspace, info.WorkflowExecution.ID)
@@ -122,6 +136,9 @@ func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*Outcom
 	rt, err := supervisor.New(opts)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("set up step "+t.Step+" on worker "+g.Identity+": "+err.Error(), ErrTypeSetup, err)
+	}
+	if note != "" {
+		opts.OnEvent(supervisor.Event{Kind: supervisor.KindNotice, Step: t.Step, Text: note})
 	}
 	hb.send()
 	stop := hb.every(heartbeatEvery(t.HeartbeatTimeout))

@@ -13,6 +13,12 @@ import (
 // a harness elsewhere by trying again.
 const ErrTypeWorkspaceRefused = "WorkspaceRefused"
 
+// ErrTypeUntrusted: the step's workspace has files that can run commands
+// or set the harness's environment that the worker's trust store does not
+// trust as they are (DESIGN.md «Trust store»). Not retried, for the same
+// reason.
+const ErrTypeUntrusted = "WorkspaceUntrusted"
+
 // Roots are the directories a worker runs steps in: a step's workspace
 // must be one of them or lie below one, once every symbolic link in
 // either is resolved (DESIGN.md «Workspace roots»).

@@ -88,6 +88,13 @@ func TestHostileWorkspaceCompactionHeldOff(t *testing.T) {
 			if err := os.WriteFile(path, []byte(hostileOn), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			if _, headless := row.front.(headlessGuar); headless && strings.HasPrefix(path, g.ws) {
+				// The person trusts the settings that fight the levers, so
+				// the harness loads them (DESIGN.md «Trust store»).
+				if code, out := flowerCmd(t, g.env, g.ws, "trust", g.ws); code != 0 {
+					t.Fatalf("flower trust: exit %d\n%s", code, out)
+				}
+			}
 			flags := []string{"--window", "130000"}
 			if row.auto {
 				flags = append(flags, "--compact", "auto")

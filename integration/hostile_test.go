@@ -66,6 +66,9 @@ type hostileRow struct {
 	// base: the workspace holds a run flower recorded (r1, latest → r1);
 	// recordNotes false: that run recorded neither notes file.
 	recordNotes bool
+	// foreign: the base run was made under another HOME (its trust store
+	// holds no receipt of it here).
+	foreign bool
 	// plant makes the layout; it returns the path a refusal must name.
 	plant func(t *testing.T, ws, victim string) string
 	// want per command; missing = refused.
@@ -159,7 +162,7 @@ func hostileRows() []hostileRow {
 		return m
 	}
 	stepFiles := map[string]cellKind{"show": notApp, "logs": notApp, "relay start": notApp}
-	return []hostileRow{
+	return append([]hostileRow{
 		{name: ".flower → elsewhere", recordNotes: true, plant: func(t *testing.T, ws, victim string) string {
 			// Moved whole: the workspace's own records go with it.
 			return linkTo()(t, ws, victim)
@@ -292,6 +295,7 @@ func hostileRows() []hostileRow {
 			doc := goodHandoff(0).Text
 			hp := wb(ws, "notes", "交接-main.md")
 			writeFile(t, hp, doc)
+			recordReceipt(t, "handoff file", hp, []byte(doc))
 			editManifest(t, ws, func(m *manifest.Manifest) {
 				g := &m.Steps[0].Generations[0]
 				g.Handoff = &manifest.HandoffRecord{Reason: manifest.ReasonThreshold, Context: 156_000, At: 150_000,
@@ -302,7 +306,7 @@ func hostileRows() []hostileRow {
 			return p
 		}, want: map[string]cellKind{"run": setAway, "show": notApp, "logs": notApp,
 			"relay start": notApp, "worker activity": notApp}},
-	}
+	}, trustRows()...)
 }
 
 // plantChain makes a foreign manifest say that the session the relay is
@@ -418,6 +422,9 @@ func hostileCell(t *testing.T, row hostileRow, cmd string, want cellKind) string
 	if row.git {
 		gitInit(t, ws)
 	}
+	if !row.foreign {
+		recordBase(t, ws, row.recordNotes) // DESIGN.md «Known documents»: flower's receipts of its own run
+	}
 	victim := hostileVictim(t)
 	decoy := startDecoy(t, victim)
 	var named string
@@ -487,7 +494,7 @@ func hostileCell(t *testing.T, row hostileRow, cmd string, want cellKind) string
 		told := false
 		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 			told = told || strings.Contains(l, named) && (strings.Contains(l, "remove") || strings.Contains(l, "--trust-notes") ||
-				strings.Contains(l, "start a new run") || strings.Contains(l, "make it smaller"))
+				strings.Contains(l, "start a new run") || strings.Contains(l, "make it smaller") || strings.Contains(l, "flower trust"))
 		}
 		if !told {
 			t.Errorf("no line names %s and says what to do:\n%s", named, out)

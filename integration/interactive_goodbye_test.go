@@ -116,7 +116,7 @@ func TestInteractiveGoodbyeNamesNoRetiredSession(t *testing.T) {
 	// printed.
 	typed := strings.Replace(strings.TrimPrefix(command, "flower"), " MESSAGE ", " 'CONTINUE-MARK add the changelog' ", 1)
 	cont := exec.Command("bash", "-c", shellQuote(r.flower)+typed)
-	cont.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.home, "FLOWER_HARNESS=" + r.harness}, srv.Env()...)
+	cont.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.home, "XDG_STATE_HOME=" + os.Getenv("XDG_STATE_HOME"), "FLOWER_HARNESS=" + r.harness}, srv.Env()...) // the trust store the run kept its receipts in
 	if out, err := cont.CombinedOutput(); err != nil {
 		t.Fatalf("the printed command failed: %v\n%s", err, out)
 	}

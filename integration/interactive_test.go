@@ -443,7 +443,7 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 	// live successor (generation 2), never the retired generation 1, is
 	// resumed with its history, and the lineage goes on in the manifest.
 	cont := exec.Command(r.flower, "continue", "-C", r.workspace, "--harness", r.harness, "CONTINUE-MARK go on")
-	cont.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.home}, srv.Env()...)
+	cont.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.home, "XDG_STATE_HOME=" + os.Getenv("XDG_STATE_HOME")}, srv.Env()...) // the trust store the run kept its receipts in
 	out, err := cont.CombinedOutput()
 	if err != nil {
 		t.Fatalf("flower continue: %v\n%s", err, out)

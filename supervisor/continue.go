@@ -63,9 +63,17 @@ func (rt *Runtime) Continue(ctx context.Context, name, message string) (*manifes
 	}
 	defer s.unlock()
 	s.st = rt.m.Step(name)
+	if err := s.vouchRun(); err != nil {
+		return s.st, err
+	}
 	if err := s.vouchTask(name); err != nil {
 		return s.st, err
 	}
+	for _, msg := range s.vouched {
+		s.note(msg)
+		s.st.AddError(msg)
+	}
+	s.vouched = nil
 	l, err := s.continuation(message)
 	if err != nil {
 		return s.st, err
@@ -324,6 +332,9 @@ func (rt *Runtime) Rerun(ctx context.Context, name string) (*manifest.StepResult
 		return nil, err
 	}
 	defer s.unlock()
+	if err := s.vouchRun(); err != nil {
+		return rt.m.Step(name), err
+	}
 	path := rt.wb.HandoffPath(name)
 	h, b, err := ReadHandoffFile(path)
 	if err != nil {

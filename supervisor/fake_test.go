@@ -18,7 +18,16 @@ import (
 // TestMain lets the test binary be the fake harness (package harnesstest).
 func TestMain(m *testing.M) {
 	harnesstest.Main()
-	os.Exit(m.Run())
+	// The trust store of every Runtime without one of its own: never the
+	// person's (DESIGN.md «Trust store»).
+	state, err := os.MkdirTemp("", "flower-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	code := m.Run()
+	os.RemoveAll(state)
+	os.Exit(code)
 }
 
 // bench is one workspace and run directory driven by the fake harness.

@@ -280,6 +280,14 @@ func (rt *Runtime) RunGeneration(ctx context.Context, in GenerationInput) (*Gene
 		st.Task = in.Task
 	}
 	s.st = st
+	if in.Task != "" && st.Task != in.Task {
+		// A remote step's task is its workflow's, on every worker: a
+		// manifest on the shared volume that says otherwise vouches for
+		// nothing (DESIGN.md «Known documents»). Its task file is frozen
+		// again, the other one archived.
+		s.note(fmt.Sprintf("the run dir's manifest records another task for step %s than its workflow's; the workflow's is used", st.Name))
+		st.Task, st.TaskSHA256 = in.Task, ""
+	}
 	fresh := st.TaskSHA256 == ""
 	s.begin()
 	if fresh {

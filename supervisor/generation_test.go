@@ -106,3 +106,28 @@ func TestRunGenerationAfterLostFromHandoff(t *testing.T) {
 		t.Errorf("manifest: %d generations, generation 2 %+v, retired %q", len(disk.Generations), disk.Generations[1], disk.Retired)
 	}
 }
+
+// A worker's generation in a run dir whose manifest a repository planted
+// (its path is predictable: the workflow's id) takes the task from the
+// workflow, not from the manifest or the task file next to it.
+func TestRunGenerationIgnoresAPlantedTask(t *testing.T) {
+	b := newBench(t, harnesstest.ModeStream)
+	ctx := context.Background()
+	if _, err := b.runtime(Options{}).RunGeneration(ctx, GenerationInput{Step: "s", Task: "PLANTED-MARK"}); err != nil {
+		t.Fatalf("the planter's generation: %v", err)
+	}
+	r, err := b.runtime(Options{}).RunGeneration(ctx, GenerationInput{Step: "s", Task: "TASK-MARK"})
+	if err != nil {
+		t.Fatalf("generation: %v", err)
+	}
+	p := b.firstPrompts()
+	if last := p[len(p)-1]; !strings.Contains(last, "TASK-MARK") || strings.Contains(last, "PLANTED-MARK") {
+		t.Errorf("the generation's first prompt: %q", last)
+	}
+	if task, err := os.ReadFile(b.workspace + "/.flower/notes/任务-s.md"); err != nil || string(task) != "TASK-MARK" {
+		t.Errorf("the task file holds %q (%v), want the workflow's task", task, err)
+	}
+	if !hasNotice(b.notices(), "the workflow's is used") || r.End != EndSucceeded {
+		t.Errorf("end %s; notices %q", r.End, b.notices())
+	}
+}

@@ -34,6 +34,7 @@ import (
 	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/trust"
 	"github.com/flowerhq/flower/workbench"
 )
 
@@ -106,10 +107,15 @@ type Options struct {
 	// written and before the successor reads it back (a person may edit the
 	// file at that point; tests use this hook to do so).
 	AfterFreeze func(path string)
-	// TrustNotes: the person vouches for the step's handoff and task files
-	// even when no manifest of the workbench records them (DESIGN.md «Known
-	// documents»); without it Continue and Rerun refuse such a file.
+	// TrustNotes: the person vouches for the run dir and the step's
+	// handoff and task files even when the trust store holds no receipt of
+	// them (DESIGN.md «Known documents»), which adopts them; without it
+	// Continue and Rerun refuse such a run or file.
 	TrustNotes bool
+	// Trust is the trust store that holds the receipts of what flower
+	// writes (DESIGN.md «Trust store»); nil: the store of flower's own
+	// environment (trust.Open(os.Environ())).
+	Trust *trust.Store
 	// TaskCarry bounds how many characters of the task every successor's
 	// first prompt carries verbatim next to the handoff: 0 means
 	// handoff.DefaultTaskCarry, a negative value carries nothing.
@@ -170,6 +176,11 @@ type Runtime struct {
 	// --settings, merged with ownSettings, the person's.
 	levers      bool
 	ownSettings levers.Own
+	// trust holds the receipts (nil: none could be opened); loaded: the
+	// manifest is on disk, written before this Runtime or by it (and then
+	// the run dir has its receipt).
+	trust  *trust.Store
+	loaded bool
 }
 
 // New checks the options, creates the run directory and writes an initial
@@ -265,6 +276,7 @@ func New(opts Options) (*Runtime, error) {
 			rt.wb, rt.wbErr = nil, err
 		}
 	}
+	rt.openTrust()
 	if opts.RunDir == "" {
 		// A run dir of its own, made now (DESIGN.md «One step, one owner»).
 		if opts.RunDir, err = workbench.NewRunDir(workbench.RunsDir(opts.WorkbenchDir), opts.Clock.Now()); err != nil {
@@ -273,7 +285,7 @@ func New(opts Options) (*Runtime, error) {
 		rt.opts.RunDir = opts.RunDir
 	}
 	if m, err := manifest.LoadBound(opts.RunDir); err == nil {
-		rt.m = m
+		rt.m, rt.loaded = m, true
 	} else if errors.Is(err, os.ErrNotExist) {
 		rt.m = manifest.New(opts.RunDir, ws, opts.Clock.Now())
 	} else {
@@ -345,6 +357,13 @@ func (rt *Runtime) save(st *manifest.StepResult) {
 		st = &manifest.StepResult{}
 	}
 	err := rt.m.Save()
+	if err == nil && !rt.loaded {
+		// The run dir's receipt goes with its manifest's first write, after
+		// the step's first harness started (DESIGN.md «Known documents»,
+		// «Warm successor»).
+		rt.loaded = true
+		rt.receipt("run dir", rt.opts.RunDir, nil)
+	}
 	switch {
 	case err == nil && rt.saveErr != nil:
 		rt.saveErr = nil

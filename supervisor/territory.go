@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
+	"os"
 	"time"
 
 	"github.com/flowerhq/flower/handoff"
-	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/safefile"
+	"github.com/flowerhq/flower/trust"
 	"github.com/flowerhq/flower/workbench"
 )
 
@@ -21,23 +21,24 @@ func (rt *Runtime) checkStep(name string) error {
 		RunDir: rt.opts.RunDir, Step: name}.Check()
 }
 
-// ErrUnknownNote is wrapped by the *UnknownNoteError of a notes file no
-// manifest of the workbench recorded.
-var ErrUnknownNote = errors.New("a notes file flower did not write")
+// ErrUnknownNote is wrapped by the *UnknownNoteError of a run dir or notes
+// file flower holds no receipt of.
+var ErrUnknownNote = errors.New("a run or notes file flower did not write")
 
-// UnknownNoteError refuses to feed a successor a handoff or task file that
-// neither flower nor the person is known to have written (DESIGN.md «Known
-// documents»): no manifest of this workbench records its path or its
-// sha256, so it may have come with the repository.
+// UnknownNoteError refuses to pick up a run dir, or to feed a successor a
+// handoff or task file, that neither flower nor the person is known to
+// have written (DESIGN.md «Known documents»): the trust store outside the
+// workspace holds no receipt of it, so it may have come with the
+// repository, whatever its manifest says.
 type UnknownNoteError struct {
 	Path string
-	What string // "handoff file", "task file"
+	What string // "run dir", "handoff file", "task file"
 	Flag string // the flag that vouches for it
 }
 
 // Error describes the refusal; it is what a person sees.
 func (e *UnknownNoteError) Error() string {
-	return fmt.Sprintf("%s %s was not written by flower: no manifest of this workbench records its path or its sha256, so it may have come with the repository; nothing was started. Read it, and if you vouch for it run again with %s",
+	return fmt.Sprintf("%s %s was not written by flower on this machine: its trust store holds no receipt of it, so it may have come with the repository, whatever its manifest says; nothing was started. Read it, and if you vouch for it run again with %s (or adopt the workspace's runs with `flower trust`)",
 		e.What, e.Path, e.Flag)
 }
 
@@ -47,94 +48,79 @@ func (e *UnknownNoteError) Unwrap() error { return ErrUnknownNote }
 // TrustNotesFlag is the command-line flag that sets Options.TrustNotes.
 const TrustNotesFlag = "--trust-notes"
 
-// notesRecords is what the manifests of a workbench record of its notes
-// files: their paths and the sha256 of every version written or launched.
-type notesRecords struct {
-	paths, digests map[string]bool
-}
-
-// recordedNotes gathers the records of this run's manifest and of every
-// manifest in the workbench's runs folder that belongs there (a foreign or
-// unreadable one records nothing).
-func (rt *Runtime) recordedNotes() notesRecords {
-	r := notesRecords{paths: map[string]bool{}, digests: map[string]bool{}}
-	add := func(m *manifest.Manifest) {
-		for _, st := range m.Steps {
-			r.path(st.TaskPath)
-			r.path(st.HandoffPath)
-			r.digest(st.TaskSHA256)
-			for _, g := range st.Generations {
-				if h := g.Handoff; h != nil {
-					r.path(h.Path)
-					r.path(h.TaskPath)
-					r.digest(h.SHA256Written)
-					r.digest(h.SHA256Launched)
-					r.digest(h.TaskSHA256)
-				}
-			}
+// openTrust sets the runtime's trust store: the one given, else the store
+// of flower's own environment. Without one nothing is known (every run dir
+// and notes file needs the person's word), and that is said once.
+func (rt *Runtime) openTrust() {
+	rt.trust = rt.opts.Trust
+	if rt.trust == nil {
+		var err error
+		if rt.trust, err = trust.Open(os.Environ()); err != nil {
+			msg := fmt.Sprintf("no trust store (%v): what flower writes gets no receipt, and a later continue or rerun needs %s", err, TrustNotesFlag)
+			rt.log.Warn(msg)
+			rt.emit(Event{Kind: KindNotice, Text: msg})
 		}
 	}
-	add(rt.m)
-	for _, d := range workbench.RunDirs(rt.opts.WorkbenchDir) {
-		if d == rt.opts.RunDir {
-			continue
-		}
-		if m, err := manifest.LoadBound(d); err == nil {
-			add(m)
-		}
-	}
-	return r
-}
-
-func (r notesRecords) path(p string) {
-	if p != "" {
-		r.paths[filepath.Clean(p)] = true
+	if rt.wb != nil {
+		rt.wb.Written = rt.receipt
 	}
 }
 
-func (r notesRecords) digest(d string) {
-	if d != "" {
-		r.digests[d] = true
+// receipt records in the trust store that flower wrote data at path (a
+// nil data: the run dir path). A receipt that cannot be written is logged:
+// the run goes on, and a later continue or rerun asks for the person's word.
+func (rt *Runtime) receipt(what, path string, data []byte) {
+	if rt.trust == nil {
+		return
+	}
+	if err := rt.trust.Record(what, path, data); err != nil {
+		rt.log.Warn("no receipt in the trust store", "what", what, "path", path, "err", err)
 	}
 }
 
-// noteVerdict is what the records say of a notes file's contents.
-type noteVerdict int
-
-const (
-	noteKnown   noteVerdict = iota // a version flower wrote or launched
-	noteEdited                     // flower's file, changed since: a person's edit
-	noteUnknown                    // neither its path nor its contents are recorded
-)
-
-func (r notesRecords) verdict(path string, data []byte) noteVerdict {
-	switch {
-	case r.digests[handoff.Digest(data)]:
-		return noteKnown
-	case r.paths[filepath.Clean(path)]:
-		return noteEdited
+// noteVerdict is what the trust store's receipts say of data at path.
+func (rt *Runtime) noteVerdict(path string, data []byte) trust.Verdict {
+	if rt.trust == nil {
+		return trust.Unknown
 	}
-	return noteUnknown
+	return rt.trust.Check(path, data)
+}
+
+// vouchRun refuses to pick up a run dir, loaded from disk, that the trust
+// store holds no receipt of, unless the person vouched for it, which
+// adopts it (DESIGN.md «Known documents»).
+func (s *stepRun) vouchRun() error {
+	rt := s.rt
+	if !rt.loaded || rt.noteVerdict(rt.opts.RunDir, nil) == trust.Known {
+		return nil
+	}
+	if !rt.opts.TrustNotes {
+		return &UnknownNoteError{Path: rt.opts.RunDir, What: "run dir", Flag: TrustNotesFlag}
+	}
+	rt.receipt("run dir", rt.opts.RunDir, nil)
+	s.vouched = append(s.vouched, fmt.Sprintf("run dir %s, of which flower held no receipt, is adopted on the person's word (%s)", rt.opts.RunDir, TrustNotesFlag))
+	return nil
 }
 
 // vouch decides whether the notes file at path, holding data, may reach a
-// successor (DESIGN.md «Known documents»): a version recorded by a manifest
-// of this workbench may; an edit of a file flower wrote there may, and is
-// said; a file no manifest knows is refused with an *UnknownNoteError
-// unless the person vouched for it (Options.TrustNotes), which is said too.
+// successor (DESIGN.md «Known documents»): a version flower holds a
+// receipt of may; an edit of a file flower wrote there may, and is said; a
+// file with no receipt is refused with an *UnknownNoteError unless the
+// person vouched for it (Options.TrustNotes), which adopts it and is said.
 func (s *stepRun) vouch(what, path string, data []byte) error {
 	rt, st := s.rt, s.st
-	switch rt.recordedNotes().verdict(path, data) {
-	case noteKnown:
+	switch rt.noteVerdict(path, data) {
+	case trust.Known:
 		return nil
-	case noteEdited:
+	case trust.Edited:
 		s.note(fmt.Sprintf("%s %s was changed since flower wrote it (sha256 %s): taken as a person's edit", what, path, handoff.Digest(data)[:16]))
 		return nil
 	}
 	if !rt.opts.TrustNotes {
 		return &UnknownNoteError{Path: path, What: what, Flag: TrustNotesFlag}
 	}
-	msg := fmt.Sprintf("%s %s, which no manifest of this workbench records (sha256 %s), is used on the person's word (%s)", what, path, handoff.Digest(data)[:16], TrustNotesFlag)
+	rt.receipt(what, path, data)
+	msg := fmt.Sprintf("%s %s, of which flower held no receipt (sha256 %s), is used on the person's word (%s)", what, path, handoff.Digest(data)[:16], TrustNotesFlag)
 	if st != nil {
 		st.AddError(msg)
 	} else {
@@ -153,15 +139,8 @@ func (s *stepRun) note(msg string) {
 	s.rt.emit(Event{Kind: KindNotice, Step: name, Text: msg})
 }
 
-// vouchTask checks the task file a successor of step st would read when
-// the step never froze its task in this run (a step rerun into being reads
-// the file an earlier run froze). A step that froze its task reads the
-// recorded path, which a bound manifest keeps in the workbench.
+// vouchTask checks the task file a successor of step name would read.
 func (s *stepRun) vouchTask(name string) error {
-	st := s.rt.m.Step(name)
-	if st != nil && (st.TaskPath != "" || st.TaskSHA256 != "") {
-		return nil
-	}
 	path := s.rt.wb.TaskPath(name)
 	if path == "" {
 		return nil
@@ -176,8 +155,8 @@ func (s *stepRun) vouchTask(name string) error {
 	return s.vouch("task file", path, data)
 }
 
-// setAsideUnknown archives the step's handoff and task files when no
-// manifest of the workbench records them: a new run starts from its own
+// setAsideUnknown archives the step's handoff and task files when flower
+// holds no receipt of them: a new run starts from its own
 // task, and nothing a repository shipped under flower's names is left for
 // a later rerun or continue to feed a successor (DESIGN.md «Known
 // documents»). What it does is said.
@@ -186,7 +165,6 @@ func (s *stepRun) setAsideUnknown(name string) error {
 	if rt.wb == nil {
 		return nil
 	}
-	var rec *notesRecords
 	for _, f := range []struct {
 		what, path string
 		limit      int
@@ -205,11 +183,7 @@ func (s *stepRun) setAsideUnknown(name string) error {
 		case err != nil:
 			return err
 		default:
-			if rec == nil {
-				r := rt.recordedNotes()
-				rec = &r
-			}
-			if rec.verdict(f.path, data) != noteUnknown {
+			if rt.noteVerdict(f.path, data) != trust.Unknown {
 				continue
 			}
 		}
@@ -217,7 +191,7 @@ func (s *stepRun) setAsideUnknown(name string) error {
 		if err != nil {
 			return fmt.Errorf("set aside %s: %w", f.path, err)
 		}
-		s.note(fmt.Sprintf("%s %s was not written by flower (no manifest of this workbench records it): moved to %s, and this run does not read it", f.what, f.path, dst))
+		s.note(fmt.Sprintf("%s %s was not written by flower (flower holds no receipt of it): moved to %s, and this run does not read it", f.what, f.path, dst))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flowerhq/flower/harness/harnesstest"
+	"github.com/flowerhq/flower/trust"
 )
 
 // DESIGN.md «Known documents»: rerun takes a person's edit of a handoff
@@ -81,6 +82,46 @@ func TestNewRunSetsAsideUnknownHandoff(t *testing.T) {
 	}
 	if !hasNotice(b.notices(), "was not written by flower") {
 		t.Errorf("not said: %q", b.notices())
+	}
+}
+
+// DESIGN.md «Known documents»: a run dir the trust store holds no receipt
+// of (one made under another HOME, or shipped with the repository) is
+// refused by Continue and Rerun whatever its manifest says, until the
+// person adopts it.
+func TestContinueRefusesRunWithoutReceipt(t *testing.T) {
+	ctx := context.Background()
+	b := newBench(t, harnesstest.ModeStream, harnesstest.EnvContext+"=155000")
+	if _, err := b.runtime(Options{}).RunStep(ctx, "s", "task"); err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	elsewhere, err := trust.Open([]string{"XDG_STATE_HOME=" + t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := len(b.starts())
+	for _, call := range []func(*Runtime) error{
+		func(rt *Runtime) error { _, err := rt.Continue(ctx, "s", "go on"); return err },
+		func(rt *Runtime) error { _, err := rt.Rerun(ctx, "s"); return err },
+	} {
+		err := call(b.runtime(Options{Trust: elsewhere}))
+		var ue *UnknownNoteError
+		if !errors.As(err, &ue) || ue.What != "run dir" || ue.Path != b.runDir || !strings.Contains(err.Error(), TrustNotesFlag) {
+			t.Fatalf("a run without a receipt: %v", err)
+		}
+	}
+	if n := len(b.starts()); n != starts {
+		t.Errorf("%d harness starts on a refused run", n-starts)
+	}
+	if _, err := b.runtime(Options{Trust: elsewhere, TrustNotes: true}).Continue(ctx, "s", "go on"); err != nil {
+		t.Fatalf("Continue adopted: %v", err)
+	}
+	if !hasNotice(b.notices(), "adopted on the person's word") {
+		t.Errorf("the adoption was not said: %q", b.notices())
+	}
+	// Adopted once, it is the person's from then on.
+	if _, err := b.runtime(Options{Trust: elsewhere}).Continue(ctx, "s", "again"); err != nil {
+		t.Fatalf("Continue after adoption: %v", err)
 	}
 }
 

@@ -46,6 +46,11 @@ const (
 // *Workbench means "no workbench": Freeze and HandoffPath then do nothing.
 type Workbench struct {
 	Dir string
+	// Written, when set, hears of every notes file Freeze and FreezeTask
+	// wrote (or found already holding the task): what ("handoff file",
+	// "task file"), its path and its contents. The engine records a
+	// receipt of it outside the workspace (DESIGN.md «Known documents»).
+	Written func(what, path string, data []byte)
 }
 
 // Open makes sure dir/notes exists and is writable and that git ignores dir
@@ -143,7 +148,14 @@ func (w *Workbench) Freeze(step string, doc []byte, now time.Time) (string, erro
 	if err := atomicfile.WriteFile(cur, doc, 0o666); err != nil { // less the umask
 		return "", fmt.Errorf("freeze handoff: %w", err)
 	}
+	w.written("handoff file", cur, doc)
 	return cur, nil
+}
+
+func (w *Workbench) written(what, path string, data []byte) {
+	if w.Written != nil {
+		w.Written(what, path, data)
+	}
 }
 
 // preserve puts a copy of cur into the archive dir under a name nobody used
@@ -246,6 +258,7 @@ func (w *Workbench) FreezeTask(step string, task []byte, now time.Time) (string,
 	old, err := safefile.ReadFile(w.anchor(), cur, MaxTask, "a task")
 	switch {
 	case err == nil && bytes.Equal(old, task):
+		w.written("task file", cur, task)
 		return cur, nil
 	case err == nil || errors.Is(err, safefile.ErrTooLarge):
 		// Over the cap it cannot be this task: it is kept, not read.
@@ -263,6 +276,7 @@ func (w *Workbench) FreezeTask(step string, task []byte, now time.Time) (string,
 	if err := atomicfile.WriteFile(cur, task, 0o666); err != nil { // less the umask
 		return "", fmt.Errorf("freeze task: %w", err)
 	}
+	w.written("task file", cur, task)
 	return cur, nil
 }
 

@@ -81,7 +81,7 @@ settings then come from FLOWER_* environment variables (see docs/guide.md).`,
 		// HelpName in place, so commands shared between runs in one
 		// process (the tests) would show "flower flower run".
 		Commands: oneShapeOfUsageError([]*cli.Command{runCommand(p), aliased(continueCommand(p), "resume"), rerunCommand(p), stopCommand(p),
-			showCommand(p), logsCommand(p), aliased(psCommand(p), "status", "list"), uiCommand(p), demoCommand(p),
+			showCommand(p), logsCommand(p), aliased(psCommand(p), "status", "list"), uiCommand(p), demoCommand(p), trustCommand(p),
 			workerCommand(p), submitCommand(p), handoffCommand(p), doctorCommand(p), versionCommand(p), hookCommand(p), statusLineCommand(p)}),
 		Reader:               p.stdin,
 		Writer:               p.stdout,

@@ -56,9 +56,10 @@ line, run it again: rerun starts a fresh session (a new generation) whose
 first prompt is that file as it is on disk now. A live session of the step
 is set aside. A file that is missing, empty, not UTF-8, or lacks a required
 section (doing, next) is refused with a message naming it, and nothing runs.
-So is one that no manifest of this workbench recorded (its path or its
-sha256): flower did not write it, a repository may have. Read it, and if you
-vouch for it, run again with --trust-notes.
+So is a run, handoff or task file flower holds no receipt of (its trust
+store, outside the workspace, records what flower wrote on this machine):
+a repository, or another machine, may have written it. Read it, and if you
+vouch for it, run again with --trust-notes (or adopt with flower trust).
 
 The run, step and workspace are found as for flower continue.
 
@@ -84,7 +85,7 @@ func pastRunFlags() []cli.Flag {
 		case "step":
 			flags = append(flags, &cli.StringFlag{Name: "step", Value: "main", Usage: "the step's `NAME`", DefaultText: "the run's only step, else main"})
 			flags = append(flags, &cli.BoolFlag{Name: "trust-notes",
-				Usage: "feed the successor the step's handoff or task file even though no manifest of this workbench records it (one a repository may have shipped): you read it and vouch for it"})
+				Usage: "pick up the run and feed the successor the step's handoff or task file even though flower holds no receipt of them (a repository or another machine may have written them): you read them and vouch for them, and they are adopted"})
 		default:
 			flags = append(flags, f)
 		}

@@ -15,7 +15,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envWatchParentHelper) != "" {
 		watchParentHelper()
 	}
+	// Every flower these tests run, in process or built, keeps its trust
+	// store here, never in the person's ~/.local/state (DESIGN.md «Trust
+	// store»); a test that needs a store of its own sets XDG_STATE_HOME.
+	state, err := os.MkdirTemp("", "flower-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
 	code := m.Run()
+	os.RemoveAll(state)
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin)) // the binary built once for the CLI tests
 	}

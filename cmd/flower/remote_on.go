@@ -31,6 +31,7 @@ import (
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/trust"
 )
 
 func init() {
@@ -70,6 +71,10 @@ func workerAction(c *cli.Context, p proc) error {
 	if err != nil {
 		return usageError{err}
 	}
+	store, err := trust.Open(p.env) // DESIGN.md «Trust store»
+	if err != nil {
+		return usageError{err}
+	}
 	identity := c.String("identity")
 	if identity == "" {
 		host, _ := os.Hostname()
@@ -83,7 +88,7 @@ func workerAction(c *cli.Context, p proc) error {
 	defer cl.Close()
 	status := console.NewStatus(p.stderr, lang)
 	var slots atomic.Int64
-	g := &fleet.Generations{Identity: identity, Roots: roots, Live: func(workspace, step, runDir string) (func(event.Event), func()) {
+	g := &fleet.Generations{Identity: identity, Roots: roots, Trust: store, SkipWorkspaceSettings: set.skipWorkspace, Live: func(workspace, step, runDir string) (func(event.Event), func()) {
 		h := register(p, logger, registry.Entry{Front: registry.FrontWorker, Workspace: workspace, Step: step, RunDir: runDir,
 			Slot: int(slots.Add(1))})
 		return h.Event, func() { h.Close() }

@@ -74,6 +74,7 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "max-duration", EnvVars: []string{envMaxDuration}, Usage: "stop the step after `D` of wall-clock time, waits included (counted from this run's start): the session hands off, exit 5", DefaultText: "none"},
 		&cli.DurationFlag{Name: "max-wait", EnvVars: []string{envMaxWait}, Usage: "wait out a rate or usage limit at most `D`; past it the step stops, exit 6, its session live for continue", DefaultText: "no bound"},
 		&cli.DurationFlag{Name: "limit-backoff", Value: supervisor.DefaultLimitBackoff, Usage: "wait `D` for a limit whose reset the harness did not say; it doubles for each limit in a row, up to 30m"},
+		&cli.BoolFlag{Name: "skip-workspace-settings", Usage: "in a workspace you have not trusted (flower trust), run the harness without the workspace's settings, hooks, MCP servers, agents, skills and commands instead of refusing"},
 		interactiveFlag(),
 	}
 }
@@ -183,9 +184,12 @@ type jobSettings struct {
 	// noContinue: nothing can continue the run once it ends (the demo,
 	// whose scripted model is gone), so no flower continue line is shown.
 	noContinue bool
-	// trustNotes: the person vouches for notes files no manifest records
-	// (continue and rerun's --trust-notes).
+	// trustNotes: the person vouches for a run dir and notes files flower
+	// holds no receipt of (continue and rerun's --trust-notes).
 	trustNotes bool
+	// skipWorkspace: an untrusted workspace's settings are left out
+	// rather than refused (--skip-workspace-settings, DESIGN.md «Trust store»).
+	skipWorkspace bool
 	// front, when set, gives the front that runs the harness and where the
 	// events go, once the run's log is open (the interactive mode); the
 	// headless front and the renderer otherwise.
@@ -212,6 +216,7 @@ func settingsFrom(c *cli.Context, p proc) (jobSettings, error) {
 		notify: c.String("notify"), notifyTimeout: c.Duration("notify-timeout"),
 		maxBudgetUSD: c.Float64("max-budget-usd"), maxDuration: c.Duration("max-duration"),
 		maxWait: c.Duration("max-wait"), limitBackoff: c.Duration("limit-backoff"),
+		skipWorkspace: c.Bool("skip-workspace-settings"),
 	}
 	if err := set.checkUnattended(); err != nil {
 		return jobSettings{}, err
@@ -342,6 +347,10 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
 		return fail(usagef("workspace %s is not a directory", workspace))
 	}
+	store, harnessArgs, err := gateWorkspace(p, workspace, set.skipWorkspace, set.front == nil)
+	if err != nil {
+		return fail(err)
+	}
 	runDir := set.runDir
 	if runDir != "" {
 		if runDir, err = filepath.Abs(runDir); err != nil {
@@ -400,10 +409,10 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	}
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: set.handoff, Compact: set.compact,
-		HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, HookBinary: hookBinary, Env: set.harnessEnv, Model: set.model,
+		HarnessPath: harnessPath, HarnessArgs: harnessArgs, HookBinary: hookBinary, Env: set.harnessEnv, Model: set.model,
 		MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout, Logger: logger,
 		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, TaskCarry: set.taskCarry,
-		TrustNotes:   set.trustNotes,
+		TrustNotes: set.trustNotes, Trust: store,
 		MaxBudgetUSD: set.maxBudgetUSD, MaxDuration: set.maxDuration, MaxWait: set.maxWait, LimitBackoff: set.limitBackoff,
 	})
 	if err != nil {
@@ -425,7 +434,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		fmt.Fprintf(p.stderr, "flower: %v; name this run with --run-dir %s\n", err, rt.RunDir())
 	}
 	if set.verbose {
-		printVerbose(p.stderr, rt, harnessPath, p.harnessArgs)
+		printVerbose(p.stderr, rt, harnessPath, harnessArgs)
 	}
 	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger, live: live, notifier: notifier,
 		harnessArgs: p.harnessArgs, interactive: set.front != nil, noContinue: set.noContinue}, nil

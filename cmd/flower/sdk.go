@@ -83,6 +83,14 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	if err := (workbench.Territory{Workspace: workspace, RunDir: runDir, Step: step}).Check(); err != nil {
 		return err
 	}
+	// DESIGN.md «Trust store»: an application that left the workspace's
+	// setting sources out itself needs no trust for them.
+	q := p
+	q.harnessArgs = args
+	store, args, err := gateWorkspace(q, workspace, env(envSkipWorkspace) != "", !relayLeavesWorkspaceOut(args))
+	if err != nil {
+		return err
+	}
 	if err := workbench.MkdirRun(runDir, wb); err != nil {
 		return err
 	}
@@ -147,7 +155,7 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	defer live.Close()
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol,
-		HarnessPath: harnessPath, HarnessArgs: args, HookBinary: hookBinary, Env: p.env, Model: model, Front: rl, Logger: logger,
+		HarnessPath: harnessPath, HarnessArgs: args, HookBinary: hookBinary, Env: p.env, Model: model, Front: rl, Logger: logger, Trust: store,
 		MaxBudgetUSD: bounds.maxBudgetUSD, MaxDuration: bounds.maxDuration,
 		OnEvent: func(ev event.Event) {
 			live.Event(ev)

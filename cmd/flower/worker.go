@@ -10,7 +10,8 @@ import (
 // each generation it runs is supervised. The workspace and the step come
 // with each step.
 var workerRunFlags = []string{"window", "headroom", "max-generations", "task-carry", "no-handoff", "compact",
-	"harness", "model", "max-attempts", "turn-timeout", "lang"}
+	"harness", "model", "max-attempts", "turn-timeout", "lang",
+	"skip-workspace-settings"}
 
 func workerCommand(p proc) *cli.Command {
 	flags := append(temporalFlags(true),

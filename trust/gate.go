@@ -1,0 +1,84 @@
+package trust
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// SkipFlag is the flag of the behaviour that is not the default: run with
+// the workspace's setting sources left out instead of refusing.
+const SkipFlag = "--skip-workspace-settings"
+
+// SkipArgs are the harness arguments that leave the workspace's files out:
+// only the user's settings are loaded (not the project's or the local
+// ones, with their agents, skills and commands), and only MCP servers
+// given with --mcp-config start (not .mcp.json's).
+var SkipArgs = []string{"--setting-sources", "user", "--strict-mcp-config"}
+
+// ErrUntrusted is wrapped by an *UntrustedError.
+var ErrUntrusted = errors.New("untrusted workspace")
+
+// UntrustedError refuses an unattended run in a workspace whose files can
+// run commands or set the harness's environment and that the person has
+// not trusted as they are now (DESIGN.md «Trust store»).
+type UntrustedError struct {
+	Workspace string
+	Files     []File // the untrusted ones
+	// Why is set when the store itself could not be read.
+	Why string
+}
+
+// Error is one line: the files, what they can do, and what to run.
+func (e *UntrustedError) Error() string {
+	var parts []string
+	for _, f := range e.Files {
+		parts = append(parts, fmt.Sprintf("%s (%s)", f.Rel, strings.Join(f.Risks, "; ")))
+	}
+	why := ""
+	if e.Why != "" {
+		why = " (" + e.Why + ")"
+	}
+	return fmt.Sprintf("workspace %s is not trusted%s: %s can run commands or set the harness's environment, and nothing was started; see what they do with `flower trust --show %s`, then trust them with `flower trust %s`, or run with %s to leave them out",
+		e.Workspace, why, strings.Join(parts, ", "), e.Workspace, e.Workspace, SkipFlag)
+}
+
+// Unwrap makes errors.Is(err, ErrUntrusted) true.
+func (e *UntrustedError) Unwrap() error { return ErrUntrusted }
+
+// Gate decides how an unattended harness starts in workspace ws: the one
+// check run, continue, rerun, the relay and a worker's generation make
+// before anything starts (DESIGN.md «Trust store»). A workspace with no
+// file that can run a command or set the environment, or one the person
+// trusted as its files are now, gives nothing to add. Otherwise, with skip,
+// it gives SkipArgs and a line to say; without, an *UntrustedError. A nil
+// store (none could be opened; storeErr says why) trusts nothing.
+func Gate(s *Store, storeErr error, ws string, skip bool) (args []string, note string, err error) {
+	files, err := Scan(ws)
+	if err != nil {
+		return nil, "", fmt.Errorf("workspace %s: %w", ws, err)
+	}
+	if len(files) == 0 {
+		return nil, "", nil
+	}
+	untrusted := files
+	if s != nil {
+		untrusted = s.Trusted(ws, files)
+	}
+	if len(untrusted) == 0 {
+		return nil, "", nil
+	}
+	if !skip {
+		e := &UntrustedError{Workspace: ws, Files: untrusted}
+		if storeErr != nil {
+			e.Why = storeErr.Error()
+		}
+		return nil, "", e
+	}
+	var rels []string
+	for _, f := range untrusted {
+		rels = append(rels, f.Rel)
+	}
+	return SkipArgs, fmt.Sprintf("workspace %s is not trusted: the harness runs without %s (%s: only your user settings, and only MCP servers given with --mcp-config)",
+		ws, strings.Join(rels, ", "), SkipFlag), nil
+}

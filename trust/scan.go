@@ -1,0 +1,300 @@
+package trust
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// SettingsFiles are the files of a workspace the harness reads as its
+// project and local setting sources and that can run a command or set its
+// environment (DESIGN.md «Trust store»), relative to the workspace.
+var SettingsFiles = []string{
+	".claude/settings.json",
+	".claude/settings.local.json",
+	".mcp.json",
+}
+
+// DefinitionDirs hold the project's agents, skills and commands: markdown
+// whose front matter can declare hooks and allowed tools, and whose body
+// can hold shell lines the harness runs when it is used. The harness loads
+// them with the project setting source.
+var DefinitionDirs = []string{".claude/agents", ".claude/skills", ".claude/commands"}
+
+// maxDefinitions bounds how many files of DefinitionDirs are hashed; past
+// it the workspace is untrusted until the person looks (a listing that
+// long is no one's to vouch for unread).
+const maxDefinitions = 2000
+
+// File is one file of a workspace that can run a command or set the
+// harness's environment, as it is now.
+type File struct {
+	Rel    string // relative to the workspace, slash-separated
+	SHA256 string
+	// Risks say what it can do, one short phrase each: "env
+	// ANTHROPIC_BASE_URL", "hooks SessionStart", "MCP server x". Names
+	// only, never a value.
+	Risks []string
+	// Commands are what it runs, masked (see Mask), for --show.
+	Commands []string
+}
+
+// Scan finds the files of ws that can run a command or set the harness's
+// environment and hashes them. A workspace with none gives none.
+func Scan(ws string) ([]File, error) {
+	var out []File
+	for _, rel := range SettingsFiles {
+		f, err := scanOne(ws, rel)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	defs, err := scanDefinitions(ws)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, defs...), nil
+}
+
+func scanDefinitions(ws string) ([]File, error) {
+	var out []File
+	for _, d := range DefinitionDirs {
+		root := filepath.Join(ws, filepath.FromSlash(d))
+		err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) && p == root {
+					return fs.SkipDir
+				}
+				return err
+			}
+			if e.IsDir() {
+				return nil
+			}
+			if len(out) >= maxDefinitions {
+				return fmt.Errorf("%s holds more than %d files: look at them before flower runs the harness here", root, maxDefinitions)
+			}
+			rel, _ := filepath.Rel(ws, p)
+			f, err := scanOne(ws, filepath.ToSlash(rel))
+			if err != nil {
+				return err
+			}
+			out = append(out, f)
+			return nil
+		})
+		if err != nil && !errors.Is(err, fs.SkipDir) {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// maxParse is how much of a file is parsed for --show and the refusal's
+// risks; the whole file is hashed.
+const maxParse = 1 << 20
+
+// scanOne hashes the file rel of ws as the harness would read it: a link
+// is followed (the harness follows it), a FIFO or device is never opened
+// for reading (O_NONBLOCK, then only a regular file is read) and is
+// recorded as what it is.
+func scanOne(ws, rel string) (File, error) {
+	p := filepath.Join(ws, filepath.FromSlash(rel))
+	f := File{Rel: printable(rel)}
+	fh, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, lerr := os.Lstat(p); lerr == nil {
+				// A dangling link: the harness reads nothing, but the
+				// link itself is the repository's.
+				target, _ := os.Readlink(p)
+				f.SHA256 = Digest([]byte("link:" + target))
+				f.Risks = []string{"a link to " + target}
+				return f, nil
+			}
+		}
+		return f, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return f, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.SHA256 = Digest([]byte("kind:" + fi.Mode().Type().String()))
+		f.Risks = []string{"not a regular file (" + fi.Mode().Type().String() + ")"}
+		return f, nil
+	}
+	h := newHash()
+	head, err := io.ReadAll(io.TeeReader(io.LimitReader(fh, maxParse), h))
+	if err != nil {
+		return f, err
+	}
+	if _, err := io.Copy(h, fh); err != nil {
+		return f, err
+	}
+	f.SHA256 = h.hex()
+	if strings.HasSuffix(rel, ".json") {
+		f.Risks, f.Commands = jsonRisks(head)
+	} else {
+		f.Risks = definitionRisks(head)
+	}
+	for i, r := range f.Risks {
+		f.Risks[i] = printable(r) // names from the repository's file
+	}
+	return f, nil
+}
+
+// commandKeys are the settings whose value is a command the harness runs
+// (a string, or an object with a "command").
+var commandKeys = []string{"apiKeyHelper", "awsAuthRefresh", "awsCredentialExport", "gcpAuthRefresh",
+	"otelHeadersHelper", "statusLine", "subagentStatusLine", "fileSuggestion"}
+
+// listKeys are settings whose entries start or allow something: their
+// names are shown.
+var listKeys = []string{"enabledPlugins", "extraKnownMarketplaces", "enabledMcpjsonServers"}
+
+func jsonRisks(b []byte) (risks, commands []string) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return []string{"not valid JSON (the harness may still read part of it)"}, nil
+	}
+	if names := keysOf(doc["env"]); len(names) > 0 {
+		risks = append(risks, "env "+strings.Join(names, ","))
+	}
+	var hooks map[string][]struct {
+		Matcher string `json:"matcher"`
+		Hooks   []struct {
+			Type    string `json:"type"`
+			Command string `json:"command"`
+			URL     string `json:"url"`
+		} `json:"hooks"`
+	}
+	if raw, ok := doc["hooks"]; ok {
+		_ = json.Unmarshal(raw, &hooks)
+		events := sortedKeys(hooks)
+		if len(events) == 0 {
+			events = []string{"(unreadable)"}
+		}
+		risks = append(risks, "hooks "+strings.Join(events, ","))
+		for _, ev := range events {
+			for _, m := range hooks[ev] {
+				for _, h := range m.Hooks {
+					commands = append(commands, fmt.Sprintf("hook %s: %s", ev, Mask(firstNonEmpty(h.Command, h.URL, h.Type))))
+				}
+			}
+		}
+	}
+	for _, k := range commandKeys {
+		raw, ok := doc[k]
+		if !ok {
+			continue
+		}
+		risks = append(risks, k)
+		var s string
+		var o struct {
+			Command string `json:"command"`
+		}
+		if json.Unmarshal(raw, &s) != nil && json.Unmarshal(raw, &o) == nil {
+			s = o.Command
+		}
+		commands = append(commands, fmt.Sprintf("%s: %s", k, Mask(s)))
+	}
+	for _, k := range listKeys {
+		if raw, ok := doc[k]; ok {
+			risks = append(risks, k+" "+strings.Join(namesOf(raw), ","))
+		}
+	}
+	if _, ok := doc["enableAllProjectMcpServers"]; ok {
+		risks = append(risks, "enableAllProjectMcpServers")
+	}
+	var perms struct {
+		Allow       []string `json:"allow"`
+		DefaultMode string   `json:"defaultMode"`
+	}
+	if raw, ok := doc["permissions"]; ok && json.Unmarshal(raw, &perms) == nil {
+		if len(perms.Allow) > 0 {
+			risks = append(risks, "permissions.allow "+strings.Join(perms.Allow, ","))
+		}
+		if perms.DefaultMode != "" {
+			risks = append(risks, "permissions.defaultMode "+perms.DefaultMode)
+		}
+	}
+	var servers map[string]struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+		URL     string   `json:"url"`
+	}
+	if raw, ok := doc["mcpServers"]; ok {
+		_ = json.Unmarshal(raw, &servers)
+		for _, name := range sortedKeys(servers) {
+			sv := servers[name]
+			risks = append(risks, "MCP server "+name)
+			commands = append(commands, fmt.Sprintf("MCP server %s: %s", name, Mask(strings.TrimSpace(firstNonEmpty(sv.URL, sv.Command+" "+strings.Join(sv.Args, " "))))))
+		}
+	}
+	return risks, commands
+}
+
+// definitionRisks names what an agent, skill or command file can do.
+func definitionRisks(b []byte) []string {
+	s := string(b)
+	var risks []string
+	for _, k := range []string{"hooks:", "allowed-tools:", "tools:"} {
+		if strings.Contains(s, "\n"+k) {
+			risks = append(risks, strings.TrimSuffix(k, ":"))
+		}
+	}
+	if strings.Contains(s, "!`") {
+		risks = append(risks, "shell lines (!`…`)")
+	}
+	if len(risks) == 0 {
+		risks = []string{"instructions the harness loads"}
+	}
+	return risks
+}
+
+func keysOf(raw json.RawMessage) []string {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return sortedKeys(m)
+}
+
+// namesOf lists an object's keys or an array's strings.
+func namesOf(raw json.RawMessage) []string {
+	if k := keysOf(raw); k != nil {
+		return k
+	}
+	var l []string
+	_ = json.Unmarshal(raw, &l)
+	return l
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
