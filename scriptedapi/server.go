@@ -300,19 +300,8 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request) {
 	s.mu.Unlock()
 
 	reply := s.script(&req)
-	if reply.Delay > 0 {
-		t := time.NewTimer(reply.Delay)
-		select {
-		case <-t.C:
-		case <-hr.Context().Done():
-			t.Stop()
-			return
-		}
-	}
-	for k, vs := range reply.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
+	if !scriptedhttp.Hold(w, hr, reply.Delay, reply.Header) {
+		return
 	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
 		writeError(w, reply.Status, reply.ErrorType, reply.ErrorMessage)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"time"
 )
 
 // Listen opens a TCP socket on 127.0.0.1 on a free port: a scripted API is
@@ -70,4 +71,25 @@ func Nth[T any](items []T) func() T {
 		next <- i + 1
 		return items[min(i, len(items)-1)]
 	}
+}
+
+// Hold waits out a scripted reply's delay before it is written, and adds
+// the reply's own headers. It reports false when the client went away
+// meanwhile: then there is nothing to write.
+func Hold(w http.ResponseWriter, hr *http.Request, delay time.Duration, header http.Header) bool {
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-hr.Context().Done():
+			t.Stop()
+			return false
+		}
+	}
+	for k, vs := range header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	return true
 }
