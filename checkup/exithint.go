@@ -80,9 +80,12 @@ func (c *Checkup) exitHint(ctx context.Context, tui string) error {
 	case <-ctx.Done():
 		return errors.New("the harness did not exit after /exit")
 	}
+	// What the harness printed last may still be on its way through the
+	// pty on a loaded machine; a copy that never ends (something else holds
+	// the pty) is bounded.
 	select {
 	case <-sc.copied:
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second):
 	}
 	return checkGoodbye(sc.screen())
 }
