@@ -126,7 +126,7 @@ func newMemRun(t *testing.T, plans [][]fronttest.Round, handoff func(int) frontt
 }
 
 // window: the policy flower's --window gives.
-func window(w int) policy.HandoffPolicy { return policy.HandoffPolicy{Enabled: true, Window: w} }
+func window(w int) *policy.HandoffPolicy { return &policy.HandoffPolicy{Enabled: true, Window: w} }
 
 // runtime builds a Runtime on the row's workspace, as one flower process
 // does; opts fills in the rest.
@@ -733,7 +733,7 @@ func memEdit(t *testing.T) {
 // round; the third handoff ends the step (DESIGN.md «Runaway guard»).
 func memGenerationLimit(t *testing.T) {
 	r := newMemRun(t, [][]fronttest.Round{{memTool(5_000, "echo start"), memTool(20_000, "echo again")}}, memHandoff)
-	_, err := r.runtime(Options{Handoff: policy.HandoffPolicy{Enabled: true, Window: 30_000, MaxGenerations: 3}}).RunStep(t.Context(), memStep, memTask)
+	_, err := r.runtime(Options{Handoff: &policy.HandoffPolicy{Enabled: true, Window: 30_000, MaxGenerations: 3}}).RunStep(t.Context(), memStep, memTask)
 	var gl *policy.GenerationLimitError
 	if !errors.As(err, &gl) || gl.Futile {
 		t.Fatalf("RunStep: %v, want a *GenerationLimitError", err)

@@ -66,9 +66,9 @@ type Options struct {
 	Workbench bool
 	// WorkbenchDir defaults to <workspace>/.flower.
 	WorkbenchDir string
-	// Handoff is a policy.HandoffPolicy, a *policy.HandoffPolicy, a bool, or
-	// nil for the default (on) — see policy.Resolve.
-	Handoff any
+	// Handoff is the handoff policy; nil is the default (on), and
+	// policy.Switch gives a plain on or off — see policy.Resolve.
+	Handoff *policy.HandoffPolicy
 	// Compact is the agent's own compact policy (DESIGN.md «Auto-compact off»).
 	Compact envinject.CompactMode
 	// HarnessPath is the claude executable. Required.
@@ -309,16 +309,9 @@ func New(opts Options) (*Runtime, error) {
 	return rt, nil
 }
 
-func windowSource(setting any) string {
-	switch p := setting.(type) {
-	case policy.HandoffPolicy:
-		if p.Window > 0 {
-			return manifest.WindowFromFlag
-		}
-	case *policy.HandoffPolicy:
-		if p != nil && p.Window > 0 {
-			return manifest.WindowFromFlag
-		}
+func windowSource(setting *policy.HandoffPolicy) string {
+	if setting != nil && setting.Window > 0 {
+		return manifest.WindowFromFlag
 	}
 	return manifest.WindowFromModel
 }

@@ -408,7 +408,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		onEvent = notifyEvents(onEvent, notifier, abs)
 	}
 	rt, err := supervisor.New(supervisor.Options{
-		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: set.handoff, Compact: set.compact,
+		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: &set.handoff, Compact: set.compact,
 		HarnessPath: harnessPath, HarnessArgs: harnessArgs, HookBinary: hookBinary, Env: set.harnessEnv, Model: set.model,
 		MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout, Logger: logger,
 		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, TaskCarry: set.taskCarry,

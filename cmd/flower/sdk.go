@@ -154,7 +154,7 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	live := register(p, logger, registry.Entry{Front: registry.FrontRelay, Workspace: workspace, Step: step, RunDir: runDir})
 	defer live.Close()
 	rt, err := supervisor.New(supervisor.Options{
-		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol,
+		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: &pol,
 		HarnessPath: harnessPath, HarnessArgs: args, HookBinary: hookBinary, Env: p.env, Model: model, Front: rl, Logger: logger, Trust: store,
 		MaxBudgetUSD: bounds.maxBudgetUSD, MaxDuration: bounds.maxDuration,
 		OnEvent: func(ev event.Event) {
