@@ -391,9 +391,6 @@ func (rt *Runtime) RunStep(ctx context.Context, name, task string) (*manifest.St
 // session is not fresh: it has no start-up floor, and the futile guard
 // does not apply to it; it hands off like any other.
 func (rt *Runtime) RunStepResuming(ctx context.Context, name, task, session string) (*manifest.StepResult, error) {
-	if err := rt.checkStep(name); err != nil {
-		return nil, err
-	}
 	s, err := rt.lockStep(name)
 	if err != nil {
 		return nil, err
