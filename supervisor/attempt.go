@@ -316,7 +316,7 @@ func (a *attemptRun) exitWhy() string {
 // died handles a harness that is gone. Mid-handoff, the handoff degrades
 // (the session cannot write any more); otherwise the attempt failed.
 func (a *attemptRun) died(why string) outcome {
-	if w, ok := a.state.(*waiting); ok && !w.then.handoffUnderWay() {
+	if _, ok := a.waitingForWork(); ok {
 		// unattended: a harness that exits while a work turn's limit is waited out failed like any other; the retry resumes the session
 		return a.fail(why)
 	}
@@ -602,11 +602,9 @@ func (a *attemptRun) judge() (outcome, bool) {
 // between turns) has nothing to interrupt, and its writing turn starts at
 // once.
 func (a *attemptRun) handoffDue(at cutAt) (outcome, bool) {
-	if w, ok := a.state.(*waiting); ok {
+	if w, ok := a.waitingForWork(); ok {
 		// unattended: no turn runs while a limit is waited out; the writing turn starts once it lifts
-		if !w.then.handoffUnderWay() {
-			w.then = afterLimit{resumes: resumeWriting, at: at}
-		}
+		w.then = afterLimit{resumes: resumeWriting, at: at}
 		return outcome{}, false
 	}
 	if _, idle := a.state.(*idle); idle {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowerhq/flower/front/fronttest"
 	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/manifest"
 )
 
@@ -28,6 +29,7 @@ func memUnattendedRows() []memGuarantee {
 		{"limit on a person-driven front: shown, not waited", memLimitShown},
 		{"harness dies during a wait: a failed attempt, the retry resumes the session", memLimitDied},
 		{"limit on the cut turn: waited out, then the writing turn", memLimitAtCut},
+		{"handoff asked for during a wait: written once the limit lifts", memHandoffInWait},
 		{"limit on the writing turn past --max-wait: continue resumes it in its writing turn", memMaxWaitWriting},
 	}
 }
@@ -336,6 +338,43 @@ func memMaxWaitWriting(t *testing.T) {
 	}
 	if h := st.Generations[0].Handoff; h == nil || h.Degraded || h.Reason != manifest.ReasonThreshold {
 		t.Fatalf("receipt %+v: want a whole handoff at the threshold, written by the resumed session", h)
+	}
+	if p := r.firstPrompt(st, 1); !strings.Contains(p, "NEXT-MARK-1") {
+		t.Errorf("the successor's first prompt lacks the handoff:\n%s", p)
+	}
+	r.checkLineage(st)
+}
+
+// memHandoffInWait: a handoff asked for while a work turn's limit is
+// waited out is kept: once the limit lifts, the session writes its
+// handoff instead of going on with the work.
+func memHandoffInWait(t *testing.T) {
+	var r *memRun
+	tool := memTool(50_000, "echo one >> work.txt")
+	tool.Tool.Started = func(*fronttest.Proc) {
+		go func() {
+			time.Sleep(2 * time.Minute) // the limit's wait is on by then
+			if _, err := inbox.Post(inbox.Dir(r.runDir, memStep), inbox.Request{Kind: inbox.KindHandoff, From: "flower handoff now"}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	r = newMemRun(t, [][]fronttest.Round{{tool, memUsageLimit(5 * time.Minute), memDone(60_000)}, {memDone(20_000)}}, memHandoff)
+	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	st := r.step()
+	if st.Status != manifest.StatusSucceeded || st.Attempts != 0 || len(st.Generations) != 2 {
+		t.Fatalf("status %s, %d attempts, %d generations: want succeeded over a handoff, no attempt", st.Status, st.Attempts, len(st.Generations))
+	}
+	if h := st.Generations[0].Handoff; h == nil || h.Degraded || h.Reason != manifest.ReasonRequested {
+		t.Fatalf("receipt %+v: want a whole handoff, asked for", h)
+	}
+	if w := st.Generations[0].LimitWaits; len(w) != 1 || w[0].End == nil {
+		t.Errorf("limit waits %+v: want one, ended", w)
+	}
+	if p := r.front.Procs()[0].Prompts(); len(p) != 2 || slices.Contains(p, limitContinue) {
+		t.Errorf("the first session's turns %q: want the task, then the writing prompt, no continuation", p)
 	}
 	if p := r.firstPrompt(st, 1); !strings.Contains(p, "NEXT-MARK-1") {
 		t.Errorf("the successor's first prompt lacks the handoff:\n%s", p)

@@ -139,6 +139,13 @@ const (
 // handoffUnderWay: the wait resumes a handoff, not the work.
 func (t afterLimit) handoffUnderWay() bool { return t.resumes != resumeWork }
 
+// waitingForWork is the running wait when it resumes the work turn: no
+// handoff is under way.
+func (a *attemptRun) waitingForWork() (*waiting, bool) {
+	w, ok := a.state.(*waiting)
+	return w, ok && !w.then.handoffUnderWay()
+}
+
 func (*waiting) name() string             { return "waiting" }
 func (*waiting) phase() string            { return "waiting" }
 func (s *waiting) deadlines() []*deadline { return []*deadline{s.dl, s.tick} }
