@@ -654,7 +654,11 @@ func (a *attemptRun) workEnded(f front.TurnEnded) (outcome, bool) {
 		if f.How == front.EndedLimited && f.Limit != nil {
 			a.limitShown(*f.Limit) // unattended: a limit's reset, for whoever starts the turns
 		}
-		a.enter(&idle{}, causeIdle)
+		if _, ok := a.state.(*idle); !ok {
+			// A turn that showed no prompt nor round (a command of the
+			// harness's own screen) leaves an idle session as it was.
+			a.enter(&idle{}, causeIdle)
+		}
 		return outcome{}, false
 	case f.How == front.EndedOnOwn:
 		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
