@@ -627,7 +627,7 @@ func hostileActivity(t *testing.T, ws string, srv *scriptedapi.Server) (int, str
 	}
 	g := &fleet.Generations{Identity: "table-worker", Roots: roots, Options: supervisor.Options{
 		HarnessPath: harnessPath(t), Env: harnessEnv(t, srv), HarnessArgs: []string{"--allowedTools", "Bash"},
-		Handoff: policy.HandoffPolicy{Enabled: true, Window: 200_000, MaxGenerations: 8},
+		Handoff: &policy.HandoffPolicy{Enabled: true, Window: 200_000, MaxGenerations: 8},
 	}}
 	env.RegisterActivity(g.Generation)
 	_, err = env.ExecuteActivity(g.Generation, fleet.GenerationTask{Step: "main", Task: hostileTask, Workspace: ws, HeartbeatTimeout: 10 * time.Second})

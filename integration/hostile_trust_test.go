@@ -303,7 +303,7 @@ func trustActivity(t *testing.T, ws string, srv *scriptedapi.Server, store *trus
 	}
 	g := &fleet.Generations{Identity: "trust-worker", Roots: roots, Trust: store, SkipWorkspaceSettings: skip, Options: supervisor.Options{
 		HarnessPath: harnessPath(t), Env: harnessEnv(t, srv), HarnessArgs: []string{"--allowedTools", "Bash"},
-		Handoff: policy.HandoffPolicy{Enabled: true, Window: 200_000, MaxGenerations: 8},
+		Handoff: &policy.HandoffPolicy{Enabled: true, Window: 200_000, MaxGenerations: 8},
 	}}
 	env.RegisterActivity(g.Generation)
 	env.SetTestTimeout(2 * time.Minute)

@@ -180,8 +180,8 @@ func runFlower(t *testing.T, j *job, opts supervisor.Options, task string, env .
 	return f, st, err
 }
 
-func window200k(headroom int) policy.HandoffPolicy {
-	return policy.HandoffPolicy{Enabled: true, Window: 200_000, Headroom: headroom, MaxGenerations: 8}
+func window200k(headroom int) *policy.HandoffPolicy {
+	return &policy.HandoffPolicy{Enabled: true, Window: 200_000, Headroom: headroom, MaxGenerations: 8}
 }
 
 // Case 1 and 2: three generations, two handoffs at >= 150k, files, successor
@@ -338,7 +338,7 @@ func TestBlockingLimitDegradesAndContinues(t *testing.T) {
 	j := &job{plans: [][]scriptedapi.Reply{{bash(188_000, "echo a"), done(189_000)}, {done(20_000)}}, handoff: goodHandoff}
 	// The window flower believes (1M) is far too big: its threshold is never
 	// reached, and the harness hits its own limit first.
-	pol := policy.HandoffPolicy{Enabled: true, Window: 1_000_000}
+	pol := &policy.HandoffPolicy{Enabled: true, Window: 1_000_000}
 	f, st, err := runFlower(t, j, supervisor.Options{Handoff: pol, Workbench: true}, "Overflowing task OVERFLOW-TASK", "ANTHROPIC_MODEL=claude-haiku-4-5")
 	assertDegradedThenDone(t, f, st, err, j, "overflow")
 }
@@ -451,9 +451,9 @@ func TestAutoCompactAsHarnessReports(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
-		handoff any
+		handoff *policy.HandoffPolicy
 		want    bool
-	}{{"handoff on", true, false}, {"no-handoff", false, true}} {
+	}{{"handoff on", policy.Switch(true), false}, {"no-handoff", policy.Switch(false), true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			j := &job{plans: [][]scriptedapi.Reply{{done(20_000)}}, handoff: goodHandoff}

@@ -18,7 +18,7 @@ import (
 func TestWindowFlagDisagreementWarnsOnce(t *testing.T) {
 	t.Parallel()
 	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo one"), bash(800_000, "echo two")}, {done(30_000)}}, handoff: goodHandoff}
-	pol := policy.HandoffPolicy{Enabled: true, Window: 1_000_000}
+	pol := &policy.HandoffPolicy{Enabled: true, Window: 1_000_000}
 	f, st, err := runFlower(t, j, supervisor.Options{Handoff: pol, Workbench: true}, "Flag task", "ANTHROPIC_MODEL=claude-sonnet-4-5")
 	if err != nil {
 		t.Fatalf("RunStep: %v", err)

@@ -54,7 +54,7 @@ func Run(ctx context.Context, o runOptions) (*manifest.StepResult, error) {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	rt, err := supervisor.New(supervisor.Options{
-		Logger: log, Workspace: o.Workspace, RunDir: o.RunDir, Workbench: true, Handoff: o.Policy,
+		Logger: log, Workspace: o.Workspace, RunDir: o.RunDir, Workbench: true, Handoff: &o.Policy,
 		HarnessPath: o.HarnessPath, Env: o.Env, Grace: o.Grace, Front: f,
 		OnEvent: f.Sink(o.OnEvent), AfterFreeze: o.AfterFreeze,
 	})

@@ -91,33 +91,23 @@ func Default(env []string) HandoffPolicy {
 	}
 }
 
+// Switch is the handoff setting of a plain on or off: the default policy
+// (DESIGN.md «Policy») with Enabled = on.
+func Switch(on bool) *HandoffPolicy { return &HandoffPolicy{Enabled: on} }
+
 // Resolve turns what a library caller passed as its handoff setting into a
 // complete policy (DESIGN.md «Policy»):
-//   - nil (or a nil *HandoffPolicy) gives Default(env);
-//   - a bool b gives Default(env) with Enabled = b;
-//   - a HandoffPolicy or *HandoffPolicy is taken as given, with a zero Window,
-//     Headroom or MaxGenerations filled from the defaults. Enabled is taken
-//     as given, so a policy literal must set it.
+//   - nil gives Default(env);
+//   - a policy is taken as given, with a zero Window, Headroom or
+//     MaxGenerations filled from the defaults. Enabled is taken as given,
+//     so a policy literal must set it (Switch gives the plain on or off).
 //
-// Any other type, or a negative number, is an error.
-func Resolve(setting any, env []string) (HandoffPolicy, error) {
-	switch s := setting.(type) {
-	case nil:
+// A negative number is an error. The caller's policy is not changed.
+func Resolve(setting *HandoffPolicy, env []string) (HandoffPolicy, error) {
+	if setting == nil {
 		return Default(env), nil
-	case bool:
-		p := Default(env)
-		p.Enabled = s
-		return p, nil
-	case *HandoffPolicy:
-		if s == nil {
-			return Default(env), nil
-		}
-		return fill(*s, env)
-	case HandoffPolicy:
-		return fill(s, env)
-	default:
-		return HandoffPolicy{}, fmt.Errorf("resolve handoff setting: want bool or policy.HandoffPolicy, got %T", setting)
 	}
+	return fill(*setting, env)
 }
 
 // fill validates p and fills its zero numbers from the defaults.

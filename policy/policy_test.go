@@ -105,43 +105,39 @@ func TestResolve(t *testing.T) { // DESIGN.md «Policy»
 	haiku := []string{"ANTHROPIC_MODEL=claude-haiku-4-5"}
 	tests := []struct {
 		name    string
-		setting any
+		setting *HandoffPolicy
 		want    HandoffPolicy
 		wantErr string
 	}{
 		{name: "nil", setting: nil, want: HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 8}},
-		{name: "nil pointer", setting: (*HandoffPolicy)(nil), want: HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 8}},
-		{name: "true", setting: true, want: HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 8}},
-		{name: "false", setting: false, want: HandoffPolicy{Enabled: false, Window: 200_000, Headroom: 50_000, MaxGenerations: 8}},
-		{name: "window only", setting: HandoffPolicy{Enabled: true, Window: 300_000},
+		{name: "on", setting: Switch(true), want: HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 8}},
+		{name: "off", setting: Switch(false), want: HandoffPolicy{Enabled: false, Window: 200_000, Headroom: 50_000, MaxGenerations: 8}},
+		{name: "window only", setting: &HandoffPolicy{Enabled: true, Window: 300_000},
 			want: HandoffPolicy{Enabled: true, Window: 300_000, Headroom: 50_000, MaxGenerations: 8}},
-		{name: "pointer", setting: &HandoffPolicy{Enabled: true, Headroom: 60_000, MaxGenerations: 3},
+		{name: "headroom and generations", setting: &HandoffPolicy{Enabled: true, Headroom: 60_000, MaxGenerations: 3},
 			want: HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 60_000, MaxGenerations: 3}},
-		{name: "enabled taken as given", setting: HandoffPolicy{Window: 300_000},
+		{name: "enabled taken as given", setting: &HandoffPolicy{Window: 300_000},
 			want: HandoffPolicy{Enabled: false, Window: 300_000, Headroom: 50_000, MaxGenerations: 8}},
-		{name: "all set", setting: HandoffPolicy{Enabled: true, Window: 123_000, Headroom: 4_000, MaxGenerations: 2},
+		{name: "all set", setting: &HandoffPolicy{Enabled: true, Window: 123_000, Headroom: 4_000, MaxGenerations: 2},
 			want: HandoffPolicy{Enabled: true, Window: 123_000, Headroom: 4_000, MaxGenerations: 2}},
-		{name: "negative window", setting: HandoffPolicy{Enabled: true, Window: -1}, wantErr: "window is negative"},
+		{name: "negative window", setting: &HandoffPolicy{Enabled: true, Window: -1}, wantErr: "window is negative"},
 		{name: "negative headroom", setting: &HandoffPolicy{Headroom: -5}, wantErr: "headroom is negative"},
-		{name: "negative generations", setting: HandoffPolicy{MaxGenerations: -2}, wantErr: "max generations is negative"},
-		{name: "int", setting: 200_000, wantErr: "got int"},
-		{name: "string", setting: "true", wantErr: "got string"},
-		{name: "pointer to bool", setting: new(bool), wantErr: "got *bool"},
+		{name: "negative generations", setting: &HandoffPolicy{MaxGenerations: -2}, wantErr: "max generations is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Resolve(tt.setting, haiku)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("Resolve(%#v) error = %v, want one containing %q", tt.setting, err, tt.wantErr)
+					t.Fatalf("Resolve(%+v) error = %v, want one containing %q", tt.setting, err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("Resolve(%#v): %v", tt.setting, err)
+				t.Fatalf("Resolve(%+v): %v", tt.setting, err)
 			}
 			if got != tt.want {
-				t.Errorf("Resolve(%#v) = %+v, want %+v", tt.setting, got, tt.want)
+				t.Errorf("Resolve(%+v) = %+v, want %+v", tt.setting, got, tt.want)
 			}
 		})
 	}

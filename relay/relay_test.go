@@ -42,7 +42,7 @@ func startRelay(t *testing.T, firstContext, fakeLog string, extra ...string) (*a
 	rl := relay.New(relay.Config{In: inR, Out: outW, Args: args})
 	rt, err := supervisor.New(supervisor.Options{
 		Workspace: t.TempDir(), Workbench: true, Front: rl, OnEvent: rl.Event,
-		Handoff:     policy.HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 4},
+		Handoff:     &policy.HandoffPolicy{Enabled: true, Window: 200_000, Headroom: 50_000, MaxGenerations: 4},
 		HarnessPath: os.Args[0], HarnessArgs: args, Env: harnesstest.Env(harnesstest.ModeStream, harnesstest.EnvContext+"="+firstContext, harnesstest.EnvFloor+"=1", harnesstest.EnvLog+"="+fakeLog),
 	})
 	if err != nil {

@@ -84,7 +84,7 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 	}
 	// The work turn starts with the first prompt: a harness that cannot
 	// take it failed the attempt.
-	a.startWork()
+	a.startWork(causeBegan)
 	var err error
 	switch {
 	case l.begun:
@@ -316,7 +316,7 @@ func (a *attemptRun) exitWhy() string {
 // died handles a harness that is gone. Mid-handoff, the handoff degrades
 // (the session cannot write any more); otherwise the attempt failed.
 func (a *attemptRun) died(why string) outcome {
-	if w, ok := a.state.(*waiting); ok && !w.then.handoffUnderWay() {
+	if _, ok := a.waitingForWork(); ok {
 		// unattended: a harness that exits while a work turn's limit is waited out failed like any other; the retry resumes the session
 		return a.fail(why)
 	}
@@ -429,7 +429,7 @@ func (a *attemptRun) onRound(f front.Round) (outcome, bool) {
 		return outcome{}, false
 	}
 	if _, ok := a.state.(*idle); ok {
-		a.startWork() // someone started a turn
+		a.startWork(causeTurnStarted) // someone started a turn
 	}
 	// The first prompt's request is out and answered: the one
 	// context-usage request of the run may go now (probe.go), and
@@ -478,7 +478,7 @@ func (a *attemptRun) writingReply(w *writing, f front.Round) {
 func (a *attemptRun) onUserMessage(f front.UserMessage) (outcome, bool) {
 	st := a.st
 	if _, ok := a.state.(*idle); ok && f.MainThread && isPrompt(f.Text) {
-		a.startWork() // someone started a turn with this prompt
+		a.startWork(causeTurnStarted) // someone started a turn with this prompt
 	}
 	if st.Task == "" && a.working() && f.MainThread && isPrompt(f.Text) {
 		// A person typed the task on the harness's own screen: it is
@@ -544,7 +544,7 @@ func (a *attemptRun) compaction(sign string) (outcome, bool) {
 // cut interrupts the running work turn; its TurnEnded starts the writing
 // turn (DESIGN.md «The cut»).
 func (a *attemptRun) cut(at cutAt) {
-	a.enter(&cutting{at: at, dl: a.rt.after(a.rt.opts.CutTimeout, "cut")})
+	a.enter(&cutting{at: at, dl: a.rt.after(a.rt.opts.CutTimeout, "cut")}, causeHandoffDue)
 	a.log.Info("handoff due: interrupting at the message boundary", "reason", at.reason, "context", at.context, "at", a.rt.policy.At())
 	if err := a.p.Cut(); err != nil {
 		a.log.Warn("the cut failed", "err", err)
@@ -602,16 +602,14 @@ func (a *attemptRun) judge() (outcome, bool) {
 // between turns) has nothing to interrupt, and its writing turn starts at
 // once.
 func (a *attemptRun) handoffDue(at cutAt) (outcome, bool) {
-	if w, ok := a.state.(*waiting); ok {
+	if w, ok := a.waitingForWork(); ok {
 		// unattended: no turn runs while a limit is waited out; the writing turn starts once it lifts
-		if !w.then.handoffUnderWay() {
-			w.then = afterLimit{resumes: resumeWriting, at: at}
-		}
+		w.then = afterLimit{resumes: resumeWriting, at: at}
 		return outcome{}, false
 	}
 	if _, idle := a.state.(*idle); idle {
 		a.log.Info("handoff due with no turn running: writing at once", "reason", at.reason, "context", at.context)
-		return a.startWriting(at)
+		return a.startWriting(at, causeHandoffDue)
 	}
 	a.cut(at)
 	return outcome{}, false
@@ -656,7 +654,11 @@ func (a *attemptRun) workEnded(f front.TurnEnded) (outcome, bool) {
 		if f.How == front.EndedLimited && f.Limit != nil {
 			a.limitShown(*f.Limit) // unattended: a limit's reset, for whoever starts the turns
 		}
-		a.enter(&idle{})
+		if _, ok := a.state.(*idle); !ok {
+			// A turn that showed no prompt nor round (a command of the
+			// harness's own screen) leaves an idle session as it was.
+			a.enter(&idle{}, causeIdle)
+		}
 		return outcome{}, false
 	case f.How == front.EndedOnOwn:
 		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
@@ -702,7 +704,7 @@ func (a *attemptRun) cutEnded(s *cutting, f front.TurnEnded) (outcome, bool) {
 	}
 	// The writing prompt goes out before the books are saved: their
 	// syncs are not on the cut's path.
-	out, end := a.startWriting(s.at)
+	out, end := a.startWriting(s.at, causeCutEnded)
 	a.rt.save(a.st)
 	return out, end
 }
@@ -725,7 +727,7 @@ func (a *attemptRun) writingEnded(w *writing, f front.TurnEnded) (outcome, bool)
 	if w.stopped && !w.again {
 		// It called a tool instead of writing: ask once more.
 		again := &writing{at: w.at, dl: w.dl, successor: w.successor, started: w.started, cost0: w.cost0, tools: w.tools, again: true}
-		a.enter(again)
+		a.enter(again, causeAskAgain)
 		a.log.Warn("asking again for the handoff document only")
 		if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: retryPrompt + a.writingPrompt(w.at)}); err != nil {
 			return a.handoff(w.at, handoffwriter.Handoff{}, "send the handoff prompt again: "+err.Error()), true
@@ -788,11 +790,11 @@ func (a *attemptRun) writingPrompt(at cutAt) string {
 }
 
 // startWriting begins the writing turn once the cut turn has ended (or at
-// once, with no turn to cut).
-func (a *attemptRun) startWriting(at cutAt) (outcome, bool) {
+// once, with no turn to cut, or once a limit lifted), for cause c.
+func (a *attemptRun) startWriting(at cutAt, c cause) (outcome, bool) {
 	rt := a.rt
 	w := &writing{at: at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: rt.clock.Now(), cost0: a.meter.CostUSD}
-	a.enter(w)
+	a.enter(w, c)
 	e := a.event(KindHandoff)
 	e.Phase = PhaseWriting
 	e.Context = at.context

@@ -54,9 +54,6 @@ func (rt *Runtime) Continue(ctx context.Context, name, message string) (*manifes
 	if rt.m.Step(name) == nil {
 		return nil, rt.noStep(name)
 	}
-	if err := rt.checkStep(name); err != nil {
-		return nil, err
-	}
 	s, err := rt.lockStep(name)
 	if err != nil {
 		return nil, err
@@ -323,9 +320,6 @@ func (s *stepRun) resumeRefused(gen *manifest.Generation, l launch, why string) 
 func (rt *Runtime) Rerun(ctx context.Context, name string) (*manifest.StepResult, error) {
 	if rt.wb == nil {
 		return rt.m.Step(name), fmt.Errorf("rerun step %s: %w: the handoff file lives in the workbench", name, ErrNoWorkbench)
-	}
-	if err := rt.checkStep(name); err != nil {
-		return nil, err
 	}
 	s, err := rt.lockStep(name)
 	if err != nil {

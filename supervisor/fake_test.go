@@ -84,7 +84,7 @@ func (b *bench) newRuntime(opts Options) (*Runtime, error) {
 	opts.Env = b.env
 	opts.Workbench = true
 	if opts.Handoff == nil {
-		opts.Handoff = policy.HandoffPolicy{Enabled: true, Window: 200_000, MaxGenerations: 8}
+		opts.Handoff = &policy.HandoffPolicy{Enabled: true, Window: 200_000, MaxGenerations: 8}
 	}
 	if opts.Grace == 0 {
 		opts.Grace = 300 * time.Millisecond

@@ -262,9 +262,6 @@ type GenerationResult struct {
 // ErrStepFailed, an interruption); the result is valid with it, except for
 // errors before anything ran (a busy step).
 func (rt *Runtime) RunGeneration(ctx context.Context, in GenerationInput) (*GenerationResult, error) {
-	if err := rt.checkStep(in.Step); err != nil {
-		return nil, err
-	}
 	s, err := rt.lockStep(in.Step)
 	if err != nil {
 		return nil, err

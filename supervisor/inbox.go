@@ -95,7 +95,7 @@ func (a *attemptRun) blockedCompaction(r inbox.Request) (outcome, bool) {
 // handoffAsked hands off at the next message boundary because a person
 // asked (DESIGN.md «Handoff on request»).
 func (a *attemptRun) handoffAsked(r inbox.Request) (outcome, bool) {
-	if !a.working() {
+	if _, waiting := a.waitingForWork(); !a.working() && !waiting {
 		a.log.Info("a handoff was asked for while one is under way; nothing more to do", "from", r.From)
 		return outcome{}, false
 	}

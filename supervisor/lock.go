@@ -109,9 +109,13 @@ func (rt *Runtime) Hold(step string) error {
 	return nil
 }
 
-// lockStep takes the step's locks (or those Hold took) and returns the
-// stepRun that holds them.
+// lockStep is what every call that runs a step does first: it checks the
+// step's territory (DESIGN.md «Territory»), takes the step's locks (or
+// those Hold took) and returns the stepRun that holds them.
 func (rt *Runtime) lockStep(name string) (*stepRun, error) {
+	if err := rt.checkStep(name); err != nil {
+		return nil, err
+	}
 	l := rt.held[name]
 	delete(rt.held, name)
 	if l == nil {

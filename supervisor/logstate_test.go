@@ -19,7 +19,7 @@ import (
 func TestLogRecordsCarryGenerationSessionPhase(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		handoff any
+		handoff *policy.HandoffPolicy
 		want    string // a record that must be there
 		env     []string
 	}{
@@ -28,13 +28,13 @@ func TestLogRecordsCarryGenerationSessionPhase(t *testing.T) {
 		// back; the fake answers it when its turn is over, so the step may
 		// end before the window it reports is adopted: that record must
 		// carry the stamps all the same.
-		{"window from the harness", policy.HandoffPolicy{Enabled: true}, "window from the harness", []string{harnesstest.EnvFloor + "=1"}},
+		{"window from the harness", policy.Switch(true), "window from the harness", []string{harnesstest.EnvFloor + "=1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { logRecordsCarryGenerationSessionPhase(t, tc.handoff, tc.want, tc.env) })
 	}
 }
 
-func logRecordsCarryGenerationSessionPhase(t *testing.T, handoff any, want string, env []string) {
+func logRecordsCarryGenerationSessionPhase(t *testing.T, handoff *policy.HandoffPolicy, want string, env []string) {
 	const secret = "sk-ant-api03-LOGSECRET-abcdefghijklmnop"
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -126,7 +126,7 @@ func newMemRun(t *testing.T, plans [][]fronttest.Round, handoff func(int) frontt
 }
 
 // window: the policy flower's --window gives.
-func window(w int) policy.HandoffPolicy { return policy.HandoffPolicy{Enabled: true, Window: w} }
+func window(w int) *policy.HandoffPolicy { return &policy.HandoffPolicy{Enabled: true, Window: w} }
 
 // runtime builds a Runtime on the row's workspace, as one flower process
 // does; opts fills in the rest.
@@ -222,16 +222,55 @@ type memGuarantee struct {
 	run  func(t *testing.T)
 }
 
-// TestMemGuarantees is the guarantees table under the fake clock.
+// TestMemGuarantees is the guarantees table under the fake clock. It walks
+// the engine's transition table too (DESIGN.md «Engine states»): a move
+// the table lacks panics in enter, and, when every row ran, each row of
+// the transition table was taken by some row here.
 func TestMemGuarantees(t *testing.T) {
-	for _, row := range memGuaranteeTable() {
+	walk := listenTransitions(t)
+	rows := memGuaranteeTable()
+	ran := 0
+	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
+			ran++
 			synctest.Test(t, func(t *testing.T) {
 				defer memWatchdog().Stop()
 				row.run(t)
 			})
 		})
 	}
+	if ran < len(rows) {
+		return // a -run filter: the walk is of the whole table
+	}
+	for _, tr := range transitions {
+		if walk.seen(tr) == 0 {
+			t.Errorf("no row takes the transition from %q on %q to %q", tr.from, tr.cause, tr.to)
+		}
+	}
+}
+
+// transitionWalk counts the transition table's rows taken.
+type transitionWalk struct {
+	mu sync.Mutex
+	n  map[transition]int
+}
+
+func (w *transitionWalk) seen(tr transition) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n[tr]
+}
+
+// listenTransitions counts every row enter takes until t ends.
+func listenTransitions(t *testing.T) *transitionWalk {
+	w := &transitionWalk{n: map[transition]int{}}
+	sawTransition = func(tr transition) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.n[tr]++
+	}
+	t.Cleanup(func() { sawTransition = nil })
+	return w
 }
 
 // memWatchdog turns a stuck engine into a failure with every goroutine's
@@ -733,7 +772,7 @@ func memEdit(t *testing.T) {
 // round; the third handoff ends the step (DESIGN.md «Runaway guard»).
 func memGenerationLimit(t *testing.T) {
 	r := newMemRun(t, [][]fronttest.Round{{memTool(5_000, "echo start"), memTool(20_000, "echo again")}}, memHandoff)
-	_, err := r.runtime(Options{Handoff: policy.HandoffPolicy{Enabled: true, Window: 30_000, MaxGenerations: 3}}).RunStep(t.Context(), memStep, memTask)
+	_, err := r.runtime(Options{Handoff: &policy.HandoffPolicy{Enabled: true, Window: 30_000, MaxGenerations: 3}}).RunStep(t.Context(), memStep, memTask)
 	var gl *policy.GenerationLimitError
 	if !errors.As(err, &gl) || gl.Futile {
 		t.Fatalf("RunStep: %v, want a *GenerationLimitError", err)

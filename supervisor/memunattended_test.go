@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowerhq/flower/front/fronttest"
 	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/manifest"
 )
 
@@ -27,6 +28,9 @@ func memUnattendedRows() []memGuarantee {
 		{"deadline reached mid-tool: cut on the clock's timer", memDeadline},
 		{"limit on a person-driven front: shown, not waited", memLimitShown},
 		{"harness dies during a wait: a failed attempt, the retry resumes the session", memLimitDied},
+		{"limit on the cut turn: waited out, then the writing turn", memLimitAtCut},
+		{"handoff asked for during a wait: written once the limit lifts", memHandoffInWait},
+		{"limit on the writing turn past --max-wait: continue resumes it in its writing turn", memMaxWaitWriting},
 	}
 }
 
@@ -274,6 +278,106 @@ func memLimitDied(t *testing.T) {
 	procs := r.front.Procs()
 	if len(procs) != 2 || procs[1].Spec.Resume != st.SessionID {
 		t.Fatalf("%d harnesses: want the retry resuming session %s", len(procs), st.SessionID)
+	}
+	r.checkLineage(st)
+}
+
+// memLimitAtCut: the request after the cut was decided (a /compact the
+// hook blocked, before the round) meets a limit: the cut turn ends on it,
+// the limit is waited out, and the writing turn starts once it lifts.
+func memLimitAtCut(t *testing.T) {
+	limitAtCut := memUsageLimit(2 * time.Minute)
+	limitAtCut.PreCompact = []string{"manual"}
+	r := newMemRun(t, [][]fronttest.Round{{memTool(50_000, "echo one >> work.txt"), limitAtCut}, {memDone(20_000)}}, memHandoff)
+	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	st := r.step()
+	if st.Status != manifest.StatusSucceeded || st.Attempts != 0 || len(st.Generations) != 2 {
+		t.Fatalf("status %s, %d attempts, %d generations: want succeeded over a handoff, no attempt", st.Status, st.Attempts, len(st.Generations))
+	}
+	h := st.Generations[0].Handoff
+	if h == nil || h.Degraded || h.Reason != manifest.ReasonCompactBlocked {
+		t.Fatalf("receipt %+v: want a whole handoff for the blocked /compact", h)
+	}
+	if w := st.Generations[0].LimitWaits; len(w) != 1 || w[0].Writing || w[0].End == nil {
+		t.Errorf("limit waits %+v: want one, of the cut turn, ended", w)
+	}
+	if n := r.writings(); n != 1 {
+		t.Errorf("%d writing asks: want one, after the wait", n)
+	}
+	if p := r.firstPrompt(st, 1); !strings.Contains(p, "NEXT-MARK-1") {
+		t.Errorf("the successor's first prompt lacks the handoff:\n%s", p)
+	}
+	r.checkLineage(st)
+}
+
+// memMaxWaitWriting: the writing turn meets a limit that outlasts
+// --max-wait; the step stops with its session live, and continue resumes
+// that session in its writing turn, so the handoff is whole.
+func memMaxWaitWriting(t *testing.T) {
+	asked := 0
+	r := newMemRun(t, memTwoGens, func(g int) fronttest.Round {
+		if asked++; asked == 1 {
+			return memUsageLimit(3 * time.Hour)
+		}
+		return memHandoff(g)
+	})
+	_, err := r.runtime(Options{Handoff: window(200_000), MaxWait: 10 * time.Minute}).RunStep(t.Context(), memStep, memTask)
+	stopErr(t, err, manifest.StatusLimited)
+	session := r.step().Generations[0].SessionID
+	if _, err := r.runtime(Options{Handoff: window(200_000)}).Continue(t.Context(), memStep, ""); err != nil {
+		t.Fatalf("Continue: %v", err)
+	}
+	st := r.step()
+	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 2 || st.Generations[0].SessionID != session {
+		t.Fatalf("after continue: status %s, %d generations: want succeeded over a handoff from session %q", st.Status, len(st.Generations), session)
+	}
+	if procs := r.front.Procs(); len(procs) != 3 || procs[1].Spec.Resume != session {
+		t.Fatalf("%d harnesses: want the first, the resumed one of session %q, the successor", len(procs), session)
+	}
+	if h := st.Generations[0].Handoff; h == nil || h.Degraded || h.Reason != manifest.ReasonThreshold {
+		t.Fatalf("receipt %+v: want a whole handoff at the threshold, written by the resumed session", h)
+	}
+	if p := r.firstPrompt(st, 1); !strings.Contains(p, "NEXT-MARK-1") {
+		t.Errorf("the successor's first prompt lacks the handoff:\n%s", p)
+	}
+	r.checkLineage(st)
+}
+
+// memHandoffInWait: a handoff asked for while a work turn's limit is
+// waited out is kept: once the limit lifts, the session writes its
+// handoff instead of going on with the work.
+func memHandoffInWait(t *testing.T) {
+	var r *memRun
+	tool := memTool(50_000, "echo one >> work.txt")
+	tool.Tool.Started = func(*fronttest.Proc) {
+		go func() {
+			time.Sleep(2 * time.Minute) // the limit's wait is on by then
+			if _, err := inbox.Post(inbox.Dir(r.runDir, memStep), inbox.Request{Kind: inbox.KindHandoff, From: "flower handoff now"}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	r = newMemRun(t, [][]fronttest.Round{{tool, memUsageLimit(5 * time.Minute), memDone(60_000)}, {memDone(20_000)}}, memHandoff)
+	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	st := r.step()
+	if st.Status != manifest.StatusSucceeded || st.Attempts != 0 || len(st.Generations) != 2 {
+		t.Fatalf("status %s, %d attempts, %d generations: want succeeded over a handoff, no attempt", st.Status, st.Attempts, len(st.Generations))
+	}
+	if h := st.Generations[0].Handoff; h == nil || h.Degraded || h.Reason != manifest.ReasonRequested {
+		t.Fatalf("receipt %+v: want a whole handoff, asked for", h)
+	}
+	if w := st.Generations[0].LimitWaits; len(w) != 1 || w[0].End == nil {
+		t.Errorf("limit waits %+v: want one, ended", w)
+	}
+	if p := r.front.Procs()[0].Prompts(); len(p) != 2 || slices.Contains(p, limitContinue) {
+		t.Errorf("the first session's turns %q: want the task, then the writing prompt, no continuation", p)
+	}
+	if p := r.firstPrompt(st, 1); !strings.Contains(p, "NEXT-MARK-1") {
+		t.Errorf("the successor's first prompt lacks the handoff:\n%s", p)
 	}
 	r.checkLineage(st)
 }

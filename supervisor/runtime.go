@@ -66,9 +66,9 @@ type Options struct {
 	Workbench bool
 	// WorkbenchDir defaults to <workspace>/.flower.
 	WorkbenchDir string
-	// Handoff is a policy.HandoffPolicy, a *policy.HandoffPolicy, a bool, or
-	// nil for the default (on) — see policy.Resolve.
-	Handoff any
+	// Handoff is the handoff policy; nil is the default (on), and
+	// policy.Switch gives a plain on or off — see policy.Resolve.
+	Handoff *policy.HandoffPolicy
 	// Compact is the agent's own compact policy (DESIGN.md «Auto-compact off»).
 	Compact envinject.CompactMode
 	// HarnessPath is the claude executable. Required.
@@ -309,16 +309,9 @@ func New(opts Options) (*Runtime, error) {
 	return rt, nil
 }
 
-func windowSource(setting any) string {
-	switch p := setting.(type) {
-	case policy.HandoffPolicy:
-		if p.Window > 0 {
-			return manifest.WindowFromFlag
-		}
-	case *policy.HandoffPolicy:
-		if p != nil && p.Window > 0 {
-			return manifest.WindowFromFlag
-		}
+func windowSource(setting *policy.HandoffPolicy) string {
+	if setting != nil && setting.Window > 0 {
+		return manifest.WindowFromFlag
 	}
 	return manifest.WindowFromModel
 }
@@ -398,9 +391,6 @@ func (rt *Runtime) RunStep(ctx context.Context, name, task string) (*manifest.St
 // session is not fresh: it has no start-up floor, and the futile guard
 // does not apply to it; it hands off like any other.
 func (rt *Runtime) RunStepResuming(ctx context.Context, name, task, session string) (*manifest.StepResult, error) {
-	if err := rt.checkStep(name); err != nil {
-		return nil, err
-	}
 	s, err := rt.lockStep(name)
 	if err != nil {
 		return nil, err

@@ -1,24 +1,16 @@
 package supervisor
 
 import (
+	"fmt"
 	"strings"
+	"testing"
 	"time"
 )
 
 // The states of an attempt (DESIGN.md «Engine states»). An attempt is in
 // exactly one; each holds its own data, its deadline included, and
-// attemptRun.enter is the one place that moves from one to the next:
-//
-//	working  --a round at the threshold, a compaction, a handoff asked for-->  cutting (Session.Cut)
-//	working  --its turn ended, turns start outside the engine-->              idle
-//	idle     --a prompt or a main-thread round (someone started a turn)-->    working
-//	idle     --a handoff due (no turn to cut)-->                              writing
-//	cutting  --the cut turn ended, not on its own-->                          writing (TurnWriting)
-//	writing  --the first ask ended after a tool was stopped-->                writing, asked again
-//	working, cutting, writing --the turn ended on a limit-->                  waiting (unattended.go)
-//	waiting  --the limit lifted-->                                            working (TurnWork), or writing
-//	any      --the caller cancelled-->                                        stopping (stop.go)
-//	any      --the attempt returned its outcome-->                            ended
+// attemptRun.enter is the one place that moves from one to the next, along
+// a row of transitions (the table below, which the tests walk).
 //
 // Every other fact folds into the state it finds; a turn that ends the
 // attempt (done, failed, a handoff) returns its outcome from the handler
@@ -29,6 +21,8 @@ import (
 // on; a budget or deadline reached at a round (check) or at the deadline's
 // timer cuts like the threshold, with its own reason.
 type state interface {
+	// name names the state in the transition table.
+	name() string
 	// phase names the state in log records (package runlog stamps it);
 	// the run page reads "writing" as the writing turn's.
 	phase() string
@@ -84,6 +78,13 @@ type stopping struct{ dl *deadline }
 // any more.
 type ended struct{}
 
+func (*working) name() string  { return "working" }
+func (*idle) name() string     { return "idle" }
+func (*cutting) name() string  { return "cutting" }
+func (*writing) name() string  { return "writing" }
+func (*stopping) name() string { return "stopping" }
+func (*ended) name() string    { return "ended" }
+
 func (*working) phase() string  { return "working" }
 func (*idle) phase() string     { return "working" }
 func (*cutting) phase() string  { return "cutting" }
@@ -106,10 +107,91 @@ func expiry(s state) *deadline {
 	return nil
 }
 
-// enter makes s the attempt's state: the one place an attempt moves from
-// state to state. The old state's timers that s does not carry on are
-// stopped.
-func (a *attemptRun) enter(s state) {
+// cause is why the attempt moves from one state to the next.
+type cause string
+
+const (
+	causeBegan       cause = "the attempt began"
+	causeTurnStarted cause = "someone started a turn"
+	causeIdle        cause = "its turn ended; turns start outside the engine"
+	causeHandoffDue  cause = "a handoff is due"
+	causeCutEnded    cause = "the cut turn ended, not on its own"
+	causeAskAgain    cause = "the first ask ended after a tool was stopped"
+	causeResumed     cause = "resumed in its writing turn"
+	causeLimited     cause = "the turn ended on a limit"
+	causeLifted      cause = "the limit lifted"
+	causeCancelled   cause = "the caller cancelled"
+	causeOver        cause = "the attempt returned its outcome"
+)
+
+// transition is a row of the transition table: from a state (by name;
+// "" before the first, anyState for every one), on a cause, to a state.
+type transition struct {
+	from  string
+	cause cause
+	to    string
+}
+
+const anyState = "*"
+
+// transitions is the attempt's transition table (DESIGN.md «Engine
+// states»): enter takes no move that is not here, and
+// TestMemGuarantees reaches every row.
+var transitions = []transition{
+	{"", causeBegan, "working"},
+	{"working", causeResumed, "writing"},    // flower continue, stopped by a limit in its writing turn
+	{"idle", causeTurnStarted, "working"},   // a prompt or a main-thread round
+	{"working", causeIdle, "idle"},          // front.Capabilities.OutsideTurns
+	{"working", causeHandoffDue, "cutting"}, // Session.Cut
+	{"idle", causeHandoffDue, "writing"},    // no turn to cut
+	{"cutting", causeCutEnded, "writing"},   // TurnWriting
+	{"writing", causeAskAgain, "writing"},
+	{"working", causeLimited, "waiting"}, // unattended.go
+	{"cutting", causeLimited, "waiting"},
+	{"writing", causeLimited, "waiting"},
+	{"waiting", causeLifted, "working"}, // TurnWork
+	{"waiting", causeLifted, "writing"},
+	{anyState, causeCancelled, "stopping"}, // stop.go
+	{anyState, causeOver, "ended"},
+}
+
+// transitionOf is the row that moves from to to on c.
+func transitionOf(from state, c cause, to state) (transition, bool) {
+	t := transition{cause: c, to: to.name()}
+	if from != nil {
+		t.from = from.name()
+	}
+	for _, row := range transitions {
+		if row.cause == t.cause && row.to == t.to && (row.from == t.from || row.from == anyState) {
+			return row, true
+		}
+	}
+	return t, false
+}
+
+// sawTransition, when set (by the tests), hears every row taken.
+var sawTransition func(transition)
+
+// enter makes s the attempt's state, for cause c: the one place an
+// attempt moves from state to state. The old state's timers that s does
+// not carry on are stopped.
+//
+// A move the table lacks is a fault of the engine, not of the harness:
+// under test it panics, so that no row of the guarantees table passes on
+// it. In production the move is logged as an error and taken all the
+// same: the handler has acted on it already (a prompt sent, a timer
+// armed), so refusing it would leave the state out of step with the
+// session, and a crash would lose the handoff.
+func (a *attemptRun) enter(s state, c cause) {
+	row, ok := transitionOf(a.state, c, s)
+	if !ok {
+		if testing.Testing() {
+			panic(fmt.Sprintf("attempt: no transition from %q on %q to %q", row.from, row.cause, row.to))
+		}
+		a.log.Error("the engine made a transition its table lacks", "from", row.from, "cause", string(row.cause), "to", row.to)
+	} else if sawTransition != nil {
+		sawTransition(row)
+	}
 	if old := a.state; old != nil {
 		keep := s.deadlines()
 		for _, d := range old.deadlines() {
@@ -147,7 +229,7 @@ func (a *attemptRun) over() bool {
 	return ok
 }
 
-// startWork enters working with a fresh turn timeout.
-func (a *attemptRun) startWork() {
-	a.enter(&working{dl: a.rt.after(a.rt.opts.TurnTimeout, "turn")})
+// startWork enters working with a fresh turn timeout, for cause c.
+func (a *attemptRun) startWork(c cause) {
+	a.enter(&working{dl: a.rt.after(a.rt.opts.TurnTimeout, "turn")}, c)
 }

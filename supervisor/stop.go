@@ -20,7 +20,7 @@ func (a *attemptRun) interrupted(ctx context.Context) outcome {
 	_ = a.p.EndAfterTurn()
 	out := outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error(), sessionID: a.meter.SessionID}
 	s := &stopping{dl: a.rt.after(2*a.rt.opts.Grace, "stop")}
-	a.enter(s)
+	a.enter(s, causeCancelled)
 	for {
 		select {
 		case x := <-a.pull.C():
@@ -62,7 +62,7 @@ func (a *attemptRun) bookInterrupted(ev front.TurnEnded) {
 func (a *attemptRun) finish() {
 	a.endWait(false) // unattended: a wait cut short (flower stopping) is recorded as ended
 	a.deadline.stop()
-	a.enter(&ended{})
+	a.enter(&ended{}, causeOver)
 	a.retirePredecessor()
 	if a.early != nil {
 		a.dropSuccessor()

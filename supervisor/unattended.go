@@ -139,6 +139,14 @@ const (
 // handoffUnderWay: the wait resumes a handoff, not the work.
 func (t afterLimit) handoffUnderWay() bool { return t.resumes != resumeWork }
 
+// waitingForWork is the running wait when it resumes the work turn: no
+// handoff is under way.
+func (a *attemptRun) waitingForWork() (*waiting, bool) {
+	w, ok := a.state.(*waiting)
+	return w, ok && !w.then.handoffUnderWay()
+}
+
+func (*waiting) name() string             { return "waiting" }
 func (*waiting) phase() string            { return "waiting" }
 func (s *waiting) deadlines() []*deadline { return []*deadline{s.dl, s.tick} }
 
@@ -376,7 +384,7 @@ func (a *attemptRun) limited(f front.TurnEnded, then afterLimit) (outcome, bool)
 	a.gen.LimitWaits = append(a.gen.LimitWaits, rec)
 	s := &waiting{dl: rt.after(max(until.Sub(now), time.Millisecond), "limit"), tick: rt.after(waitTick, "tick"),
 		rec: len(a.gen.LimitWaits) - 1, start: now, until: until, limit: l, then: then}
-	a.enter(s)
+	a.enter(s, causeLimited)
 	rt.save(a.st)
 	a.log.Warn("limit: waiting it out, then the same session goes on", "limit", l.Kind, "until", until,
 		"reset_at", rec.ResetAt, "retry_after", l.RetryAfter, "in_a_row", a.lim.n, "message", l.Message)
@@ -452,12 +460,12 @@ func (a *attemptRun) waitOver(s *waiting) (outcome, bool) {
 	a.endWait(true)
 	switch s.then.resumes {
 	case resumeWriting:
-		return a.startWriting(s.then.at)
+		return a.startWriting(s.then.at, causeLifted)
 	case resumeWritingAgain:
 		old := s.then.w
 		w := &writing{at: old.at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: old.started, cost0: old.cost0,
 			tools: old.tools, again: old.again}
-		a.enter(w)
+		a.enter(w, causeLifted)
 		a.log.Info("limit lifted: asking for the handoff again")
 		if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(w.at)}); err != nil {
 			return a.handoff(w.at, handoffwriter.Handoff{}, "send the handoff prompt after a limit: "+err.Error()), true
@@ -467,7 +475,7 @@ func (a *attemptRun) waitOver(s *waiting) (outcome, bool) {
 		}
 		return outcome{}, false
 	}
-	a.startWork()
+	a.startWork(causeLifted)
 	a.log.Info("limit lifted: the same session goes on")
 	if err := a.p.Send(front.Turn{Kind: front.TurnWork, Prompt: limitContinue}); err != nil {
 		return a.fail(fmt.Sprintf("send the continuation after a limit: %v", err)), true
@@ -530,7 +538,7 @@ func (s *stepRun) resumeWriting(gen *manifest.Generation, session string, begin 
 func (a *attemptRun) writingResumed(l launch) {
 	rt := a.rt
 	at := cutAt{reason: manifest.ReasonThreshold, context: l.writingContext}
-	a.enter(&writing{at: at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: rt.clock.Now(), cost0: a.meter.CostUSD})
+	a.enter(&writing{at: at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: rt.clock.Now(), cost0: a.meter.CostUSD}, causeResumed)
 	e := a.event(KindHandoff)
 	e.Phase, e.Context = PhaseWriting, at.context
 	rt.emit(e)

@@ -93,7 +93,7 @@ func workerAction(c *cli.Context, p proc) error {
 			Slot: int(slots.Add(1))})
 		return h.Event, func() { h.Close() }
 	}, Options: supervisor.Options{
-		Handoff: set.handoff, Compact: set.compact, HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, HookBinary: hookBinary,
+		Handoff: &set.handoff, Compact: set.compact, HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, HookBinary: hookBinary,
 		Env: set.harnessEnv, Model: set.model, MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout,
 		TaskCarry: set.taskCarry, Logger: logger,
 		OnEvent: func(ev event.Event) {

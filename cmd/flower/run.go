@@ -104,16 +104,11 @@ func runAction(c *cli.Context, p proc) error {
 // job is what run, continue, rerun and the interactive mode share: a
 // Runtime wired to the renderer and the run's log.
 type job struct {
-	rt          *supervisor.Runtime
-	runDir      string
+	rt *supervisor.Runtime
+	// The run dir, its log, its registry entry and --notify's hook.
+	*runPlace
 	harnessPath string
 	render      *renderer
-	logFile     *os.File
-	logger      *slog.Logger
-	// live is the run's entry in flower ps's registry (nil: unlisted).
-	live *registry.Handle
-	// notifier runs --notify (DESIGN.md «Notify»); nil without it.
-	notifier *notify.Notifier
 	// harnessArgs go into the closing flower continue line.
 	harnessArgs []string
 	// interactive: the closing flower continue line ends every run, the
@@ -125,10 +120,8 @@ type job struct {
 func (j *job) close() {
 	// The hook's last events are delivered (within its bound) before the
 	// log it reports to closes.
-	j.notifier.Close(0)
-	j.live.Close()
 	j.render.close()
-	j.logFile.Close()
+	j.runPlace.close()
 }
 
 // finish prints the step's closing lines and tells a --notify hook the
@@ -332,112 +325,69 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*job, error) {
+	harnessPath, workspace, err := jobPlace(set)
+	if err != nil {
 		render.close()
 		return nil, err
 	}
-	harnessPath, err := findHarness(set.harness)
-	if err != nil {
-		return fail(err)
-	}
-	workspace, err := filepath.Abs(set.workspace)
-	if err != nil {
-		return fail(err)
-	}
-	if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
-		return fail(usagef("workspace %s is not a directory", workspace))
-	}
 	store, harnessArgs, err := gateWorkspace(p, workspace, set.skipWorkspace, set.front == nil)
 	if err != nil {
-		return fail(err)
+		render.close()
+		return nil, err
 	}
-	runDir := set.runDir
-	if runDir != "" {
-		if runDir, err = filepath.Abs(runDir); err != nil {
-			return fail(err)
-		}
-	}
-	// Nothing of flower's is read or written before its territory is
-	// checked (DESIGN.md «Territory»): the workbench before a new run dir
-	// is made in it, and the run dir again once it is there.
-	if err := (workbench.Territory{Workspace: workspace, RunDir: runDir, Step: set.step}).Check(); err != nil {
-		return fail(err)
-	}
-	if runDir == "" {
+	newDir := func(runs string) (string, error) {
 		// A run dir of its own, however close another run started
 		// (DESIGN.md «One step, one owner»).
-		if runDir, err = workbench.NewRunDir(workbench.RunsDir(workbench.DirOf(workspace)), time.Now()); err != nil {
-			return fail(err)
-		}
-		fail = func(err error) (*job, error) {
-			discardRunDir(runDir)
-			render.close()
-			return nil, err
-		}
+		return workbench.NewRunDir(runs, time.Now())
 	}
-	if runDir, err = filepath.Abs(runDir); err != nil {
-		return fail(err)
-	}
-	if err := (workbench.Territory{Workspace: workspace, RunDir: runDir}).Check(); err != nil {
-		return fail(err)
-	}
-	if err := workbench.MkdirRun(runDir, workbench.DirOf(workspace)); err != nil {
-		return fail(err)
-	}
-	logFile, err := safefile.OpenAppend(workbench.LogFile(runDir), logFileMode)
+	place, err := openRun(runWhere{workspace: workspace, runDir: set.runDir, step: set.step, newDir: newDir})
 	if err != nil {
-		return fail(fmt.Errorf("run dir %s is not writable: %w", runDir, err))
+		render.close()
+		return nil, err
 	}
-	if fi, err := logFile.Stat(); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		// A log an older flower made readable to others: private from now on.
-		_ = logFile.Chmod(fi.Mode().Perm() & 0o700)
-	}
-	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var launcher front.Launcher
 	onEvent := render.event
 	frontName := registry.FrontHeadless
 	if set.front != nil {
-		launcher, onEvent = set.front(logger, runDir)
+		launcher, onEvent = set.front(place.logger, place.runDir)
 		frontName = registry.FrontInteractive
 	}
-	live := register(p, logger, registry.Entry{Front: frontName, Workspace: workspace, Step: set.step, RunDir: runDir})
-	onEvent = live.Tee(onEvent)
-	notifier := notify.New(notify.Options{Command: set.notify, Timeout: set.notifyTimeout, Env: p.env, Logger: logger})
-	if notifier != nil {
-		abs, _ := filepath.Abs(runDir)
-		onEvent = notifyEvents(onEvent, notifier, abs)
-	}
-	rt, err := supervisor.New(supervisor.Options{
-		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: set.handoff, Compact: set.compact,
+	onEvent = place.listen(p, registry.Entry{Front: frontName, Workspace: workspace, Step: set.step},
+		notify.Options{Command: set.notify, Timeout: set.notifyTimeout}, onEvent)
+	rt, err := place.startRun(supervisor.Options{
+		Workspace: workspace, Handoff: &set.handoff, Compact: set.compact,
 		HarnessPath: harnessPath, HarnessArgs: harnessArgs, HookBinary: hookBinary, Env: set.harnessEnv, Model: set.model,
-		MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout, Logger: logger,
+		MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout,
 		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, TaskCarry: set.taskCarry,
 		TrustNotes: set.trustNotes, Trust: store,
 		MaxBudgetUSD: set.maxBudgetUSD, MaxDuration: set.maxDuration, MaxWait: set.maxWait, LimitBackoff: set.limitBackoff,
+	}, set.step, func(err error) {
+		// The run goes on; show and continue then need the run dir named.
+		fmt.Fprintf(p.stderr, "flower: %v; name this run with --run-dir %s\n", err, place.runDir)
 	})
 	if err != nil {
-		live.Close()
-		notifier.Close(0)
-		logFile.Close()
-		return fail(err)
-	}
-	// The step is this run's before anything points at the run: a run
-	// refused because another owns the step leaves no run dir behind.
-	if err := rt.Hold(set.step); err != nil {
-		live.Close()
-		notifier.Close(0)
-		logFile.Close()
-		return fail(err)
-	}
-	if err := linkLatest(rt.RunDir(), workbench.DirOf(workspace)); err != nil {
-		// The run goes on; show and continue then need the run dir named.
-		fmt.Fprintf(p.stderr, "flower: %v; name this run with --run-dir %s\n", err, rt.RunDir())
+		render.close()
+		return nil, err
 	}
 	if set.verbose {
 		printVerbose(p.stderr, rt, harnessPath, harnessArgs)
 	}
-	return &job{rt: rt, runDir: runDir, harnessPath: harnessPath, render: render, logFile: logFile, logger: logger, live: live, notifier: notifier,
+	return &job{rt: rt, runPlace: place, harnessPath: harnessPath, render: render,
 		harnessArgs: p.harnessArgs, interactive: set.front != nil, noContinue: set.noContinue}, nil
+}
+
+// jobPlace is set's harness and workspace, made absolute and checked.
+func jobPlace(set jobSettings) (harnessPath, workspace string, err error) {
+	if harnessPath, err = findHarness(set.harness); err != nil {
+		return "", "", err
+	}
+	if workspace, err = filepath.Abs(set.workspace); err != nil {
+		return "", "", err
+	}
+	if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
+		return "", "", usagef("workspace %s is not a directory", workspace)
+	}
+	return harnessPath, workspace, nil
 }
 
 // notifyEvents passes every event to next and the ones a --notify hook

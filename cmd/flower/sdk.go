@@ -18,11 +18,11 @@ import (
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/notify"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/relay"
-	"github.com/flowerhq/flower/safefile"
 	"github.com/flowerhq/flower/supervisor"
 	"github.com/flowerhq/flower/workbench"
 )
@@ -33,29 +33,7 @@ import (
 // stdout carries the protocol only (DESIGN.md «Agent SDK relay»).
 func runRelay(ctx context.Context, args []string, p proc) error {
 	env := func(k string) string { v, _ := envinject.Lookup(p.env, k); return strings.TrimSpace(v) }
-	pol := policy.HandoffPolicy{Enabled: !strings.EqualFold(env("FLOWER_HANDOFF"), "off"),
-		Knobs: policy.Knobs{Window: envWindow, Off: "FLOWER_HANDOFF=off"}}
-	// The flags' variables, read with the flags' rules (run.go
-	// numberRules): a zero the engine would replace by a default is
-	// refused, not taken.
-	for _, r := range numberRules {
-		to := map[string]*int{envWindow: &pol.Window, envHeadroom: &pol.Headroom, envMaxGenerations: &pol.MaxGenerations}[r.env]
-		if to == nil {
-			continue
-		}
-		n, ok, err := envNumber(r, env)
-		if err != nil {
-			return err
-		}
-		if ok {
-			*to = n
-		}
-	}
-	var bounds jobSettings // unattended: FLOWER_MAX_BUDGET_USD, FLOWER_MAX_DURATION
-	if err := envUnattended(&bounds, env); err != nil {
-		return err
-	}
-	harnessPath, err := relayHarness(env("FLOWER_HARNESS"), env("PATH"))
+	set, err := relaySettings(env)
 	if err != nil {
 		return err
 	}
@@ -63,25 +41,11 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	if err != nil {
 		return err
 	}
-	wb := workbench.DirOf(workspace)
-	runDir := env("FLOWER_RUN_DIR")
-	if runDir == "" {
-		// Two queries of one application may start in the same second.
-		runDir = filepath.Join(workbench.RunsDir(wb), fmt.Sprintf("%s-sdk-%d", time.Now().UTC().Format("20060102-150405"), os.Getpid()))
-	}
 	step := env("FLOWER_STEP")
 	if step == "" {
 		// An application may run several queries in one directory at
 		// once: each keeps its own handoff file.
 		step = fmt.Sprintf("sdk-%d", os.Getpid())
-	}
-	if runDir, err = filepath.Abs(runDir); err != nil {
-		return err
-	}
-	// Nothing of flower's is read or written before it is checked
-	// (DESIGN.md «Territory»).
-	if err := (workbench.Territory{Workspace: workspace, RunDir: runDir, Step: step}).Check(); err != nil {
-		return err
 	}
 	// DESIGN.md «Trust store»: an application that left the workspace's
 	// setting sources out itself needs no trust for them.
@@ -91,35 +55,20 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	if err != nil {
 		return err
 	}
-	if err := workbench.MkdirRun(runDir, wb); err != nil {
+	newDir := func(runs string) (string, error) {
+		// Two queries of one application may start in the same second.
+		return filepath.Join(runs, fmt.Sprintf("%s-sdk-%d", time.Now().UTC().Format("20060102-150405"), os.Getpid())), nil
+	}
+	place, err := openRun(runWhere{workspace: workspace, runDir: env("FLOWER_RUN_DIR"), step: step, newDir: newDir})
+	if err != nil {
 		return err
 	}
-	logFile, err := safefile.OpenAppend(workbench.LogFile(runDir), logFileMode)
-	if err != nil {
-		return fmt.Errorf("run dir %s is not writable: %w", runDir, err)
+	defer place.close()
+	logger := place.logger
+	logger.Info("flower relays the Agent SDK", "harness", set.harness, "args", harness.LoggedArgs(args))
+	if args, err = relayResume(args, env, workbench.DirOf(workspace), logger); err != nil {
+		return err
 	}
-	defer logFile.Close()
-	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	logger.Info("flower relays the Agent SDK", "harness", harnessPath, "args", harness.LoggedArgs(args))
-
-	// Apps keep the first session id they saw: resuming a retired one
-	// resumes its live successor.
-	if id, ok := relay.Value(args, "--resume"); ok && id != "" {
-		var extra []string
-		if d := env("FLOWER_RUN_DIR"); d != "" {
-			extra = append(extra, d)
-		}
-		live, moved, err := relay.LiveSuccessor(wb, extra, id)
-		if err != nil {
-			logger.Error("resume", "err", err)
-			return err
-		}
-		if moved {
-			logger.Info("resuming the live successor of a retired session", "asked", id, "live", live)
-			args = relay.Replace(args, "--resume", live)
-		}
-	}
-
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	gone := func(err error) {
@@ -136,64 +85,112 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
 	rl := relay.New(relay.Config{In: p.stdin, Out: p.stdout, Args: args, Logger: logger, Gone: gone})
-	// The status lines a person would watch go to the log, and to stderr
-	// on request; stdout is the application's.
-	var lines strings.Builder
-	status := console.NewStatus(&lines, console.LangEn)
-	toStderr := strings.EqualFold(env("FLOWER_STATUS"), "stderr")
-	notifyTimeout := notify.DefaultTimeout
-	if v := env("FLOWER_NOTIFY_TIMEOUT"); v != "" {
-		if notifyTimeout, err = time.ParseDuration(v); err != nil || notifyTimeout <= 0 {
-			return usagef("FLOWER_NOTIFY_TIMEOUT=%q: want a duration such as 10s", v)
-		}
+	var stderr io.Writer
+	if strings.EqualFold(env("FLOWER_STATUS"), "stderr") {
+		stderr = p.stderr
 	}
-	// DESIGN.md «Notify»; closed before the log it reports to.
-	notifier := notify.New(notify.Options{Command: env("FLOWER_NOTIFY"), Timeout: notifyTimeout, Env: p.env, Logger: logger})
-	defer notifier.Close(0)
+	onEvent := place.listen(p, registry.Entry{Front: registry.FrontRelay, Workspace: workspace, Step: step},
+		notify.Options{Command: env("FLOWER_NOTIFY"), Timeout: set.notifyTimeout}, relayStatus(rl, logger, stderr))
 	model, _ := relay.Value(args, "--model")
-	live := register(p, logger, registry.Entry{Front: registry.FrontRelay, Workspace: workspace, Step: step, RunDir: runDir})
-	defer live.Close()
-	rt, err := supervisor.New(supervisor.Options{
-		Workspace: workspace, RunDir: runDir, Workbench: true, Handoff: pol,
-		HarnessPath: harnessPath, HarnessArgs: args, HookBinary: hookBinary, Env: p.env, Model: model, Front: rl, Logger: logger, Trust: store,
-		MaxBudgetUSD: bounds.maxBudgetUSD, MaxDuration: bounds.maxDuration,
-		OnEvent: func(ev event.Event) {
-			live.Event(ev)
-			rl.Event(ev)
-			if nev, ok := notify.FromRun(ev, runDir); ok {
-				notifier.Send(nev)
-			}
-			lines.Reset()
-			status.Handle(ev)
-			if text := lines.String(); text != "" {
-				logger.Info("status", "lines", text)
-				if toStderr {
-					_, _ = io.WriteString(p.stderr, text)
-				}
-			}
-		},
-	})
+	rt, err := place.startRun(supervisor.Options{
+		Workspace: workspace, Handoff: &set.handoff,
+		HarnessPath: set.harness, HarnessArgs: args, HookBinary: hookBinary, Env: p.env, Model: model, Front: rl, Trust: store,
+		MaxBudgetUSD: set.maxBudgetUSD, MaxDuration: set.maxDuration, OnEvent: onEvent,
+	}, step, func(err error) { logger.Warn("runs/latest not updated", "err", err) })
 	if err != nil {
 		return err
-	}
-	// The step is this run's before anything points at the run; a relay
-	// refused because another run owns the step leaves no run dir of its
-	// own behind (DESIGN.md «One step, one owner»).
-	if err := rt.Hold(step); err != nil {
-		if env("FLOWER_RUN_DIR") == "" {
-			live.Close()
-			logFile.Close()
-			discardRunDir(runDir)
-		}
-		return err
-	}
-	if err := linkLatest(rt.RunDir(), wb); err != nil {
-		logger.Warn("runs/latest not updated", "err", err)
 	}
 	rl.Start()
 	// A resumed conversation is no fresh session (DESIGN.md «Futile guard»).
 	resume, _ := relay.Value(args, "--resume")
 	st, err := rt.RunStepResuming(ctx, step, "", resume)
+	return relayEnded(rl, place, rt, st, err)
+}
+
+// relaySettings reads the relay's settings from the environment: the
+// handoff policy, the step's bounds, --notify's bound and the harness.
+// The flags' variables are read with the flags' rules (run.go
+// numberRules): a zero the engine would replace by a default is refused,
+// not taken.
+func relaySettings(env func(string) string) (jobSettings, error) {
+	set := jobSettings{handoff: policy.HandoffPolicy{Enabled: !strings.EqualFold(env("FLOWER_HANDOFF"), "off"),
+		Knobs: policy.Knobs{Window: envWindow, Off: "FLOWER_HANDOFF=off"}}}
+	pol := &set.handoff
+	for _, r := range numberRules {
+		to := map[string]*int{envWindow: &pol.Window, envHeadroom: &pol.Headroom, envMaxGenerations: &pol.MaxGenerations}[r.env]
+		if to == nil {
+			continue
+		}
+		n, ok, err := envNumber(r, env)
+		if err != nil {
+			return set, err
+		}
+		if ok {
+			*to = n
+		}
+	}
+	// unattended: FLOWER_MAX_BUDGET_USD, FLOWER_MAX_DURATION
+	if err := envUnattended(&set, env); err != nil {
+		return set, err
+	}
+	set.notifyTimeout = notify.DefaultTimeout
+	if v := env("FLOWER_NOTIFY_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return set, usagef("FLOWER_NOTIFY_TIMEOUT=%q: want a duration such as 10s", v)
+		}
+		set.notifyTimeout = d
+	}
+	var err error
+	set.harness, err = relayHarness(env("FLOWER_HARNESS"), env("PATH"))
+	return set, err
+}
+
+// relayResume points a --resume of a retired session at its live
+// successor: applications keep the first session id they saw.
+func relayResume(args []string, env func(string) string, wb string, logger *slog.Logger) ([]string, error) {
+	id, ok := relay.Value(args, "--resume")
+	if !ok || id == "" {
+		return args, nil
+	}
+	var extra []string
+	if d := env("FLOWER_RUN_DIR"); d != "" {
+		extra = append(extra, d)
+	}
+	live, moved, err := relay.LiveSuccessor(wb, extra, id)
+	if err != nil {
+		logger.Error("resume", "err", err)
+		return nil, err
+	}
+	if moved {
+		logger.Info("resuming the live successor of a retired session", "asked", id, "live", live)
+		args = relay.Replace(args, "--resume", live)
+	}
+	return args, nil
+}
+
+// relayStatus passes the run's events to the relay, and the status lines a
+// person would watch to the log, and to stderr when it is given: stdout is
+// the application's.
+func relayStatus(rl *relay.Relay, logger *slog.Logger, stderr io.Writer) func(event.Event) {
+	var lines strings.Builder
+	status := console.NewStatus(&lines, console.LangEn)
+	return func(ev event.Event) {
+		rl.Event(ev)
+		lines.Reset()
+		status.Handle(ev)
+		if text := lines.String(); text != "" {
+			logger.Info("status", "lines", text)
+			if stderr != nil {
+				_, _ = io.WriteString(stderr, text)
+			}
+		}
+	}
+}
+
+// relayEnded tells the application and --notify's hook how the step
+// ended, and gives the relay's exit error.
+func relayEnded(rl *relay.Relay, place *runPlace, rt *supervisor.Runtime, st *manifest.StepResult, err error) error {
 	sid := ""
 	if st != nil {
 		sid = st.SessionID
@@ -204,7 +201,7 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	rl.Finish(sid, err)
 	if st != nil {
 		for _, ev := range notify.StepEnded(st, rt.RunDir(), rt.Policy().MaxGenerations) {
-			notifier.Send(ev)
+			place.notifier.Send(ev)
 		}
 	}
 	if _, bound := stopCode(err); bound {
