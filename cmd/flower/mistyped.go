@@ -10,8 +10,8 @@ import (
 
 // habitWords are words a person types out of habit from other tools that
 // are not flower's commands, each with what to run instead (DESIGN.md
-// «Mistyped commands»). They are held one edit closer than command names:
-// a habit word of four letters or fewer must be typed exactly.
+// «Mistyped commands»). They must be typed exactly: near one is often a
+// real word of a task ("task" is one edit from "tasks").
 var habitWords = []struct{ word, instead string }{
 	{"kill", "flower stop"}, {"cancel", "flower stop"}, {"abort", "flower stop"}, {"quit", "flower stop"}, {"exit", "flower stop"},
 	{"start", "flower run TASK"}, {"restart", "flower continue"},
@@ -49,7 +49,7 @@ func mistypedCommand(c *cli.Context, asTask string) error {
 		}
 	}
 	for _, h := range habitWords {
-		consider(h.word, h.instead, closeEnough(h.word)-1)
+		consider(h.word, h.instead, 0)
 	}
 	if best == "" {
 		return nil

@@ -60,7 +60,7 @@ func TestMistypedCommand(t *testing.T) {
 		t.Fatal("flower -i kill started the harness")
 	}
 	// Not typos: the harness starts (and fails, as this one does).
-	for _, task := range []string{"refactor", "show me the failing tests", "fix-it", "tests"} {
+	for _, task := range []string{"refactor", "show me the failing tests", "fix-it", "tests", "task", "cancels"} {
 		os.Remove(marker)
 		var stdout, stderr strings.Builder
 		err := run(context.Background(), []string{"flower", "-q", "-C", ws, "--harness", harness, "--max-attempts", "1", task}, strings.NewReader(""), &stdout, &stderr)
