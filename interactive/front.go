@@ -2,7 +2,6 @@ package interactive
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/front"
@@ -215,7 +215,7 @@ func (f *Front) handleSignals(cancel context.CancelCauseFunc) (stop func()) {
 			case sig := <-sigs:
 				_ = f.term.Restore()
 				f.log.Warn("signal: ending the interactive run", "signal", sig.String())
-				cancel(fmt.Errorf("%w by %v", context.Canceled, sig))
+				cancel(child.Interruption{Signal: sig})
 			case <-winch:
 				// Under the lock: a harness is detached before its pty
 				// is closed.

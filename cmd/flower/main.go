@@ -127,7 +127,7 @@ func newSignals() *signals {
 func (s *signals) handle() {
 	sig := <-s.ch
 	fmt.Fprintf(os.Stderr, "\nflower: %v: finishing the current turn (again to stop at once)\n", sig)
-	s.cancel(interruption{sig})
+	s.cancel(child.Interruption{Signal: sig})
 	sig = <-s.ch
 	n := s.kill()
 	fmt.Fprintf(os.Stderr, "flower: %v again: killed the harness (%d process group(s)); stopping now\n", sig, n)
@@ -153,21 +153,6 @@ func (s *signals) wait(done <-chan error) error {
 	}
 }
 
-// interruption is the cause of a run cancelled by a signal: it is
-// context.Canceled to the code, and says which signal to a person.
-type interruption struct{ sig os.Signal }
-
-func (e interruption) Error() string {
-	switch e.sig {
-	case os.Interrupt:
-		return "by Ctrl-C"
-	case syscall.SIGTERM:
-		return "by SIGTERM (flower stop, or kill)"
-	}
-	return fmt.Sprintf("by %v", e.sig)
-}
-
-func (e interruption) Is(target error) bool { return target == context.Canceled }
 
 // personMessage is err as a person reads it: Go's "context canceled" of a
 // run that was cancelled says what happened instead.

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flowerhq/flower/child"
 )
 
 // The first signal cancels the run's context and nothing else; main
@@ -85,8 +87,8 @@ func TestPersonMessage(t *testing.T) {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("step main interrupted: %w", interruption{syscall.SIGTERM}), "step main interrupted: by SIGTERM (flower stop, or kill)"},
-		{fmt.Errorf("step main interrupted: %w", interruption{os.Interrupt}), "step main interrupted: by Ctrl-C"},
+		{fmt.Errorf("step main interrupted: %w", child.Interruption{Signal: syscall.SIGTERM}), "step main interrupted: by SIGTERM (flower stop, or kill)"},
+		{fmt.Errorf("step main interrupted: %w", child.Interruption{Signal: os.Interrupt}), "step main interrupted: by Ctrl-C"},
 		{fmt.Errorf("doctor: %w", context.Canceled), "doctor: interrupted"},
 		{fmt.Errorf("dial: %w", context.DeadlineExceeded), "dial: timed out"},
 	} {
@@ -94,7 +96,7 @@ func TestPersonMessage(t *testing.T) {
 			t.Errorf("personMessage(%v) = %q, want %q", tt.err, got, tt.want)
 		}
 	}
-	if code := exitCode(fmt.Errorf("step: %w", interruption{syscall.SIGTERM})); code != exitInterrupted {
+	if code := exitCode(fmt.Errorf("step: %w", child.Interruption{Signal: syscall.SIGTERM})); code != exitInterrupted {
 		t.Errorf("a signal's cancel exits %d, want %d", code, exitInterrupted)
 	}
 }
