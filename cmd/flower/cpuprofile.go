@@ -9,7 +9,8 @@ import (
 )
 
 // envCPUProfile names a file flower writes a CPU profile of its whole run
-// to (go tool pprof reads it); a directory gets one file per process,
+// to (go tool pprof reads it), and what it allocated in that run next to
+// it, <file>.allocs; a directory gets one file per process,
 // flower-<pid>.pprof, for a bench that starts many. Unset, nothing is
 // profiled.
 const envCPUProfile = "FLOWER_CPUPROFILE"
@@ -35,5 +36,9 @@ func startCPUProfile() (stop func()) {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+		if a, err := os.Create(path + ".allocs"); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(a, 0)
+			a.Close()
+		}
 	}
 }
