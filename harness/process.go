@@ -511,7 +511,10 @@ func (p *Process) read(maxLine int, q *queue, done chan<- struct{}) {
 			// DESIGN.md «Input caps»: said before a longer one is skipped.
 			p.log.Warn("a harness stdout line near its cap", "line", lr.Lines(), "bytes", len(line), "cap", limit)
 		}
-		ev, err := transcript.Decode(line)
+		// The event keeps the line: copied once from the reader's buffer,
+		// and decoded in that copy.
+		raw := append([]byte(nil), line...)
+		ev, err := transcript.DecodeOwned(raw)
 		if err != nil {
 			p.skip("not JSON", "line", lr.Lines(), "preview", preview(line))
 			continue
@@ -519,7 +522,6 @@ func (p *Process) read(maxLine int, q *queue, done chan<- struct{}) {
 		if trace != nil {
 			trace.out(read, p.PID(), &ev, len(line))
 		}
-		ev.Raw = append([]byte(nil), line...)
 		if ev.Kind == transcript.KindControlResponse {
 			p.mu.Lock()
 			ch, ok := p.pending[ev.RequestID]

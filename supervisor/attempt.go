@@ -711,13 +711,17 @@ func (a *attemptRun) cutEnded(s *cutting, f front.TurnEnded) (outcome, bool) {
 
 // writingEnded ends a writing turn: the handoff, whole or degraded, or the
 // writing turn asked again once after it called a tool.
+//
+// A handoff is saved by its freeze (handoff.Books.Freeze), with all the
+// books: no save of its own stands between the writing turn's result and
+// the successor's prompt.
 func (a *attemptRun) writingEnded(w *writing, f front.TurnEnded) (outcome, bool) {
-	a.rt.save(a.st)
 	if f.How == front.EndedOverflow {
 		return a.handoff(w.at, handoffwriter.Handoff{}, "the writing turn overflowed: "+firstNonEmpty(f.Text, f.Detail)), true
 	}
 	if f.How == front.EndedLimited && !a.rt.caps.OutsideTurns {
 		// unattended: the writing turn met a limit; it is asked again once the limit lifts, so the handoff is not degraded for it
+		a.rt.save(a.st)
 		return a.limited(f, afterLimit{resumes: resumeWritingAgain, at: w.at, w: w})
 	}
 	h := handoffwriter.Parse(w.doc.String())
@@ -732,6 +736,7 @@ func (a *attemptRun) writingEnded(w *writing, f front.TurnEnded) (outcome, bool)
 		if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: retryPrompt + a.writingPrompt(w.at)}); err != nil {
 			return a.handoff(w.at, handoffwriter.Handoff{}, "send the handoff prompt again: "+err.Error()), true
 		}
+		a.rt.save(a.st)
 		return outcome{}, false
 	}
 	var why string

@@ -533,7 +533,13 @@ func (s *stepRun) launch(gen *manifest.Generation, f handoff.Frozen, err error) 
 	if rt.opts.AfterFreeze != nil && f.Path != "" {
 		rt.opts.AfterFreeze(f.Path)
 	}
-	return s.books().Launch(f), nil
+	// What the launch records (the sha256 launched, the task carried)
+	// goes to disk with the successor's generation, saved before its
+	// prompt (generation), or with the step's stop: not in saves of its
+	// own before that one.
+	b := s.books()
+	b.Save = func() {}
+	return b.Launch(f), nil
 }
 
 func digest(b []byte) string { return handoff.Digest(b) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -150,7 +151,21 @@ func Decode(line []byte) (Event, error) {
 	if !gjson.ValidBytes(line) {
 		return Event{}, ErrNotJSON
 	}
-	root := gjson.ParseBytes(line)
+	return decode(line, gjson.ParseBytes(line))
+}
+
+// DecodeOwned is Decode for a line that is the caller's own and never
+// changes again: it is parsed in place, not copied first, and the event's
+// strings may share its memory (as its Raw does). A reader of a long
+// stream copies each line once this way, not twice.
+func DecodeOwned(line []byte) (Event, error) {
+	if len(line) == 0 || !gjson.ValidBytes(line) {
+		return Event{}, ErrNotJSON
+	}
+	return decode(line, gjson.Parse(unsafe.String(&line[0], len(line))))
+}
+
+func decode(line []byte, root gjson.Result) (Event, error) {
 	if !root.IsObject() {
 		return Event{}, ErrNotJSON
 	}
@@ -176,7 +191,10 @@ func Decode(line []byte) (Event, error) {
 	case "user":
 		ev.Kind = KindUser
 		ev.ParentToolUseID = root.Get("parent_tool_use_id").String()
-		ev.Interrupted = strings.Contains(messageText(root.Get("message.content")), "[Request interrupted by user")
+		// The text is joined only for a line that holds the mark: a tool
+		// result is most of a stream, and long.
+		ev.Interrupted = bytes.Contains(line, interruptMark) &&
+			strings.Contains(messageText(root.Get("message.content")), string(interruptMark))
 	case "result":
 		decodeResult(&ev, root)
 	case "control_response":
@@ -271,6 +289,10 @@ func decodeAssistant(ev *Event, root gjson.Result) {
 
 // messageText joins the text of a message's content: a plain string, or the
 // text blocks (and the text inside tool_result blocks) of a block array.
+// interruptMark opens the note the harness adds to a turn the user (or
+// flower) interrupted.
+var interruptMark = []byte("[Request interrupted by user")
+
 func messageText(content gjson.Result) string {
 	if content.Type == gjson.String {
 		return content.String()
@@ -292,10 +314,16 @@ func messageText(content gjson.Result) string {
 
 // UserText is what was typed in a user record: a plain string, or its text
 // blocks joined with "\n" (tool results left out).
+//
+// Raw is read in place, not copied (a tool result's line is long and read
+// for nothing here); only the text returned is.
 func UserText(ev *Event) string {
-	c := gjson.GetBytes(ev.Raw, "message.content")
+	if len(ev.Raw) == 0 {
+		return ""
+	}
+	c := gjson.Get(unsafe.String(&ev.Raw[0], len(ev.Raw)), "message.content")
 	if c.Type == gjson.String {
-		return c.String()
+		return strings.Clone(c.String())
 	}
 	var parts []string
 	c.ForEach(func(_, b gjson.Result) bool {
@@ -304,7 +332,10 @@ func UserText(ev *Event) string {
 		}
 		return true
 	})
-	return strings.Join(parts, "\n")
+	if len(parts) == 1 {
+		return strings.Clone(parts[0])
+	}
+	return strings.Join(parts, "\n") // a new string
 }
 
 // ContextUsage is the harness's answer to the get_context_usage control

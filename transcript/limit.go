@@ -58,6 +58,9 @@ type Limit struct {
 // rate_limit_event with status "allowed" is not one either. ev may be any
 // decoded record; only its Raw is read.
 func LimitOf(ev *Event, now time.Time) (Limit, bool) {
+	if !ev.mayBe("rate_limit_event", "") && !ev.mayBe("assistant", "") && !ev.mayBe("result", "") {
+		return Limit{}, false
+	}
 	if len(ev.Raw) == 0 || !gjson.ValidBytes(ev.Raw) {
 		return Limit{}, false
 	}
@@ -104,6 +107,9 @@ func LimitOf(ev *Event, now time.Time) (Limit, bool) {
 // s this way (adding up to a quarter); a longer one it does not retry at
 // all (DESIGN.md «Limits»).
 func RetryAfterOf(ev *Event) (wait time.Duration, rateLimit, ok bool) {
+	if !ev.mayBe("system", "api_retry") {
+		return 0, false, false
+	}
 	if len(ev.Raw) == 0 || !gjson.ValidBytes(ev.Raw) {
 		return 0, false, false
 	}
@@ -113,6 +119,17 @@ func RetryAfterOf(ev *Event) (wait time.Duration, rateLimit, ok bool) {
 	}
 	ms := root.Get("retry_delay_ms").Int()
 	return time.Duration(ms) * time.Millisecond, root.Get("error_status").Int() == 429, true
+}
+
+// mayBe reports whether ev may be a record of type typ (and subtype sub,
+// when given): a decoded record says what it is, and one that is not of it
+// is not parsed again (each line of a stream passes here); a record with
+// only its Raw may be anything.
+func (ev *Event) mayBe(typ, sub string) bool {
+	if ev.Type == "" {
+		return true
+	}
+	return ev.Type == typ && (sub == "" || ev.Subtype == sub)
 }
 
 func either(root gjson.Result, a, b string) gjson.Result {

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -181,6 +184,34 @@ func TestDecodeRejectsNonObjects(t *testing.T) {
 		if _, err := Decode([]byte(bad)); !errors.Is(err, ErrNotJSON) {
 			t.Errorf("Decode(%q) = %v, want ErrNotJSON", bad, err)
 		}
+		if _, err := DecodeOwned([]byte(bad)); !errors.Is(err, ErrNotJSON) {
+			t.Errorf("DecodeOwned(%q) = %v, want ErrNotJSON", bad, err)
+		}
+	}
+}
+
+// DecodeOwned, which parses a line in place, reads every record as Decode
+// does: the recorded stdout and transcript lines of testdata.
+func TestDecodeOwnedAsDecode(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.jsonl")
+	more, _ := filepath.Glob("testdata/limits/*.jsonl")
+	n := 0
+	for _, f := range append(files, more...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			want, werr := Decode(line)
+			got, gerr := DecodeOwned(bytes.Clone(line))
+			if !errors.Is(gerr, werr) || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: DecodeOwned(%.80q) = %+v, %v; Decode: %+v, %v", f, line, got, gerr, want, werr)
+			}
+			n++
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d lines read", n)
 	}
 }
 

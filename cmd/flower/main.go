@@ -58,12 +58,14 @@ func main() {
 	if exe, err := os.Executable(); err == nil {
 		hookBinary = exe
 	}
+	stopProfile := startCPUProfile()
 	sig := watchSignals()
 	done := make(chan error, 1)
 	go func() {
 		done <- runIn(sig.ctx, os.Args, proc{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: os.Environ(), exec: syscall.Exec})
 	}()
 	err := sig.wait(done)
+	stopProfile()
 	if err != nil && !errors.As(err, new(exitedWith)) {
 		// Errors quote workspace files, manifests and servers' answers.
 		fmt.Fprintln(os.Stderr, "flower:", console.Escape(personMessage(err)))
