@@ -155,7 +155,6 @@ func (s *signals) wait(done <-chan error) error {
 	}
 }
 
-
 // personMessage is err as a person reads it: Go's "context canceled" of a
 // run that was cancelled says what happened instead.
 func personMessage(err error) string {
