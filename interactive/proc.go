@@ -47,7 +47,7 @@ type proc struct {
 	out    *GoodbyeFilter
 	log    *slog.Logger
 	copied chan struct{} // closed when the output copy ended
-	start  time.Time
+	start  time.Time     // when it started, on the session's clock (set by Launch)
 
 	// ptyMu orders Resize (a SIGWINCH, at any moment) after the pty is
 	// closed: Setsize reads the descriptor, which Close releases.
@@ -67,7 +67,7 @@ func startProc(ctx context.Context, cfg procConfig, screen io.Writer) (*proc, er
 		return nil, fmt.Errorf("start harness: %w", err)
 	}
 	p := &proc{c: c, pty: c.PTY(), log: c.Logger(), copied: make(chan struct{}),
-		out: NewGoodbyeFilter(screen), start: time.Now()}
+		out: NewGoodbyeFilter(screen)}
 	p.log.Debug("interactive harness started", "pid", c.PID(), "args", len(cfg.argv()), "containment", c.Containment())
 	go func() {
 		// Linux answers EIO once the last holder of the pty's other end is
