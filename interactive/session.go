@@ -66,8 +66,8 @@ type sessionConfig struct {
 
 // session is one harness on the person's terminal as a front.Session. One
 // goroutine (follow) reads the transcript file, the harness's state file and
-// its exit, and translates them into facts; the engine's commands become
-// keys.
+// its exit and queues them; Next translates them into facts (turns), one at
+// a time, as the engine asks; the engine's commands become keys.
 //
 // What it keeps is translation, not the engine's phase: the turn the
 // transcript shows running (so that each ends with one TurnEnded, and how),
@@ -81,7 +81,11 @@ type session struct {
 	cfg sessionConfig
 	ctx context.Context
 
-	feed *front.Feed   // the facts, to the engine
+	in *inputs // what follow read, to Next
+	// Next's own state: the facts of the input translated last not yet
+	// returned; eof: the last input was translated.
+	left []front.Fact
+	eof  bool
 	wake chan struct{} // a command changed what follow waits for
 	done chan struct{} // follow has returned
 
@@ -91,7 +95,6 @@ type session struct {
 	following string // the session whose transcript fol reads
 	drained   bool
 	ready     bool // the harness's state file has appeared
-	begun     bool // its first request is answered (keysAfterPrompt)
 	released  bool // the person's keys go to this harness
 	status    string
 
@@ -117,8 +120,8 @@ var (
 
 func newSession(ctx context.Context, f *Front, p *proc, log *slog.Logger, cfg sessionConfig) *session {
 	s := &session{f: f, p: p, log: log, cfg: cfg, ctx: ctx, typed: cfg.typed, clock: f.opts.Clock,
-		u:    turns{log: log, submitWithin: f.opts.SubmitTimeout},
-		feed: front.NewFeed(), wake: make(chan struct{}, 1), done: make(chan struct{})}
+		u:  turns{log: log, submitWithin: f.opts.SubmitTimeout},
+		in: newInputs(), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	if cfg.resumed != "" {
 		// The resumed session is the one running until a line says
 		// otherwise.
@@ -127,9 +130,6 @@ func newSession(ctx context.Context, f *Front, p *proc, log *slog.Logger, cfg se
 	go f.guard(s.follow)
 	return s
 }
-
-// Facts implements front.Session.
-func (s *session) Next(ctx context.Context) (front.Fact, error) { return s.feed.Next(ctx) }
 
 // Begin implements front.Session: the first prompt went to the harness at
 // start (or is typed once its screen is up).
@@ -311,18 +311,11 @@ func (s *session) nudge() {
 	}
 }
 
-// emit hands facts to the engine, in order (front.Feed). It does not wait
-// for the engine's decision on them: follow also watches for what the
-// engine's commands wait on (Send waits for the state file's idle), and an
-// interrupt's mark on the running turn is set by interrupt itself, under
-// the session's lock, not read from a result record.
-func (s *session) emit(facts []front.Fact) { s.feed.Add(facts...) }
-
 // follow watches the harness and its files until the harness is gone, then
 // reads the transcript to its end; Next then returns io.EOF.
 func (s *session) follow() {
 	defer close(s.done)
-	defer s.feed.Close()
+	defer s.in.close()
 	w := newWatch(s.cfg.configDir, s.cfg.cwd)
 	defer w.close()
 	s.look()
@@ -384,7 +377,6 @@ func (s *session) nextDue() time.Time {
 		}
 	}
 	s.mu.Lock()
-	earlier(s.u.next())
 	typed, held := s.typed != "", s.held
 	s.mu.Unlock()
 	if typed && s.ready {
@@ -400,19 +392,17 @@ func (s *session) nextDue() time.Time {
 	return next
 }
 
-// due does what waits on time: what the translation waits for (turns.due),
-// the person's keys, the long first prompt; then the exit keys
-// EndAfterTurn asked for, once nothing runs.
+// due does what waits on time: the person's keys, the long first prompt;
+// then the exit keys EndAfterTurn asked for, once nothing runs. What the
+// translation waits for on the clock (turns.due) is Next's.
 func (s *session) due(now time.Time) {
 	s.mu.Lock()
-	facts := s.u.due(now)
 	typed, held, begun := s.typed, s.held, s.u.begun
-	exitNow := s.endAfter && s.u.quiet()
+	exitNow := s.endAfter && s.u.quiet() && !working(s.status)
 	if exitNow {
 		s.endAfter = false
 	}
 	s.mu.Unlock()
-	s.emit(facts)
 
 	if typed != "" && s.ready && !now.Before(s.p.start.Add(startTyping)) {
 		s.typeFirst(typed)
@@ -436,13 +426,9 @@ func (s *session) due(now time.Time) {
 	}
 }
 
-// exited ends what the harness's exit ended (turns.exited).
-func (s *session) exited() {
-	s.mu.Lock()
-	facts := s.u.exited()
-	s.mu.Unlock()
-	s.emit(facts)
-}
+// exited says the harness is gone: what its exit ended is Next's to
+// translate (turns.exited).
+func (s *session) exited() { s.in.add(input{at: s.clock.Now(), exit: true}) }
 
 // drain stops following and translates the lines still unread.
 func (s *session) drain() {
@@ -500,7 +486,7 @@ func (s *session) sawStatus(status string) {
 		close(s.busy)
 		s.busy = nil
 	}
-	s.u.sawStatus(status, s.clock.Now())
+	s.in.add(input{at: s.clock.Now(), status: status})
 }
 
 // locate starts following the transcript once it can be found.
@@ -539,26 +525,13 @@ func (s *session) switchSession(sid string) {
 		s.translate(&ev)
 	}
 	s.fol, s.following = nil, ""
-	s.mu.Lock()
-	s.u.switched(sid)
-	s.mu.Unlock()
-	s.emit([]front.Fact{front.SessionSwitched{From: from, To: sid}})
+	s.in.add(input{at: s.clock.Now(), switched: &front.SessionSwitched{From: from, To: sid}})
 	s.locate()
 }
 
-// translate turns one transcript line into facts (turns.line), and
-// presses the Esc a turn whose prompt was on its way is due.
+// translate queues one transcript line for Next to translate.
 func (s *session) translate(ev *transcript.Event) {
-	s.mu.Lock()
-	facts, esc := s.u.line(ev, s.clock.Now())
-	s.mu.Unlock()
-	s.emit(facts)
-	if esc {
-		s.log.Info("ending the turn: Esc, now that its prompt showed up")
-		if err := s.f.gate.Type([]byte(keyEsc)); err != nil {
-			s.log.Debug("esc", "err", err)
-		}
-	}
+	s.in.add(input{at: s.clock.Now(), ev: ev})
 }
 
 // isPrompt: a user line that starts a turn, typed by someone: not a tool's

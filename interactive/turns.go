@@ -139,9 +139,8 @@ func (u *turns) due(now time.Time) []front.Fact {
 	return nil
 }
 
-// quiet: no turn runs and no typed prompt is on its way, and the state
-// file does not say the harness is at work: exit keys end the harness now.
-func (u *turns) quiet() bool { return u.turn == nil && u.pending == nil && !working(u.status) }
+// quiet: no turn runs and no typed prompt is on its way.
+func (u *turns) quiet() bool { return u.turn == nil && u.pending == nil }
 
 // sawStatus takes what the state file says of the harness at now: at work
 // (see working) or "idle". Idle after a turn that ran (or whose last reply

@@ -214,7 +214,7 @@ func (k *keyLog) got() string {
 func sendSession(ctx context.Context, g *Gate) *session {
 	log := slog.New(slog.DiscardHandler)
 	f := &Front{opts: Options{SubmitTimeout: DefaultSubmitTimeout, Clock: front.WallClock{}}, gate: g, log: log}
-	return &session{f: f, log: log, ctx: ctx, clock: f.opts.Clock, wake: make(chan struct{}, 1),
+	return &session{f: f, log: log, ctx: ctx, clock: f.opts.Clock, wake: make(chan struct{}, 1), in: newInputs(),
 		u: turns{log: log, submitWithin: DefaultSubmitTimeout}}
 }
 
