@@ -347,7 +347,7 @@ func (s *session) follow() {
 				s.fol, s.following = nil, ""
 				continue
 			}
-			s.translate(&ev)
+			s.read(&ev)
 		case ev := <-w.events():
 			if w.saw(ev) {
 				s.look()
@@ -366,9 +366,10 @@ func (s *session) follow() {
 	}
 }
 
-// nextDue is the earliest moment something waits for, on the session's
-// clock: a prompt's arrival, the idle sign, the person's keys, the long
-// first prompt; an hour from now when nothing does.
+// nextDue is the earliest moment follow waits for, on the session's clock:
+// the person's keys, the long first prompt; an hour from now when nothing
+// does. What the translation waits for (a prompt's arrival, the idle
+// sign) is Next's.
 func (s *session) nextDue() time.Time {
 	next := s.clock.Now().Add(time.Hour)
 	earlier := func(t time.Time) {
@@ -430,7 +431,7 @@ func (s *session) due(now time.Time) {
 // translate (turns.exited).
 func (s *session) exited() { s.in.add(input{at: s.clock.Now(), exit: true}) }
 
-// drain stops following and translates the lines still unread.
+// drain stops following and queues the lines still unread.
 func (s *session) drain() {
 	if s.drained {
 		return
@@ -444,7 +445,7 @@ func (s *session) drain() {
 	}
 	s.folCancel()
 	for ev := range s.fol.Events() {
-		s.translate(&ev)
+		s.read(&ev)
 	}
 	s.fol = nil
 }
@@ -522,15 +523,15 @@ func (s *session) switchSession(sid string) {
 	s.log.Info("the harness switched sessions", "from", from, "to", sid)
 	s.folCancel()
 	for ev := range s.fol.Events() {
-		s.translate(&ev)
+		s.read(&ev)
 	}
 	s.fol, s.following = nil, ""
 	s.in.add(input{at: s.clock.Now(), switched: &front.SessionSwitched{From: from, To: sid}})
 	s.locate()
 }
 
-// translate queues one transcript line for Next to translate.
-func (s *session) translate(ev *transcript.Event) {
+// read queues one transcript line for Next to translate.
+func (s *session) read(ev *transcript.Event) {
 	s.in.add(input{at: s.clock.Now(), ev: ev})
 }
 
