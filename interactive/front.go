@@ -102,7 +102,7 @@ func Open(ctx context.Context, opts Options) (*Front, context.Context, context.C
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	f := &Front{opts: opts, term: t, screen: NewScreen(opts.Out), gate: &Gate{}, log: opts.Logger, evLog: opts.Logger, used: map[string]bool{}}
+	f := &Front{opts: opts, term: t, screen: NewScreen(opts.Out), gate: &Gate{Clock: opts.Clock}, log: opts.Logger, evLog: opts.Logger, used: map[string]bool{}}
 	ctx, cancel := context.WithCancelCause(ctx)
 	f.stopSig = f.handleSignals(cancel)
 	if f.keys, err = readKeys(opts.In, f.gate, f.handoffKey); err != nil {
@@ -310,7 +310,7 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 		_ = f.term.Restore()
 		return nil, err
 	}
-	p.start = f.opts.Clock.Now()
+	p.start, p.clock = f.opts.Clock.Now(), f.opts.Clock
 	f.mu.Lock()
 	f.cur = p
 	f.inbox = s.Inbox
