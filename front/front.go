@@ -88,7 +88,7 @@ type Session interface {
 	// Next returns what the harness did next, as a fact (fact.go); every
 	// turn, once started, ends with one TurnEnded. By calling Next the
 	// engine says it has decided on the fact before: a front translates
-	// its harness's next record only then (Feed), so whatever the engine
+	// its harness's next record only then (Records), so whatever the engine
 	// did on the way (a cut's interrupt) is known to the translator before
 	// the record is read (DESIGN.md «Fronts»). Next waits until ctx is
 	// done; with a done ctx it returns a fact that is there already, or

@@ -116,10 +116,14 @@
 //     idleSettle: EndedOnOwn when the last reply ended the turn, else
 //     EndedInterrupted after Esc, else EndedError;
 //   - the harness's exit during a turn: EndedInterrupted after Esc, else
-//     EndedError;
-//   - a prompt this front typed that does not show up within
-//     Options.SubmitTimeout: EndedError, "the prompt did not reach the
-//     session within …" (the front's own check on its own command).
+//     EndedError.
+//
+// A prompt this front typed that does not show up within
+// Options.SubmitTimeout is logged and no longer awaited; the engine hears
+// nothing of it, and its own deadline for the turn judges it. Every wait
+// and timing rule of the front runs on Options.Clock, the engine's; the
+// translation (turns.go) reads no clock at all, and is tested with
+// scripted lines on a fake one.
 //
 // A turn starts with a main-thread prompt line or a reply. A slash command
 // the person types is no turn: the harness runs it itself, with no reply
@@ -153,6 +157,9 @@
 // has not shown yet (a typed prompt not yet in the transcript, an Esc
 // whose turn has not ended). It watches the state file's and transcript's
 // folders with fsnotify (with a slow look beside it, for file systems that
-// send no notifications); the only waits are the typing pace and the
-// screen's protocol, each named with its reason in session.go.
+// send no notifications) on a goroutine of its own, which queues what it
+// reads; Next translates it (pull.go), once the engine has decided on the
+// fact before (DESIGN.md «Screen turns» says why the reading cannot wait
+// for Next). The only waits are the typing pace and the screen's
+// protocol, each named with its reason in session.go.
 package interactive

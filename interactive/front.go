@@ -23,8 +23,8 @@ import (
 const (
 	DefaultGrace = harness.DefaultGrace
 	// DefaultSubmitTimeout bounds the wait for a typed prompt to show up in
-	// the transcript; one that does not ends its turn as an error (the
-	// front's check on its own command, see session.Send).
+	// the transcript; one that does not is logged and no longer awaited
+	// (see session.Send).
 	DefaultSubmitTimeout = 30 * time.Second
 )
 
@@ -39,8 +39,13 @@ type Options struct {
 	// harness logs to the logger of its front.Spec.
 	Logger *slog.Logger
 	// SubmitTimeout bounds the wait for a typed prompt to show up in the
-	// transcript (DefaultSubmitTimeout when zero).
+	// transcript, and for a busy harness before one is typed
+	// (DefaultSubmitTimeout when zero).
 	SubmitTimeout time.Duration
+	// Clock runs every wait and timing rule of the front: the typing pace,
+	// the screen's protocol, the idle sign, the bounds above. It is the
+	// engine's (supervisor.Options.Clock); the machine's when nil.
+	Clock front.Clock
 	// Signals end the run when received (SIGINT, SIGTERM and SIGHUP when
 	// nil, none when empty); the terminal is restored at once.
 	Signals []os.Signal
@@ -87,6 +92,9 @@ func Open(ctx context.Context, opts Options) (*Front, context.Context, context.C
 	if opts.SubmitTimeout <= 0 {
 		opts.SubmitTimeout = DefaultSubmitTimeout
 	}
+	if opts.Clock == nil {
+		opts.Clock = front.WallClock{}
+	}
 	if opts.Signals == nil {
 		opts.Signals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 	}
@@ -94,7 +102,7 @@ func Open(ctx context.Context, opts Options) (*Front, context.Context, context.C
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	f := &Front{opts: opts, term: t, screen: NewScreen(opts.Out), gate: &Gate{}, log: opts.Logger, evLog: opts.Logger, used: map[string]bool{}}
+	f := &Front{opts: opts, term: t, screen: NewScreen(opts.Out), gate: &Gate{Clock: opts.Clock}, log: opts.Logger, evLog: opts.Logger, used: map[string]bool{}}
 	ctx, cancel := context.WithCancelCause(ctx)
 	f.stopSig = f.handleSignals(cancel)
 	if f.keys, err = readKeys(opts.In, f.gate, f.handoffKey); err != nil {
@@ -302,6 +310,7 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 		_ = f.term.Restore()
 		return nil, err
 	}
+	p.start, p.clock = f.opts.Clock.Now(), f.opts.Clock
 	f.mu.Lock()
 	f.cur = p
 	f.inbox = s.Inbox

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/flowerhq/flower/front"
 )
 
 // MaxHeld bounds the keys a Gate holds while closed; past it the oldest are
@@ -49,6 +51,9 @@ type Gate struct {
 	// TypeTimeout bounds how long Type waits for its bytes to be written;
 	// zero means DefaultTypeTimeout. Set it before the Gate is used.
 	TypeTimeout time.Duration
+	// Clock runs TypeTimeout (the machine's when nil): the front's, the
+	// engine's. Set it before the Gate is used.
+	Clock front.Clock
 
 	mu      sync.Mutex
 	w       *feeder // the attached harness's writer; nil between harnesses
@@ -173,12 +178,16 @@ func (g *Gate) Type(p []byte) error {
 	if limit <= 0 {
 		limit = DefaultTypeTimeout
 	}
-	timer := time.NewTimer(limit)
+	clock := g.Clock
+	if clock == nil {
+		clock = front.WallClock{}
+	}
+	timer := clock.NewTimer(limit)
 	defer timer.Stop()
 	select {
 	case err := <-c.done:
 		return err
-	case <-timer.C:
+	case <-timer.C():
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

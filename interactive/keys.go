@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/flowerhq/flower/front"
 )
 
 // The keys flower presses, as the harness reads them (see the package doc).
@@ -64,19 +66,25 @@ type Typist struct {
 	Gap time.Duration
 	// Settle is the pause after the last piece before Enter.
 	Settle time.Duration
+	// Clock runs the pauses (the machine's when nil).
+	Clock front.Clock
 }
 
 // Submit types text and presses Enter.
 func (t Typist) Submit(ctx context.Context, text string) error {
+	clock := t.Clock
+	if clock == nil {
+		clock = front.WallClock{}
+	}
 	for _, piece := range PasteChunks(text) {
 		if err := t.Type([]byte(pasteStart + piece + pasteEnd)); err != nil {
 			return err
 		}
-		if err := sleep(ctx, t.Gap); err != nil {
+		if err := front.Sleep(ctx, clock, t.Gap); err != nil {
 			return err
 		}
 	}
-	if err := sleep(ctx, t.Settle); err != nil {
+	if err := front.Sleep(ctx, clock, t.Settle); err != nil {
 		return err
 	}
 	return t.Type([]byte(keyEnter))
@@ -124,19 +132,4 @@ func PasteChunks(text string) []string {
 		chunks = append(chunks, b.String())
 	}
 	return chunks
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/flowerhq/flower/child"
+	"github.com/flowerhq/flower/front"
 )
 
 // procConfig says how to start one interactive harness.
@@ -47,7 +48,8 @@ type proc struct {
 	out    *GoodbyeFilter
 	log    *slog.Logger
 	copied chan struct{} // closed when the output copy ended
-	start  time.Time
+	start  time.Time     // when it started, on the session's clock (set by Launch)
+	clock  front.Clock   // the session's (set by Launch)
 
 	// ptyMu orders Resize (a SIGWINCH, at any moment) after the pty is
 	// closed: Setsize reads the descriptor, which Close releases.
@@ -67,7 +69,7 @@ func startProc(ctx context.Context, cfg procConfig, screen io.Writer) (*proc, er
 		return nil, fmt.Errorf("start harness: %w", err)
 	}
 	p := &proc{c: c, pty: c.PTY(), log: c.Logger(), copied: make(chan struct{}),
-		out: NewGoodbyeFilter(screen), start: time.Now()}
+		out: NewGoodbyeFilter(screen)}
 	p.log.Debug("interactive harness started", "pid", c.PID(), "args", len(cfg.argv()), "containment", c.Containment())
 	go func() {
 		// Linux answers EIO once the last holder of the pty's other end is
@@ -127,11 +129,15 @@ const ptyDrain = time.Second
 // closePTY waits briefly for the rest of the output, then closes the pty.
 // Closing hangs up whatever the harness left holding the other end.
 func (p *proc) closePTY() {
-	t := time.NewTimer(ptyDrain)
+	clock := p.clock
+	if clock == nil {
+		clock = front.WallClock{}
+	}
+	t := clock.NewTimer(ptyDrain)
 	defer t.Stop()
 	select {
 	case <-p.copied:
-	case <-t.C:
+	case <-t.C():
 	}
 	p.ptyMu.Lock()
 	p.ptyClosed = true

@@ -20,8 +20,8 @@ import (
 )
 
 // The pace of typing and the harness's screen protocol (package doc). These
-// are the only waits of the front; none of them decides anything for the
-// engine.
+// are the only waits of the front, each on the session's clock (the
+// engine's, Options.Clock); none of them decides anything for the engine.
 const (
 	// clearWait outlasts the harness's Ctrl-C double-press window (about
 	// 0.8 s) after the Ctrl-C that empties its input, so that no later key
@@ -52,12 +52,6 @@ const (
 	// is in, its request not yet out) could end the turn before its
 	// request left (a held /exit).
 	keysAfterPrompt = 20 * time.Second
-	// idleSettle: the harness's state file says "idle" before its last
-	// transcript lines of the turn are written; a turn whose end the
-	// transcript never marks (see endsOnIdle) is reported ended once the
-	// harness has said idle and written nothing for this long, so that a
-	// marker that is only late still says how it ended.
-	idleSettle = 1500 * time.Millisecond
 )
 
 type sessionConfig struct {
@@ -72,8 +66,8 @@ type sessionConfig struct {
 
 // session is one harness on the person's terminal as a front.Session. One
 // goroutine (follow) reads the transcript file, the harness's state file and
-// its exit, and translates them into facts; the engine's commands become
-// keys.
+// its exit and queues them; Next translates them into facts (turns), one at
+// a time, as the engine asks; the engine's commands become keys.
 //
 // What it keeps is translation, not the engine's phase: the turn the
 // transcript shows running (so that each ends with one TurnEnded, and how),
@@ -87,7 +81,11 @@ type session struct {
 	cfg sessionConfig
 	ctx context.Context
 
-	feed *front.Feed   // the facts, to the engine
+	in *inputs // what follow read, to Next
+	// Next's own state: the facts of the input translated last not yet
+	// returned; eof: the last input was translated.
+	left []front.Fact
+	eof  bool
 	wake chan struct{} // a command changed what follow waits for
 	done chan struct{} // follow has returned
 
@@ -97,48 +95,22 @@ type session struct {
 	following string // the session whose transcript fol reads
 	drained   bool
 	ready     bool // the harness's state file has appeared
-	begun     bool // its first request is answered (keysAfterPrompt)
 	released  bool // the person's keys go to this harness
 	status    string
 
-	mu sync.Mutex
-	tr front.Translator
-	// turn is the turn the transcript shows running: from its prompt (or
-	// a first reply) to its end; nil between turns.
-	turn *turnRun
-	// pending is the prompt the front typed (or is typing) that has not
-	// shown up in the transcript yet.
-	pending *pendingPrompt
-	// escOnArrival: the engine asked to end the running turn while its
-	// prompt was still on its way; Esc goes when it shows up.
-	escOnArrival bool
-	held         bool // an engine's command holds the person's keys
+	clock front.Clock // the engine's (Options.Clock): every wait below runs on it
+
+	mu   sync.Mutex
+	u    turns // the translation (turns.go)
+	held bool  // an engine's command holds the person's keys
 	// busy is open while the state file says the harness is at work
 	// (working): closed then, and nil. A prompt is not typed into it
 	// meanwhile (see Send).
 	busy     chan struct{}
-	idleAt   time.Time // the idle sign ends the running turn then; zero for never
-	cost     float64   // the process's cost so far (cost-state lines)
-	typed    string    // the long first prompt, until typed
-	endAfter bool      // EndAfterTurn waits for the turn to end
+	typed    string // the long first prompt, until typed
+	endAfter bool   // EndAfterTurn waits for the turn to end
 
 	stopOnce sync.Once
-}
-
-// turnRun is what the transcript showed of the running turn.
-type turnRun struct {
-	replies  int    // the main thread's API responses
-	lastStop string // stop_reason of its latest reply
-	lastText string // text of its latest reply that had some
-	esc      bool   // the front pressed Esc for it
-	busy     bool   // the state file said the harness was at work during it
-}
-
-// pendingPrompt is a prompt the front typed, on its way to the transcript.
-type pendingPrompt struct {
-	kind front.TurnKind
-	text string    // as typed, spaces squeezed (promptText)
-	by   time.Time // it must have shown up by then; zero while typing
 }
 
 var (
@@ -147,19 +119,17 @@ var (
 )
 
 func newSession(ctx context.Context, f *Front, p *proc, log *slog.Logger, cfg sessionConfig) *session {
-	s := &session{f: f, p: p, log: log, cfg: cfg, ctx: ctx, typed: cfg.typed,
-		feed: front.NewFeed(), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &session{f: f, p: p, log: log, cfg: cfg, ctx: ctx, typed: cfg.typed, clock: f.opts.Clock,
+		u:  turns{log: log, submitWithin: f.opts.SubmitTimeout},
+		in: newInputs(), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	if cfg.resumed != "" {
 		// The resumed session is the one running until a line says
 		// otherwise.
-		s.tr.Facts(&transcript.Event{Kind: transcript.KindInit, SessionID: cfg.resumed}, func(front.Fact) {})
+		s.u.resumed(cfg.resumed)
 	}
 	go f.guard(s.follow)
 	return s
 }
-
-// Facts implements front.Session.
-func (s *session) Next(ctx context.Context) (front.Fact, error) { return s.feed.Next(ctx) }
 
 // Begin implements front.Session: the first prompt went to the harness at
 // start (or is typed once its screen is up).
@@ -205,25 +175,7 @@ func (s *session) interrupt(purpose string) error {
 	s.f.gate.Hold()
 	s.mu.Lock()
 	s.held = true
-	t := s.turn
-	var skip string
-	switch {
-	case t == nil && s.pending != nil:
-		s.escOnArrival = true
-		skip = "its prompt has not shown up yet; Esc goes when it does"
-	case t == nil:
-		skip = "no turn is running"
-	case t.esc:
-		skip = "Esc was pressed for this turn already"
-	case t.lastStop == "end_turn":
-		skip = "the turn's last reply ended it"
-	default:
-		// The translator is told too, although the transcript has no
-		// result line for it to read: the turn's end is read here, with
-		// t.esc.
-		t.esc = true
-		s.tr.Interrupting()
-	}
+	skip := s.u.interrupt()
 	s.mu.Unlock()
 	if skip != "" {
 		s.log.Info("ending the turn: no key needed", "for", purpose, "why", skip)
@@ -238,19 +190,17 @@ func (s *session) interrupt(purpose string) error {
 // put back after the interrupt, keys typed before the gate closed); then
 // the double-press window is waited out so no later key reads as the
 // second press. The turn starts when the prompt shows up in the transcript.
-// One that does not within Options.SubmitTimeout ends as an error, with
-// what the front saw: the prompt typed and not arrived. That check is the
-// front's own, on its own command (the keys may be lost on their way into
-// the harness's input); it stays here rather than with the engine's writing
-// timeout, which is minutes long and would say only that the turn took
-// too long. A prompt that shows up after that starts a turn as a person's
+// One that does not within Options.SubmitTimeout is logged and no longer
+// awaited, and the engine hears nothing of it: the harness stated nothing,
+// and the engine's own deadline for the turn judges it (DESIGN.md «Screen
+// turns»). A prompt that shows up after that starts a turn as a person's
 // would, which ends with its own TurnEnded.
 func (s *session) Send(t front.Turn) error {
 	s.f.gate.Hold()
 	p := &pendingPrompt{kind: t.Kind, text: promptText(strings.Join(PasteChunks(t.Prompt), ""))}
 	s.mu.Lock()
 	s.held = true
-	s.pending = p
+	s.u.pending = p
 	s.mu.Unlock()
 	err := s.whenIdle()
 	clears := 1
@@ -264,7 +214,7 @@ func (s *session) Send(t front.Turn) error {
 	}
 	for i := 0; i < clears && err == nil; i++ {
 		if err = s.f.gate.Type([]byte(keyCtrlC)); err == nil {
-			err = sleep(s.ctx, clearWait)
+			err = front.Sleep(s.ctx, s.clock, clearWait)
 		}
 	}
 	if err == nil {
@@ -292,11 +242,11 @@ func (s *session) whenIdle() error {
 	s.mu.Unlock()
 	if ch != nil {
 		s.log.Info("the harness is busy; the prompt waits until it is idle")
-		t := time.NewTimer(s.f.opts.SubmitTimeout)
+		t := s.clock.NewTimer(s.f.opts.SubmitTimeout)
 		defer t.Stop()
 		select {
 		case <-ch:
-		case <-t.C:
+		case <-t.C():
 			s.log.Warn("the harness still says it is busy; typing the prompt anyway", "after", s.f.opts.SubmitTimeout)
 			return nil
 		case <-s.ctx.Done():
@@ -323,7 +273,7 @@ func (s *session) exitKeys() error {
 	if err := s.f.gate.Type([]byte(keyCtrlC)); err != nil {
 		return err
 	}
-	time.Sleep(exitGap)
+	_ = front.Sleep(context.Background(), s.clock, exitGap)
 	return s.f.gate.Type([]byte(keyCtrlC))
 }
 
@@ -348,7 +298,7 @@ func (s *session) Exit() front.Exit {
 		why += " (" + err.Error() + ")"
 	}
 	s.mu.Lock()
-	cost := s.cost
+	cost := s.u.cost
 	s.mu.Unlock()
 	return front.Exit{Why: why, ByPerson: err == nil || endedByPerson(err), CostUSD: cost}
 }
@@ -361,29 +311,29 @@ func (s *session) nudge() {
 	}
 }
 
-// emit hands facts to the engine, in order (front.Feed). It does not wait
-// for the engine's decision on them: follow also watches for what the
-// engine's commands wait on (Send waits for the state file's idle), and an
-// interrupt's mark on the running turn is set by interrupt itself, under
-// the session's lock, not read from a result record.
-func (s *session) emit(facts []front.Fact) { s.feed.Add(facts...) }
-
 // follow watches the harness and its files until the harness is gone, then
 // reads the transcript to its end; Next then returns io.EOF.
 func (s *session) follow() {
 	defer close(s.done)
-	defer s.feed.Close()
+	defer s.in.close()
 	w := newWatch(s.cfg.configDir, s.cfg.cwd)
 	defer w.close()
 	s.look()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	var timer front.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		var events <-chan transcript.Event
 		if s.fol != nil {
 			events = s.fol.Events()
 		}
-		timer.Reset(time.Until(s.nextDue()))
+		if timer != nil {
+			timer.Stop()
+		}
+		timer = s.clock.NewTimer(s.nextDue().Sub(s.clock.Now()))
 		select {
 		case <-s.p.Exited():
 			s.drain()
@@ -397,7 +347,7 @@ func (s *session) follow() {
 				s.fol, s.following = nil, ""
 				continue
 			}
-			s.translate(&ev)
+			s.read(&ev)
 		case ev := <-w.events():
 			if w.saw(ev) {
 				s.look()
@@ -410,26 +360,24 @@ func (s *session) follow() {
 			w.ensure()
 			s.look()
 		case <-s.wake:
-		case <-timer.C:
+		case <-timer.C():
 		}
-		s.due(time.Now())
+		s.due(s.clock.Now())
 	}
 }
 
-// nextDue is the earliest moment something waits for: a prompt's arrival,
-// the idle sign, the person's keys, the long first prompt.
+// nextDue is the earliest moment follow waits for, on the session's clock:
+// the person's keys, the long first prompt; an hour from now when nothing
+// does. What the translation waits for (a prompt's arrival, the idle
+// sign) is Next's.
 func (s *session) nextDue() time.Time {
-	next := time.Now().Add(time.Hour)
+	next := s.clock.Now().Add(time.Hour)
 	earlier := func(t time.Time) {
 		if !t.IsZero() && t.Before(next) {
 			next = t
 		}
 	}
 	s.mu.Lock()
-	if s.pending != nil {
-		earlier(s.pending.by)
-	}
-	earlier(s.idleAt)
 	typed, held := s.typed != "", s.held
 	s.mu.Unlock()
 	if typed && s.ready {
@@ -445,41 +393,24 @@ func (s *session) nextDue() time.Time {
 	return next
 }
 
-// due does what waits on time: a prompt that did not show up, a turn the
-// idle sign ends, the person's keys, the long first prompt; then the exit
-// keys EndAfterTurn asked for, once nothing runs.
+// due does what waits on time: the person's keys, the long first prompt;
+// then the exit keys EndAfterTurn asked for, once nothing runs. What the
+// translation waits for on the clock (turns.due) is Next's.
 func (s *session) due(now time.Time) {
-	var facts []front.Fact
 	s.mu.Lock()
-	if p := s.pending; p != nil && !p.by.IsZero() && now.After(p.by) {
-		s.pending = nil
-		s.escOnArrival = false
-		s.log.Warn("the typed prompt did not show up in the transcript", "turn", p.kind.String(), "within", s.f.opts.SubmitTimeout)
-		facts = append(facts, front.TurnEnded{SessionID: s.tr.SessionID(), How: front.EndedError, CostUSD: s.cost,
-			Text:   fmt.Sprintf("the prompt did not reach the session within %v", s.f.opts.SubmitTimeout),
-			Detail: "prompt not delivered"})
-	}
-	switch t := s.turn; {
-	case t == nil:
-		s.idleAt = time.Time{}
-	case !s.idleAt.IsZero() && !now.Before(s.idleAt):
-		s.log.Info("the turn ended: the harness is idle and its transcript marked no end")
-		facts = append(facts, s.endOnIdle(t))
-	}
-	typed, held := s.typed, s.held
-	exitNow := s.endAfter && s.turn == nil && s.pending == nil && !working(s.status)
+	typed, held, begun := s.typed, s.held, s.u.begun
+	exitNow := s.endAfter && s.u.quiet() && !working(s.status)
 	if exitNow {
 		s.endAfter = false
 	}
 	s.mu.Unlock()
-	s.emit(facts)
 
 	if typed != "" && s.ready && !now.Before(s.p.start.Add(startTyping)) {
 		s.typeFirst(typed)
 	}
 	keysReady, wait := s.ready, keysAfter
 	if s.cfg.argPrompt || s.cfg.typed != "" {
-		keysReady, wait = s.begun, keysAfterPrompt
+		keysReady, wait = begun, keysAfterPrompt
 	}
 	if !s.released && !held && typed == "" && (keysReady || now.Sub(s.p.start) >= wait) {
 		// The harness is up: the person's keys go straight to it now.
@@ -496,51 +427,11 @@ func (s *session) due(now time.Time) {
 	}
 }
 
-// endOnIdle ends a turn the harness said it is done with (its state file
-// says idle) while its transcript marked no end: no turn_duration line,
-// which it leaves out, for one, when the turn ended otherwise than
-// "completed", or while background work it started still runs. How it
-// ended is read from what the transcript did show. Called with mu held.
-func (s *session) endOnIdle(t *turnRun) front.TurnEnded {
-	switch {
-	case t.lastStop == "end_turn":
-		return s.endTurn(front.EndedOnOwn, t.lastText, "idle with no turn_duration line", nil)
-	case t.esc:
-		return s.endTurn(front.EndedInterrupted, "", "idle after Esc, with no interrupt note", nil)
-	default:
-		return s.endTurn(front.EndedError, "the harness went idle without ending the turn in its transcript", "idle with no end of the turn", nil)
-	}
-}
+// exited says the harness is gone: what its exit ended is Next's to
+// translate (turns.exited).
+func (s *session) exited() { s.in.add(input{at: s.clock.Now(), exit: true}) }
 
-// endTurn reports the running turn ended. Called with mu held.
-func (s *session) endTurn(how front.Ending, text, detail string, lim *transcript.Limit) front.TurnEnded {
-	t := s.turn
-	s.turn, s.idleAt = nil, time.Time{}
-	return front.TurnEnded{SessionID: s.tr.SessionID(), How: how, Text: text, Detail: detail,
-		CostUSD: s.cost, Turns: t.replies, Limit: lim}
-}
-
-// exited ends what the harness's exit ended: a turn still running (its
-// transcript marked no end before the harness went).
-func (s *session) exited() {
-	s.mu.Lock()
-	var facts []front.Fact
-	if t := s.turn; t != nil {
-		how := front.EndedError
-		if t.esc {
-			how = front.EndedInterrupted
-		}
-		facts = append(facts, s.endTurn(how, "the harness exited before the turn ended", "exited during the turn", nil))
-	} else if s.cost > 0 {
-		// The screen says what the process cost only as it exits, when no
-		// turn is left whose end could carry it: Exit carries it.
-		s.log.Info("the harness's cost at its exit", "cost_usd", s.cost)
-	}
-	s.mu.Unlock()
-	s.emit(facts)
-}
-
-// drain stops following and translates the lines still unread.
+// drain stops following and queues the lines still unread.
 func (s *session) drain() {
 	if s.drained {
 		return
@@ -554,7 +445,7 @@ func (s *session) drain() {
 	}
 	s.folCancel()
 	for ev := range s.fol.Events() {
-		s.translate(&ev)
+		s.read(&ev)
 	}
 	s.fol = nil
 }
@@ -582,10 +473,9 @@ func working(status string) bool {
 	return status == "busy" || status == "shell" || status == "waiting"
 }
 
-// sawStatus takes what the state file says of the harness: at work (see
-// working) or "idle". Idle after a turn that ran (or whose last reply
-// ended it) is a sign of its end; the transcript has idleSettle to say how
-// (see endOnIdle).
+// sawStatus takes what the state file says of the harness: the busy
+// channel Send waits on, and the translation's sign of a turn's end
+// (turns.sawStatus).
 func (s *session) sawStatus(status string) {
 	s.status = status
 	s.mu.Lock()
@@ -597,15 +487,7 @@ func (s *session) sawStatus(status string) {
 		close(s.busy)
 		s.busy = nil
 	}
-	t := s.turn
-	switch {
-	case t == nil:
-	case working(status):
-		t.busy = true
-		s.idleAt = time.Time{}
-	case status == "idle" && (t.busy || t.lastStop == "end_turn") && s.idleAt.IsZero():
-		s.idleAt = time.Now().Add(idleSettle)
-	}
+	s.in.add(input{at: s.clock.Now(), status: status})
 }
 
 // locate starts following the transcript once it can be found.
@@ -641,103 +523,16 @@ func (s *session) switchSession(sid string) {
 	s.log.Info("the harness switched sessions", "from", from, "to", sid)
 	s.folCancel()
 	for ev := range s.fol.Events() {
-		s.translate(&ev)
+		s.read(&ev)
 	}
 	s.fol, s.following = nil, ""
-	s.mu.Lock()
-	s.tr.Facts(&transcript.Event{Kind: transcript.KindInit, SessionID: sid}, func(front.Fact) {})
-	s.mu.Unlock()
-	s.emit([]front.Fact{front.SessionSwitched{From: from, To: sid}})
+	s.in.add(input{at: s.clock.Now(), switched: &front.SessionSwitched{From: from, To: sid}})
 	s.locate()
 }
 
-// translate turns one transcript line into facts: the Translator's, and the
-// end of a turn where the line marks one (the file has no result lines).
-func (s *session) translate(ev *transcript.Event) {
-	var facts []front.Fact
-	add := func(f front.Fact) { facts = append(facts, f) }
-	var escNow bool
-	s.mu.Lock()
-	s.tr.Facts(ev, func(f front.Fact) {
-		add(f)
-		if r, ok := f.(front.Round); ok && r.MainThread && !r.Synthetic && !r.Repeat {
-			s.running().replies++
-		}
-	})
-	if s.turn != nil && !s.idleAt.IsZero() {
-		// The harness is still writing the turn down.
-		s.idleAt = time.Now().Add(idleSettle)
-	}
-	switch {
-	case ev.Type == "cost-state":
-		s.cost = gjson.GetBytes(ev.Raw, "totalCostUSD").Float()
-	case ev.Kind == transcript.KindAssistant && ev.MainThread():
-		t := s.running()
-		if ev.Synthetic() {
-			// The harness turned an API error into a reply: the turn
-			// ended in it (front.EndingOf tells an overflow or a limit
-			// from the rest).
-			how, lim := front.EndingOf(ev, t.esc, time.Now())
-			add(s.endTurn(how, ev.Text, "the harness's error reply", lim))
-			break
-		}
-		t.lastStop = ev.StopReason
-		if ev.Text != "" {
-			t.lastText = ev.Text
-		}
-	case ev.Kind == transcript.KindUser && ev.MainThread():
-		text := transcript.UserText(ev)
-		switch {
-		case ev.Interrupted:
-			if t := s.turn; t != nil {
-				who := "a person's Esc"
-				if t.esc {
-					who = "flower's Esc"
-				}
-				s.log.Info("the turn was interrupted", "by", who)
-				add(s.endTurn(front.EndedInterrupted, "", text, nil))
-			}
-		case isPrompt(ev, text):
-			if p := s.pending; p != nil && promptArrived(p.text, text) {
-				s.pending = nil
-				s.log.Info("the typed prompt arrived; its turn runs", "turn", p.kind.String())
-			}
-			t := s.running()
-			if s.escOnArrival && !t.esc {
-				s.escOnArrival, t.esc, escNow = false, true, true
-				s.tr.Interrupting()
-			}
-		}
-	case ev.Kind == transcript.KindSystem && ev.Subtype == "turn_duration":
-		if t := s.turn; t != nil {
-			add(s.endTurn(front.EndedOnOwn, t.lastText, "", nil))
-		}
-	}
-	s.mu.Unlock()
-	for _, f := range facts {
-		switch f := f.(type) {
-		case front.Round:
-			s.begun = s.begun || f.MainThread
-		case front.TurnEnded:
-			s.begun = true
-		}
-	}
-	s.emit(facts)
-	if escNow {
-		s.log.Info("ending the turn: Esc, now that its prompt showed up")
-		if err := s.f.gate.Type([]byte(keyEsc)); err != nil {
-			s.log.Debug("esc", "err", err)
-		}
-	}
-}
-
-// running is the running turn, begun now if none was: a prompt or a reply
-// of the main thread shows that one runs. Called with mu held.
-func (s *session) running() *turnRun {
-	if s.turn == nil {
-		s.turn = &turnRun{busy: working(s.status)}
-	}
-	return s.turn
+// read queues one transcript line for Next to translate.
+func (s *session) read(ev *transcript.Event) {
+	s.in.add(input{at: s.clock.Now(), ev: ev})
 }
 
 // isPrompt: a user line that starts a turn, typed by someone: not a tool's
@@ -765,7 +560,7 @@ func promptArrived(typed, text string) bool {
 // submit types the pending prompt p and submits it; once typed, it must
 // show up in the transcript within Options.SubmitTimeout (see Send).
 func (s *session) submit(p *pendingPrompt, prompt string) error {
-	err := Typist{Type: s.f.gate.Type, Gap: pasteGap, Settle: settle}.Submit(s.ctx, prompt)
+	err := Typist{Type: s.f.gate.Type, Gap: pasteGap, Settle: settle, Clock: s.clock}.Submit(s.ctx, prompt)
 	s.settleTyping(p, err)
 	return err
 }
@@ -775,14 +570,7 @@ func (s *session) submit(p *pendingPrompt, prompt string) error {
 func (s *session) settleTyping(p *pendingPrompt, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pending != p {
-		return
-	}
-	if err != nil {
-		s.pending = nil
-	} else {
-		p.by = time.Now().Add(s.f.opts.SubmitTimeout)
-	}
+	s.u.typed(p, err, s.clock.Now())
 }
 
 // typeFirst types a first prompt too long for the command line.
@@ -790,7 +578,7 @@ func (s *session) typeFirst(prompt string) {
 	s.f.gate.Hold()
 	p := &pendingPrompt{kind: front.TurnWork, text: promptText(strings.Join(PasteChunks(prompt), ""))}
 	s.mu.Lock()
-	s.typed, s.pending = "", p
+	s.typed, s.u.pending = "", p
 	s.mu.Unlock()
 	err := s.submit(p, prompt)
 	// The person's keys follow once its request is answered (due).

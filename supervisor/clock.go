@@ -1,38 +1,25 @@
 package supervisor
 
-import "time"
+import (
+	"time"
 
-// Clock is the engine's time. Every timer and deadline of the engine runs
-// on it: the turn, the cut, the writing turn, the successor's start, the
+	"github.com/flowerhq/flower/front"
+)
+
+// Clock is the engine's time (front.Clock, which the fronts' own timing
+// rules share). Every timer and deadline of the engine runs on it: the
+// turn, the cut, the writing turn, the successor's start, the
 // context-usage request, the wait for a stopping harness, a limit's wait
-// (DESIGN.md «Engine states»). Options.Clock gives it;
-// the default is the machine's (under testing/synctest that one is the
-// bubble's fake clock already).
-type Clock interface {
-	Now() time.Time
-	// NewTimer starts a timer that fires once, d from now.
-	NewTimer(d time.Duration) Timer
-}
+// (DESIGN.md «Engine states»). Options.Clock gives it; the default is the
+// machine's (under testing/synctest that one is the bubble's fake clock
+// already).
+type Clock = front.Clock
 
 // Timer is one timer of a Clock.
-type Timer interface {
-	// C fires once, when the timer expires.
-	C() <-chan time.Time
-	// Stop stops the timer; false when it had fired or was stopped.
-	Stop() bool
-}
+type Timer = front.Timer
 
 // wallClock is the machine's clock.
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
-func (wallClock) NewTimer(d time.Duration) Timer { return wallTimer{time.NewTimer(d)} }
-
-type wallTimer struct{ t *time.Timer }
-
-func (t wallTimer) C() <-chan time.Time { return t.t.C }
-func (t wallTimer) Stop() bool          { return t.t.Stop() }
+type wallClock = front.WallClock
 
 // deadline is a state's one timer: nil (no deadline) reads as a channel
 // that never fires.
