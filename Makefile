@@ -29,11 +29,12 @@ all: build
 # Two binaries from one package (docs/DESIGN.md «Two binaries»): flower, and
 # flower-temporal, which has the Temporal client built in and runs the
 # many-machines commands flower hands it.
-# Static, and without urfave/cli's man-page generator: each saves a few
+# The build is stamped with its commit where git can say it (flower version),
+# whatever GOFLAGS says. Static, and without urfave/cli's man-page generator: each saves a few
 # milliseconds of every start, before the harness starts.
 build:
-	CGO_ENABLED=0 $(GO) build -tags urfave_cli_no_docs -o $(BIN) ./cmd/flower
-	CGO_ENABLED=0 $(GO) build -tags temporal,urfave_cli_no_docs -o $(BIN)-temporal ./cmd/flower
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -tags urfave_cli_no_docs -o $(BIN) ./cmd/flower
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -tags temporal,urfave_cli_no_docs -o $(BIN)-temporal ./cmd/flower
 
 # Installs the pinned Claude Code harness (npm, cached) and prints its path.
 harness:
