@@ -194,12 +194,9 @@ func is(fi fs.FileInfo, k Kind) bool {
 // (a FIFO, a device, a socket) or a file with a second hard link: a folder
 // of flower's holds only its own files and folders. A missing dir is fine.
 func CheckEntries(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return nil
-	}
+	entries, err := entriesOf(dir)
 	if err != nil {
-		return fmt.Errorf("check %s: %w", dir, err)
+		return err
 	}
 	for _, e := range entries {
 		if e.Type().IsDir() {
@@ -220,17 +217,27 @@ func CheckEntries(dir string) error {
 	return nil
 }
 
+// entriesOf lists dir for the checks above: a missing dir, or a file
+// where it was expected, has no entries.
+func entriesOf(dir string) ([]os.DirEntry, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("check %s: %w", dir, err)
+	}
+	return entries, nil
+}
+
 // CheckSpecial refuses any entry of dir that is a FIFO, a socket or a
 // device: opened by flower or by a tool the harness runs (git reads every
 // .gitignore it meets), such a thing blocks or answers. Links and files are
 // passed over; a missing dir is fine.
 func CheckSpecial(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return nil
-	}
+	entries, err := entriesOf(dir)
 	if err != nil {
-		return fmt.Errorf("check %s: %w", dir, err)
+		return err
 	}
 	for _, e := range entries {
 		if t := e.Type(); t&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0 {
