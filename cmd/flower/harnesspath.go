@@ -15,12 +15,7 @@ const PinnedHarnessVersion = harness.PinnedVersion
 
 // cachedHarness is where scripts/install-harness.sh puts the pinned harness.
 func cachedHarness() string {
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(cache, "flower", "harness", PinnedHarnessVersion, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
+	return filepath.Join(cacheDir(), "flower", "harness", PinnedHarnessVersion, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
 }
 
 // findHarness resolves the harness: the flag (or FLOWER_HARNESS), else claude

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/flowerhq/flower/codexrpc"
+)
+
+// harnessKind is which harness flower drives: the Claude Code CLI (every
+// front) or the Codex CLI (its app-server front; DESIGN.md «Fronts»).
+type harnessKind string
+
+const (
+	kindClaude harnessKind = "claude"
+	kindCodex  harnessKind = "codex"
+)
+
+// envHarnessKind sets --harness-kind.
+const envHarnessKind = "FLOWER_HARNESS_KIND"
+
+// harnessKindFlag is --harness-kind, shared by the commands that start a
+// harness.
+func harnessKindFlag() cli.Flag {
+	return &cli.StringFlag{Name: "harness-kind", EnvVars: []string{envHarnessKind},
+		Usage:       "which harness --harness is: claude (the Claude Code CLI) or codex (the Codex CLI)",
+		DefaultText: "what --harness's --version says; claude without --harness"}
+}
+
+// parseHarnessKind reads --harness-kind; "" is left to detection.
+func parseHarnessKind(s string) (harnessKind, error) {
+	switch k := harnessKind(strings.ToLower(strings.TrimSpace(s))); k {
+	case "", kindClaude, kindCodex:
+		return k, nil
+	}
+	return "", usagef("--harness-kind %q: want claude or codex", s)
+}
+
+// harnessOf resolves the harness a run starts and its kind. A kind given
+// picks where an unnamed harness is looked for (claude or codex on PATH,
+// else the copy make installed). Without one, a named harness's kind is
+// its file name when that is claude or codex, else what its --version
+// says (codex-cli X.Y.Z is the Codex CLI; anything else the Claude Code
+// CLI, as before there was a choice); an unnamed one is claude.
+func harnessOf(ctx context.Context, flag, kind string) (string, harnessKind, error) {
+	k, err := parseHarnessKind(kind)
+	if err != nil {
+		return "", "", err
+	}
+	if k == kindCodex && flag == "" {
+		p, err := findCodex()
+		return p, k, err
+	}
+	p, err := findHarness(flag)
+	switch {
+	case err != nil:
+		return "", "", err
+	case k != "":
+		return p, k, nil
+	}
+	return p, detectKind(ctx, p), nil
+}
+
+// detectKind is the kind of the harness at path, from its name, else its
+// --version.
+func detectKind(ctx context.Context, path string) harnessKind {
+	switch strings.TrimSuffix(filepath.Base(path), ".exe") {
+	case "claude":
+		return kindClaude
+	case "codex":
+		return kindCodex
+	}
+	if _, ok := codexrpc.VersionOf(harnessVersion(ctx, path)); ok {
+		return kindCodex
+	}
+	return kindClaude
+}
+
+// cachedCodex is where scripts/install-codex.sh puts the pinned Codex CLI.
+func cachedCodex() string {
+	return filepath.Join(cacheDir(), "flower", "codex", codexrpc.PinnedVersion, "node_modules", "@openai", "codex",
+		"vendor", "x86_64-unknown-linux-musl", "bin", "codex")
+}
+
+// findCodex is codex on PATH, else the cached pinned copy.
+func findCodex() (string, error) {
+	if p, err := exec.LookPath("codex"); err == nil {
+		return p, nil
+	}
+	if p := cachedCodex(); isExecutable(p) {
+		return p, nil
+	}
+	return "", usageError{fmt.Errorf("%w (looked for codex on PATH and %s; make codex installs it)", errNoHarness, cachedCodex())}
+}
+
+// cacheDir is $XDG_CACHE_HOME, else ~/.cache.
+func cacheDir() string {
+	if cache := os.Getenv("XDG_CACHE_HOME"); cache != "" {
+		return cache
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache")
+}
