@@ -23,6 +23,12 @@ const maxHookInput = 64 << 10
 // HookWait for the running flower to take it, and writes the answer that
 // blocks the compaction to out, whatever else happened.
 func RunHook(in io.Reader, out io.Writer, dir string) error {
+	return RunHookAnswering(in, out, dir, BlockDecision())
+}
+
+// RunHookAnswering is RunHook with the answer a harness takes as a block:
+// BlockDecision for the Claude Code CLI, StopDecision for the Codex CLI.
+func RunHookAnswering(in io.Reader, out io.Writer, dir, answer string) error {
 	input, _ := io.ReadAll(io.LimitReader(in, maxHookInput))
 	if dir != "" {
 		trigger := gjson.GetBytes(input, "trigger").String()
@@ -37,6 +43,6 @@ func RunHook(in io.Reader, out io.Writer, dir string) error {
 			}
 		}
 	}
-	_, err := fmt.Fprintln(out, BlockDecision())
+	_, err := fmt.Fprintln(out, answer)
 	return err
 }

@@ -54,6 +54,11 @@ func BlockDecision() string {
 	return string(b)
 }
 
+// StopDecision is the answer that stops the Codex CLI's compaction: the one
+// it obeys is {"continue":false}, which also ends the turn, and every later
+// turn of its thread past the threshold (DESIGN.md «Codex facts»).
+func StopDecision() string { return `{"continue":false}` }
+
 // Settings are flower's own settings for a harness whose hook command is
 // hook.
 func Settings(hook string) map[string]any {

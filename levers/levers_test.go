@@ -134,3 +134,27 @@ func TestHookQuotes(t *testing.T) {
 		t.Errorf("decision %s", BlockDecision())
 	}
 }
+
+func TestHookReportsAndAnswersAsAsked(t *testing.T) {
+	dir := t.TempDir()
+	for _, answer := range []string{BlockDecision(), StopDecision()} {
+		var out strings.Builder
+		in := strings.NewReader(`{"session_id":"s1","trigger":"auto","hook_event_name":"PreCompact"}`)
+		if err := RunHookAnswering(in, &out, dir, answer); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(out.String()); got != answer {
+			t.Errorf("answered %s, want %s", got, answer)
+		}
+	}
+	if !json.Valid([]byte(StopDecision())) || !strings.Contains(StopDecision(), `"continue":false`) {
+		t.Errorf("StopDecision %s is not {\"continue\":false}", StopDecision())
+	}
+	reqs, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 2 {
+		t.Errorf("%d requests in the inbox, want one per run of the hook", len(reqs))
+	}
+}

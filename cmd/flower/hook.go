@@ -22,9 +22,14 @@ func hookCommand(p proc) *cli.Command {
 		Subcommands: []*cli.Command{{
 			Name:  "precompact",
 			Usage: "block a compaction and tell the running flower",
-			Flags: []cli.Flag{&cli.StringFlag{Name: "inbox", Usage: "the step's inbox directory"}},
+			Flags: []cli.Flag{&cli.StringFlag{Name: "inbox", Usage: "the step's inbox directory"},
+				&cli.BoolFlag{Name: "codex", Usage: "answer as the Codex CLI obeys ({\"continue\":false})"}},
 			Action: func(c *cli.Context) error {
-				return levers.RunHook(p.stdin, p.stdout, c.String("inbox"))
+				answer := levers.BlockDecision()
+				if c.Bool("codex") {
+					answer = levers.StopDecision()
+				}
+				return levers.RunHookAnswering(p.stdin, p.stdout, c.String("inbox"), answer)
 			},
 		}},
 	}
