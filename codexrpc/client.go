@@ -25,15 +25,21 @@ import (
 type Config struct {
 	// Binary is the codex executable.
 	Binary string
-	// Home is CODEX_HOME: where config.toml is read and state is kept.
+	// Home is CODEX_HOME: where config.toml is read and state is kept;
+	// "" leaves the environment's (Codex's default: ~/.codex).
 	Home string
 	// Dir is the process's working directory.
 	Dir string
 	// Overrides are "key=value" settings, each passed as -c: they
 	// outrank the config.toml in Home.
 	Overrides []string
-	// Env is appended to the parent's environment.
-	Env []string
+	// Args are more arguments of app-server's (a person's own -c
+	// settings), after Overrides: a later -c of the same key wins.
+	Args []string
+	// BaseEnv is the process's environment (the parent's when nil); Env
+	// is appended to it.
+	BaseEnv []string
+	Env     []string
 	// Log receives what the client skips (non-JSON lines, unanswerable
 	// requests) and the process's stderr; nil discards it.
 	Log io.Writer
@@ -41,16 +47,22 @@ type Config struct {
 
 // Client is one running app-server.
 type Client struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	log    *log.Logger
-	notes  chan Notification
-	done   chan struct{}
-	wmu    sync.Mutex
-	mu     sync.Mutex
-	nextID int
-	calls  map[int]chan response
-	err    error // why the read loop ended
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	log   *log.Logger
+	// queue holds the notifications read and not yet taken, unbounded, so
+	// that reading stdout (answers to calls included) never waits on the
+	// caller; wake says it grew or the read loop ended.
+	queue    []Notification
+	wake     chan struct{}
+	notes    chan Notification
+	pumpOnce sync.Once
+	done     chan struct{}
+	wmu      sync.Mutex
+	mu       sync.Mutex
+	nextID   int
+	calls    map[int]chan response
+	err      error // why the read loop ended
 }
 
 type response struct {
@@ -74,9 +86,17 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	for _, o := range cfg.Overrides {
 		args = append(args, "-c", o)
 	}
-	cmd := exec.Command(cfg.Binary, args...)
+	cmd := exec.Command(cfg.Binary, append(args, cfg.Args...)...)
 	cmd.Dir = cfg.Dir
-	cmd.Env = append(append(os.Environ(), "CODEX_HOME="+cfg.Home), cfg.Env...)
+	env := cfg.BaseEnv
+	if env == nil {
+		env = os.Environ()
+	}
+	env = append([]string(nil), env...)
+	if cfg.Home != "" {
+		env = append(env, "CODEX_HOME="+cfg.Home)
+	}
+	cmd.Env = append(env, cfg.Env...)
 	logw := cfg.Log
 	if logw == nil {
 		logw = io.Discard
@@ -94,7 +114,7 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("start codex app-server: %w", err)
 	}
 	c := &Client{cmd: cmd, stdin: stdin, log: log.New(logw, "codexrpc: ", 0),
-		notes: make(chan Notification, 1024), done: make(chan struct{}), calls: map[int]chan response{}}
+		wake: make(chan struct{}, 1), done: make(chan struct{}), calls: map[int]chan response{}}
 	go c.read(stdout)
 	if err := c.handshake(ctx); err != nil {
 		_ = c.Close()
@@ -111,10 +131,71 @@ func (c *Client) handshake(ctx context.Context) error {
 	return c.send(map[string]any{"method": MethodInitialized})
 }
 
-// Notifications delivers every notification in order; it is closed when
-// the process's stdout ends. The caller must keep reading it: once its
-// buffer is full, reading stdout (answers to calls included) waits.
-func (c *Client) Notifications() <-chan Notification { return c.notes }
+// Next returns the next notification in order, waiting for one until ctx
+// is done; one that is there already is returned even then. Once the
+// process's stdout has ended and every notification was taken, it returns
+// io.EOF.
+func (c *Client) Next(ctx context.Context) (Notification, error) {
+	for {
+		c.mu.Lock()
+		if len(c.queue) > 0 {
+			n := c.queue[0]
+			c.queue[0] = Notification{}
+			c.queue = c.queue[1:]
+			c.mu.Unlock()
+			return n, nil
+		}
+		ended := c.err != nil
+		c.mu.Unlock()
+		if ended {
+			return Notification{}, io.EOF
+		}
+		select {
+		case <-c.wake:
+		case <-ctx.Done():
+			select {
+			case <-c.wake:
+			default:
+				return Notification{}, ctx.Err()
+			}
+		}
+	}
+}
+
+// Notifications delivers every notification in order on a channel, closed
+// when the process's stdout ends: Next as a channel, for a caller that
+// selects. A client is read one way or the other, not both.
+func (c *Client) Notifications() <-chan Notification {
+	c.pumpOnce.Do(func() {
+		c.notes = make(chan Notification)
+		go func() {
+			defer close(c.notes)
+			for {
+				n, err := c.Next(context.Background())
+				if err != nil {
+					return
+				}
+				c.notes <- n
+			}
+		}()
+	})
+	return c.notes
+}
+
+// push queues a notification for Next.
+func (c *Client) push(n Notification) {
+	c.mu.Lock()
+	c.queue = append(c.queue, n)
+	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *Client) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
 
 // Done is closed when the process's stdout ends; Err then says why.
 func (c *Client) Done() <-chan struct{} { return c.done }

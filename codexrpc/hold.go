@@ -6,15 +6,16 @@ import (
 	"strconv"
 )
 
-// Far beyond any window: Codex clamps the configured window to the
-// model's own maximum, so this only ever raises it to that maximum (see
-// docs/DESIGN.md «Codex facts»).
+// Far beyond any window.
 const farTokens = 1_000_000_000
 
-// HoldOverrides are the -c settings that keep Codex's own compaction off
-// whatever the person's config.toml says: the auto-compact limit and the
-// window lifted as far as Codex allows, the post-turn compaction threshold
-// at its highest (100 %; more is refused), and a PreCompact hook running
+// HoldOverrides are the -c settings that hold Codex's own compaction off
+// whatever the person's config.toml says, as far as settings can: the
+// auto-compact limit lifted, the post-turn compaction threshold at its
+// highest (100 %; more is refused). The window is left as the person set
+// it: it is the model's real one, and Codex compacts at 90 % of it
+// whatever the limit, so that point is where a thread ends; past it the
+// hook is the hold (docs/DESIGN.md «Codex facts»). The hook runs
 // hookCommand, which must answer {"continue":false} (the one answer that
 // stops a compaction; it ends the turn "interrupted"). Codex runs the hook
 // only once it is trusted: start threads with SessionHookTrust's config.
@@ -23,7 +24,6 @@ const farTokens = 1_000_000_000
 func HoldOverrides(hookCommand string) []string {
 	out := []string{
 		"model_auto_compact_token_limit=" + strconv.Itoa(farTokens),
-		"model_context_window=" + strconv.Itoa(farTokens),
 		"model_post_turn_compact_threshold_percent=100",
 	}
 	if hookCommand != "" {

@@ -9,6 +9,7 @@ const (
 	MethodInitialize    = "initialize"
 	MethodInitialized   = "initialized"
 	MethodThreadStart   = "thread/start"
+	MethodThreadResume  = "thread/resume"
 	MethodTurnStart     = "turn/start"
 	MethodTurnInterrupt = "turn/interrupt"
 	MethodHooksList     = "hooks/list"

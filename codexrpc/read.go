@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 )
 
 // wire is any line the app-server writes: an answer (id, result|error), a
@@ -39,7 +40,7 @@ func (c *Client) read(stdout io.Reader) {
 		delete(c.calls, id)
 	}
 	c.mu.Unlock()
-	close(c.notes)
+	c.signal()
 	close(c.done)
 }
 
@@ -54,8 +55,11 @@ func (c *Client) dispatch(line []byte) {
 		c.refuse(*m.ID, m.Method)
 	case m.ID != nil:
 		c.answer(*m.ID, m)
+	case strings.HasSuffix(m.Method, "Delta"):
+		// A stream's piece (a command's output, a message's text): the
+		// whole item follows in item/completed.
 	case m.Method != "":
-		c.notes <- decode(m.Method, m.Params)
+		c.push(decode(m.Method, m.Params))
 	default:
 		c.log.Printf("skipped a line that is no JSON-RPC message (%d bytes)", len(line))
 	}

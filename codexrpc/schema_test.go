@@ -87,7 +87,7 @@ func TestSchemaHasWhatTheClientUses(t *testing.T) {
 		}
 	}
 	has("ClientRequest methods", clientRequests.consts("method"),
-		codexrpc.MethodInitialize, codexrpc.MethodThreadStart, codexrpc.MethodTurnStart, codexrpc.MethodTurnInterrupt, codexrpc.MethodHooksList)
+		codexrpc.MethodInitialize, codexrpc.MethodThreadStart, codexrpc.MethodTurnStart, codexrpc.MethodTurnInterrupt, codexrpc.MethodHooksList, codexrpc.MethodThreadResume)
 	has("ClientNotification methods", clientNotes.consts("method"), codexrpc.MethodInitialized)
 	has("ServerNotification methods", defs["ServerNotification"].consts("method"),
 		codexrpc.NoteTokenUsage, codexrpc.NoteTurnStarted, codexrpc.NoteTurnCompleted, codexrpc.NoteError,

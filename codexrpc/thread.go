@@ -44,3 +44,36 @@ func (c *Client) StartTurn(ctx context.Context, threadID, text string) (string, 
 func (c *Client) Interrupt(ctx context.Context, threadID, turnID string) error {
 	return c.Call(ctx, MethodTurnInterrupt, map[string]string{"threadId": threadID, "turnId": turnID}, nil)
 }
+
+// Thread is a thread opened: its id and the model it runs.
+type Thread struct {
+	ID    string
+	Model string
+}
+
+// OpenThread starts a thread, or, with resume set, resumes that one
+// (thread/resume: Codex keeps a thread's history in CODEX_HOME, so it
+// outlives the process that ran it).
+func (c *Client) OpenThread(ctx context.Context, o ThreadOptions, resume string) (Thread, error) {
+	var res struct {
+		Thread struct {
+			ID string `json:"id"`
+		} `json:"thread"`
+		Model string `json:"model"`
+	}
+	var err error
+	if resume == "" {
+		err = c.Call(ctx, MethodThreadStart, o, &res)
+	} else {
+		err = c.Call(ctx, MethodThreadResume, resumeParams{ThreadID: resume, ThreadOptions: o}, &res)
+	}
+	if err != nil {
+		return Thread{}, err
+	}
+	return Thread{ID: res.Thread.ID, Model: res.Model}, nil
+}
+
+type resumeParams struct {
+	ThreadID string `json:"threadId"`
+	ThreadOptions
+}

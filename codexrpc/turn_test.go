@@ -116,12 +116,11 @@ func TestOverridesHoldCompaction(t *testing.T) {
 		compacts  bool
 	}{
 		{"person's config alone", personConfig, 120000, nil, true},
-		{"person's post-turn threshold, limit lifted", postTurnConfig, 120000, codexrpc.HoldOverrides("")[:2], true},
+		{"person's post-turn threshold, limit lifted", postTurnConfig, 120000, codexrpc.HoldOverrides("")[:1], true},
 		{"overrides", postTurnConfig, 120000, codexrpc.HoldOverrides(""), false},
-		// Above the person's window; below 90 % of the model's own
-		// (272000 for a model Codex has no metadata for).
-		{"overrides, past the person's window", postTurnConfig, 240000, codexrpc.HoldOverrides(""), false},
-		{"overrides, past 90 % of the model's window", postTurnConfig, 245000, codexrpc.HoldOverrides(""), true},
+		// Below 90 % of the person's window of 200000, and past it.
+		{"overrides, below 90 % of the window", postTurnConfig, 175000, codexrpc.HoldOverrides(""), false},
+		{"overrides, past 90 % of the window", postTurnConfig, 185000, codexrpc.HoldOverrides(""), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := start(t, compactingScript(tc.input), tc.config, tc.overrides...)
@@ -226,7 +225,7 @@ func writeHook(t *testing.T, answer string) string {
 }
 
 // TestHoldPastModelWindow: where the overrides alone no longer hold (past
-// 90 % of the model's own window), the hook of HoldOverrides stops the
+// 90 % of the window), the hook of HoldOverrides stops the
 // compaction before it reaches the model. With the post-turn threshold at
 // 100 % the attempt comes at the end of the turn that crossed, so that
 // turn, its answer given, ends "interrupted"; so does the next, before any
