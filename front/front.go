@@ -23,9 +23,16 @@ type Spec struct {
 	Step       string
 	Generation int
 	// Path is the harness executable; Args are its flags (flower's own
-	// mode flags are the front's business).
-	Path  string
-	Args  []string
+	// mode flags are the front's business). For the Claude Code CLI they
+	// carry flower's compaction levers already when Hold is set; a front
+	// for another harness holds compaction with its own (DESIGN.md
+	// «Compaction levers»).
+	Path string
+	Args []string
+	// Hold, when set, asks that the harness's own compaction stay off
+	// (handoff on, the compact mode not auto): the harness's context is
+	// flower's to hand off. nil leaves it as the harness's settings say.
+	Hold  *Hold
 	Model string
 	// Resume is the session to resume; "" starts a fresh session.
 	Resume string
@@ -43,6 +50,15 @@ type Spec struct {
 	// Grace bounds each stage of stopping the harness.
 	Grace  time.Duration
 	Logger *slog.Logger
+}
+
+// Hold is how the engine wants the harness's own compaction held off.
+type Hold struct {
+	// Hook is flower's command (argv) that reports an attempt the harness
+	// makes to compact anyway to the step's inbox (flower hook
+	// precompact), for a front whose harness runs a hook before it
+	// compacts; nil when nothing can record it: the hook then only blocks.
+	Hook []string
 }
 
 // Launcher starts harness sessions. The engine calls Launch once per attempt

@@ -110,7 +110,7 @@ func (s *stepRun) spec(n int, prompt, resume string) front.Spec {
 	rt := s.rt
 	return front.Spec{
 		Step: s.st.Name, Generation: n,
-		Path: rt.opts.HarnessPath, Args: s.harnessArgs(), Model: rt.opts.Model, Resume: resume,
+		Path: rt.opts.HarnessPath, Args: s.harnessArgs(), Hold: s.hold(), Model: rt.opts.Model, Resume: resume,
 		Prompt: prompt, Dir: rt.opts.Workspace, Env: rt.env, Logger: s.log, Grace: rt.opts.Grace, Inbox: s.inboxDir,
 	}
 }

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 
+	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/manifest"
@@ -45,10 +46,25 @@ func (s *stepRun) harnessArgs() []string {
 		return rt.opts.HarnessArgs
 	}
 	hook := levers.BlockOnly
-	if rt.opts.HookBinary != "" && s.inboxDir != "" {
-		hook = levers.Hook(rt.opts.HookBinary, "hook", "precompact", "--inbox", s.inboxDir)
+	if h := s.hold(); h.Hook != nil {
+		hook = levers.Hook(h.Hook...)
 	}
 	return levers.Args(rt.opts.HarnessArgs, rt.ownSettings, hook)
+}
+
+// hold is what the engine asks of the harness's own compaction: held off,
+// with the hook that records an attempt (DESIGN.md «Compaction levers»);
+// nil when it stays on.
+func (s *stepRun) hold() *front.Hold {
+	rt := s.rt
+	if !rt.levers {
+		return nil
+	}
+	h := &front.Hold{}
+	if rt.opts.HookBinary != "" && s.inboxDir != "" {
+		h.Hook = []string{rt.opts.HookBinary, "hook", "precompact", "--inbox", s.inboxDir}
+	}
+	return h
 }
 
 // request acts on one message from the inbox. Its poster waits until

@@ -1,0 +1,319 @@
+package codex
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flowerhq/flower/codexrpc"
+	"github.com/flowerhq/flower/front"
+	"github.com/flowerhq/flower/levers"
+	"github.com/flowerhq/flower/transcript"
+)
+
+// Launcher starts each session as a `codex app-server` process.
+type Launcher struct {
+	// Args are the person's own arguments for app-server (-c key=value),
+	// given after flower's: a key flower holds is still flower's only if
+	// the person does not set it again.
+	Args []string
+}
+
+var (
+	_ front.Launcher = Launcher{}
+	_ front.Session  = (*session)(nil)
+	_ front.Prober   = (*session)(nil)
+)
+
+// Capabilities: an app-server waits for its first turn/start, so it can
+// be started early; the engine starts every turn; Codex keeps each thread
+// in CODEX_HOME, so a session resumes by its thread id.
+func (Launcher) Capabilities() front.Capabilities {
+	return front.Capabilities{StartEarly: true, Resumes: true}
+}
+
+// startTimeout bounds the app-server's start: its handshake and the
+// thread's opening.
+const startTimeout = 60 * time.Second
+
+// Launch starts the app-server and opens the session's thread: a new one,
+// or Spec.Resume's. Spec.Args, the Claude Code CLI's flags, are not
+// Codex's: Launcher.Args are.
+func (l Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, error) {
+	log := s.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tail := &lastLine{log: log}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	c, err := codexrpc.Start(ctx, codexrpc.Config{Binary: s.Path, Dir: s.Dir, Overrides: overrides(s),
+		Args: l.Args, BaseEnv: s.Env, Log: tail})
+	if err != nil {
+		return nil, withTail(err, tail)
+	}
+	th, err := openThread(ctx, c, s)
+	if err != nil {
+		_ = c.Close()
+		return nil, withTail(err, tail)
+	}
+	ss := &session{c: c, prompt: s.Prompt, log: log, tail: tail, windowKnown: make(chan struct{}),
+		tr: translator{thread: th.ID, model: th.Model, held: s.Hold != nil}}
+	ss.left = []front.Fact{front.Init{SessionID: th.ID, Model: th.Model}}
+	log.Info("codex thread open", "thread", th.ID, "model", th.Model, "resumed", s.Resume != "", "held", s.Hold != nil)
+	return ss, nil
+}
+
+// overrides are flower's -c settings for a session: the model asked for,
+// and with compaction held, codexrpc.HoldOverrides with flower's hook.
+func overrides(s front.Spec) []string {
+	var out []string
+	if s.Model != "" {
+		out = append(out, "model="+strconv.Quote(s.Model))
+	}
+	if s.Hold != nil {
+		out = append(out, codexrpc.HoldOverrides(hookCommand(s.Hold))...)
+	}
+	return out
+}
+
+// hookCommand is the shell command of flower's PreCompact hook for Codex:
+// the engine's hook answering as Codex obeys, or, with no hook to record
+// the attempt, the answer alone.
+func hookCommand(h *front.Hold) string {
+	if len(h.Hook) == 0 {
+		return "printf '%s\\n' " + levers.Quote(levers.StopDecision())
+	}
+	return levers.Quote(append(append([]string(nil), h.Hook...), "--codex")...)
+}
+
+// openThread opens the session's thread, trusting flower's hook (Codex
+// runs only a trusted one).
+func openThread(ctx context.Context, c *codexrpc.Client, s front.Spec) (codexrpc.Thread, error) {
+	var trust map[string]any
+	if s.Hold != nil {
+		var err error
+		if trust, err = c.SessionHookTrust(ctx); err != nil {
+			return codexrpc.Thread{}, err
+		}
+	}
+	// Nobody answers an approval in an unattended run.
+	return c.OpenThread(ctx, codexrpc.ThreadOptions{Cwd: s.Dir, ApprovalPolicy: "never", Config: trust}, s.Resume)
+}
+
+// session is one app-server and its thread.
+type session struct {
+	c      *codexrpc.Client
+	prompt string
+	log    *slog.Logger
+	tail   *lastLine
+	// mu guards the translator and the running turn: Next translates
+	// under it; a command changes them under it, so a notification read
+	// after the command is translated knowing it (DESIGN.md «Fronts»).
+	mu       sync.Mutex
+	tr       translator
+	turn     string // the running turn's id; "" when none runs
+	endAfter bool
+	// left are facts made and not yet returned; Next's alone.
+	left []front.Fact
+	// windowKnown is closed once Codex has said its window.
+	windowKnown chan struct{}
+	windowOnce  sync.Once
+	stopOnce    sync.Once
+}
+
+// Next returns the next fact, translating the next notification when no
+// fact is left.
+func (s *session) Next(ctx context.Context) (front.Fact, error) {
+	for len(s.left) == 0 {
+		n, err := s.c.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil, io.EOF
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.translate(n)
+	}
+	f := s.left[0]
+	s.left[0] = nil
+	s.left = s.left[1:]
+	return f, nil
+}
+
+func (s *session) translate(n codexrpc.Notification) {
+	if n.Err != nil {
+		s.log.Warn("codex notification did not decode", "method", n.Method, "err", n.Err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tr.facts(n, func(f front.Fact) {
+		if _, ok := f.(front.TurnEnded); ok {
+			s.turnEnded()
+		}
+		s.left = append(s.left, f)
+	})
+	if s.tr.window > 0 {
+		s.windowOnce.Do(func() { close(s.windowKnown) })
+	}
+}
+
+// turnEnded clears the running turn; asked to end after it, the
+// app-server's input is closed, and it exits.
+func (s *session) turnEnded() {
+	s.turn = ""
+	if s.endAfter {
+		go s.Stop()
+	}
+}
+
+func (s *session) Begin() error {
+	if s.prompt == "" {
+		return nil
+	}
+	return s.start(s.prompt)
+}
+
+// Send runs a turn of any kind: Codex takes each as a turn/start.
+func (s *session) Send(t front.Turn) error { return s.start(t.Prompt) }
+
+// callTimeout bounds one request to the app-server.
+const callTimeout = 30 * time.Second
+
+func (s *session) start(prompt string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	id, err := s.c.StartTurn(ctx, s.tr.thread, prompt)
+	if err != nil {
+		return withTail(err, s.tail)
+	}
+	s.turn = id
+	return nil
+}
+
+// Cut, StopTool and Cancel are each turn/interrupt: Codex ends the turn
+// at once, the thread whole.
+func (s *session) Cut() error      { return s.interrupt() }
+func (s *session) StopTool() error { return s.interrupt() }
+func (s *session) Cancel() error   { return s.interrupt() }
+
+func (s *session) interrupt() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turn == "" {
+		return nil
+	}
+	s.tr.interrupting = true
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	return s.c.Interrupt(ctx, s.tr.thread, s.turn)
+}
+
+// EndAfterTurn ends the app-server once the running turn is over: at once
+// when none runs.
+func (s *session) EndAfterTurn() error {
+	s.mu.Lock()
+	s.endAfter = true
+	idle := s.turn == ""
+	s.mu.Unlock()
+	if idle {
+		go s.Stop()
+	}
+	return nil
+}
+
+// Stop ends the app-server: its input closed, then killed after a grace.
+func (s *session) Stop() {
+	s.stopOnce.Do(func() {
+		if err := s.c.Close(); err != nil {
+			s.log.Warn("codex app-server did not end cleanly", "err", err)
+		}
+	})
+}
+
+// Exit says how the app-server ended.
+func (s *session) Exit() front.Exit {
+	<-s.c.Done()
+	why := "the Codex app-server exited"
+	if err := s.c.Err(); err != nil && !errors.Is(err, io.EOF) {
+		why += " (" + err.Error() + ")"
+	}
+	if t := s.tail.String(); t != "" {
+		why += ": " + t
+	}
+	return front.Exit{Why: why}
+}
+
+// Probe answers with the window once Codex has said it (its first usage
+// report): the engine asks after the session's first round.
+func (s *session) Probe(ctx context.Context) (transcript.ContextUsage, error) {
+	select {
+	case <-s.windowKnown:
+	case <-ctx.Done():
+		return transcript.ContextUsage{}, ctx.Err()
+	case <-s.c.Done():
+		return transcript.ContextUsage{}, fmt.Errorf("the Codex app-server exited before it said its window")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return transcript.ContextUsage{Model: s.tr.model, Window: s.tr.window,
+		Raw: fmt.Sprintf(`{"window":%d,"held":%t}`, s.tr.window, s.tr.held)}, nil
+}
+
+// lastLine logs what the app-server writes to stderr, line by line, and
+// keeps its last line for the exit's reason.
+type lastLine struct {
+	log  *slog.Logger
+	mu   sync.Mutex
+	part []byte
+	last string
+}
+
+func (l *lastLine) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.part = append(l.part, p...)
+	for {
+		i := bytes.IndexByte(l.part, '\n')
+		if i < 0 {
+			break
+		}
+		if line := strings.TrimSpace(string(l.part[:i])); line != "" {
+			l.last = truncate(line, 300)
+			l.log.Info("codex stderr", "line", l.last)
+		}
+		l.part = l.part[i+1:]
+	}
+	return len(p), nil
+}
+
+func (l *lastLine) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// withTail adds the app-server's last stderr line to err.
+func withTail(err error, tail *lastLine) error {
+	if t := tail.String(); t != "" {
+		return fmt.Errorf("%w: %s", err, t)
+	}
+	return err
+}
