@@ -55,7 +55,7 @@ func (l Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, erro
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	c, err := codexrpc.Start(ctx, codexrpc.Config{Binary: s.Path, Dir: s.Dir, Overrides: overrides(s),
-		Args: l.Args, BaseEnv: s.Env, Log: tail})
+		Args: l.Args, BaseEnv: s.Env, Log: tail, Grace: s.Grace, Logger: log})
 	if err != nil {
 		return nil, withTail(err, tail)
 	}
@@ -244,8 +244,11 @@ func (s *session) Stop() {
 // Exit says how the app-server ended.
 func (s *session) Exit() front.Exit {
 	<-s.c.Done()
+	<-s.c.Exited()
 	why := "the Codex app-server exited"
-	if err := s.c.Err(); err != nil && !errors.Is(err, io.EOF) {
+	if err := s.c.ExitErr(); err != nil {
+		why += " (" + err.Error() + ")"
+	} else if err := s.c.Err(); err != nil && !errors.Is(err, io.EOF) {
 		why += " (" + err.Error() + ")"
 	}
 	if t := s.tail.String(); t != "" {

@@ -11,14 +11,16 @@ package codexrpc
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"os"
-	"os/exec"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/flowerhq/flower/child"
 )
 
 // Config says how to start the app-server.
@@ -43,12 +45,16 @@ type Config struct {
 	// Log receives what the client skips (non-JSON lines, unanswerable
 	// requests) and the process's stderr; nil discards it.
 	Log io.Writer
+	// Grace bounds each stage of Close (child.DefaultGrace when zero);
+	// Logger receives package child's log of the process.
+	Grace  time.Duration
+	Logger *slog.Logger
 }
 
 // Client is one running app-server.
 type Client struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
+	proc  *child.Process
+	stdin *os.File
 	log   *log.Logger
 	// queue holds the notifications read and not yet taken, unbounded, so
 	// that reading stdout (answers to calls included) never waits on the
@@ -80,14 +86,14 @@ func (e *RPCError) Error() string {
 	return fmt.Sprintf("codex app-server error %d: %s", e.Code, e.Message)
 }
 
-// Start starts `codex app-server` and runs initialize / initialized.
+// Start starts `codex app-server` and runs initialize / initialized. The
+// process is a child of package child's: nothing it starts (the commands
+// of its turns) outlives it, or flower however flower ends.
 func Start(ctx context.Context, cfg Config) (*Client, error) {
 	args := []string{"app-server"}
 	for _, o := range cfg.Overrides {
 		args = append(args, "-c", o)
 	}
-	cmd := exec.Command(cfg.Binary, append(args, cfg.Args...)...)
-	cmd.Dir = cfg.Dir
 	env := cfg.BaseEnv
 	if env == nil {
 		env = os.Environ()
@@ -96,31 +102,71 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Home != "" {
 		env = append(env, "CODEX_HOME="+cfg.Home)
 	}
-	cmd.Env = append(env, cfg.Env...)
 	logw := cfg.Log
 	if logw == nil {
 		logw = io.Discard
 	}
-	cmd.Stderr = logw
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, fmt.Errorf("codex app-server stdin: %w", err)
+	var p pipes
+	if err := p.open(); err != nil {
+		return nil, fmt.Errorf("codex app-server pipes: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	proc, err := child.Start(context.Background(), child.Config{Path: cfg.Binary, Args: append(args, cfg.Args...), Dir: cfg.Dir,
+		Env: append(env, cfg.Env...), Stdin: p.inR, Stdout: p.outW, Stderr: p.errW, CancelSignal: syscall.SIGTERM,
+		Grace: cfg.Grace, Logger: cfg.Logger})
+	p.closeChildEnds()
 	if err != nil {
-		return nil, fmt.Errorf("codex app-server stdout: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
+		p.closeOurEnds()
 		return nil, fmt.Errorf("start codex app-server: %w", err)
 	}
-	c := &Client{cmd: cmd, stdin: stdin, log: log.New(logw, "codexrpc: ", 0),
+	go func() { _, _ = io.Copy(logw, p.errR); _ = p.errR.Close() }()
+	c := &Client{proc: proc, stdin: p.inW, log: log.New(logw, "codexrpc: ", 0),
 		wake: make(chan struct{}, 1), done: make(chan struct{}), calls: map[int]chan response{}}
-	go c.read(stdout)
+	go c.read(p.outR)
 	if err := c.handshake(ctx); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// pipes are the app-server's standard files: the child's ends go to
+// child.Start, which keeps its own copies; ours stay open until we close
+// them, so that every line written is read.
+type pipes struct{ inR, inW, outR, outW, errR, errW *os.File }
+
+func (p *pipes) open() error {
+	var err error
+	if p.inR, p.inW, err = os.Pipe(); err != nil {
+		return err
+	}
+	if p.outR, p.outW, err = os.Pipe(); err != nil {
+		p.inR.Close()
+		p.inW.Close()
+		return err
+	}
+	if p.errR, p.errW, err = os.Pipe(); err != nil {
+		p.closeChildEnds()
+		p.inW.Close()
+		p.outR.Close()
+		return err
+	}
+	return nil
+}
+
+func (p *pipes) closeChildEnds() {
+	for _, f := range []*os.File{p.inR, p.outW, p.errW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+func (p *pipes) closeOurEnds() {
+	for _, f := range []*os.File{p.inW, p.outR, p.errR} {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 func (c *Client) handshake(ctx context.Context) error {
@@ -207,26 +253,21 @@ func (c *Client) Err() error {
 	return c.err
 }
 
-// Close ends the process: stdin is closed, which ends a healthy app-server,
-// then after closeGrace it is killed; and it is waited for.
+// Close ends the process: stdin is closed, which ends a healthy
+// app-server, then its group gets SIGTERM and SIGKILL, a grace apart; it
+// returns once the process and everything it started are gone.
 func (c *Client) Close() error {
-	_ = c.stdin.Close()
-	select {
-	case <-c.done:
-	case <-time.After(closeGrace):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
-	err := c.cmd.Wait()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return nil // it was ended, as asked
-	}
-	return err
+	c.proc.Stop(c.stdin.Close, syscall.SIGTERM, syscall.SIGKILL)
+	<-c.done
+	return nil
 }
 
-// closeGrace is how long Close waits for the app-server to end by itself.
-const closeGrace = 3 * time.Second
+// Exited is closed once the process has exited; ExitErr is then its
+// exit status (nil for 0).
+func (c *Client) Exited() <-chan struct{} { return c.proc.Exited() }
+
+// ExitErr is the process's exit status, valid once Exited is closed.
+func (c *Client) ExitErr() error { return c.proc.Err() }
 
 // Call sends a request and waits for its answer, decoded into result
 // when result is not nil.

@@ -42,6 +42,7 @@ const (
 	FrontInteractive = "interactive"
 	FrontRelay       = "relay"
 	FrontWorker      = "worker"
+	FrontCodex       = "codex"
 )
 
 // The statuses an entry says.

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/flowerhq/flower/codex"
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/event"
@@ -59,7 +60,8 @@ func runFlags() []cli.Flag {
 		sizeFlag("task-carry", nil, handoff.DefaultTaskCarry, "every successor's first prompt carries up to `N` characters of the task verbatim (notes/任务-STEP.md as it is on disk; a longer task: its start and the file's path); 0: none", ""),
 		&cli.BoolFlag{Name: "no-handoff", Usage: "no generational handoff: the harness's own auto-compact works"},
 		&cli.StringFlag{Name: "compact", Usage: "the agent's compact `MODE`: auto keeps the harness's auto-compact on even with handoff"},
-		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the claude executable", DefaultText: "claude on PATH, else the copy make installed"},
+		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the harness executable (the Claude Code CLI, or the Codex CLI)", DefaultText: "claude (or codex) on PATH, else the copy make installed"},
+		harnessKindFlag(),
 		&cli.StringFlag{Name: "model", Usage: "the model the harness runs (--model)"},
 		&cli.IntFlag{Name: "max-attempts", Value: supervisor.DefaultMaxAttempts, Usage: "failed attempts allowed before the step fails (handoffs do not count)"},
 		&cli.DurationFlag{Name: "turn-timeout", Usage: "bound one working turn", DefaultText: "none"},
@@ -158,6 +160,7 @@ type jobSettings struct {
 	taskCarry   int
 	compact     envinject.CompactMode
 	harness     string // as given; "" looks for one
+	harnessKind string // --harness-kind as given; "" detects it
 	model       string
 	maxAttempts int
 	turnTimeout time.Duration
@@ -202,7 +205,7 @@ func settingsFrom(c *cli.Context, p proc) (jobSettings, error) {
 		workspace: c.String("workspace"), runDir: c.String("run-dir"), step: c.String("step"),
 		handoff: policy.HandoffPolicy{Enabled: !c.Bool("no-handoff"), Window: c.Int("window"),
 			Headroom: c.Int("headroom"), MaxGenerations: c.Int("max-generations")},
-		taskCarry: -1, compact: compact, harness: c.String("harness"), model: c.String("model"),
+		taskCarry: -1, compact: compact, harness: c.String("harness"), harnessKind: c.String("harness-kind"), model: c.String("model"),
 		maxAttempts: c.Int("max-attempts"), turnTimeout: c.Duration("turn-timeout"),
 		view:    viewSettings{lang: langOf(c, p.env), output: c.String("output"), quiet: c.Bool("quiet")},
 		verbose: c.Bool("verbose"), harnessEnv: p.env,
@@ -212,6 +215,9 @@ func settingsFrom(c *cli.Context, p proc) (jobSettings, error) {
 		skipWorkspace: c.Bool("skip-workspace-settings"),
 	}
 	if err := set.checkUnattended(); err != nil {
+		return jobSettings{}, err
+	}
+	if _, err := parseHarnessKind(set.harnessKind); err != nil {
 		return jobSettings{}, err
 	}
 	if set.notifyTimeout <= 0 {
@@ -325,12 +331,12 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	harnessPath, workspace, err := jobPlace(set)
+	harnessPath, kind, workspace, err := jobPlace(set)
 	if err != nil {
 		render.close()
 		return nil, err
 	}
-	store, harnessArgs, err := gateWorkspace(p, workspace, set.skipWorkspace, set.front == nil)
+	store, harnessArgs, err := gateWorkspace(p, workspace, set.skipWorkspace, set.front == nil && kind == kindClaude)
 	if err != nil {
 		render.close()
 		return nil, err
@@ -348,7 +354,12 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	var launcher front.Launcher
 	onEvent := render.event
 	frontName := registry.FrontHeadless
-	if set.front != nil {
+	switch {
+	case kind == kindCodex:
+		// The Codex CLI takes its own arguments; the engine's are the
+		// Claude Code CLI's (DESIGN.md «Codex front»).
+		launcher, harnessArgs, frontName = codex.Launcher{Args: harnessArgs}, nil, registry.FrontCodex
+	case set.front != nil:
 		launcher, onEvent = set.front(place.logger, place.runDir)
 		frontName = registry.FrontInteractive
 	}
@@ -376,18 +387,23 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		harnessArgs: p.harnessArgs, interactive: set.front != nil, noContinue: set.noContinue}, nil
 }
 
-// jobPlace is set's harness and workspace, made absolute and checked.
-func jobPlace(set jobSettings) (harnessPath, workspace string, err error) {
-	if harnessPath, err = findHarness(set.harness); err != nil {
-		return "", "", err
+// jobPlace is set's harness, its kind and the workspace, made absolute and
+// checked. The Codex CLI runs headless only: its own screen is not a
+// front of flower's.
+func jobPlace(set jobSettings) (harnessPath string, kind harnessKind, workspace string, err error) {
+	if harnessPath, kind, err = harnessOf(context.Background(), set.harness, set.harnessKind); err != nil {
+		return "", "", "", err
+	}
+	if kind == kindCodex && set.front != nil {
+		return "", "", "", usagef("the Codex CLI runs headless under flower: leave out -i (its own screen is not one of flower's fronts)")
 	}
 	if workspace, err = filepath.Abs(set.workspace); err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
-		return "", "", usagef("workspace %s is not a directory", workspace)
+		return "", "", "", usagef("workspace %s is not a directory", workspace)
 	}
-	return harnessPath, workspace, nil
+	return harnessPath, kind, workspace, nil
 }
 
 // notifyEvents passes every event to next and the ones a --notify hook
