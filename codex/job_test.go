@@ -35,13 +35,18 @@ type job struct {
 	// firsts are the successors' first work requests.
 	firsts []*scriptedresp.Request
 	// write answers the writing request of session gen; nil: a whole
-	// document.
+	// document. work, when set, answers the n-th work request (from 1)
+	// of session gen instead of rounds, unless it says no.
 	write func(gen int) scriptedresp.Reply
+	work  func(gen, n int) (scriptedresp.Reply, bool)
 }
 
 func (j *job) reply(r *scriptedresp.Request) scriptedresp.Reply {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if r.Compaction {
+		return scriptedresp.Reply{Text: "SUMMARY of the work so far", Usage: scriptedresp.Usage{InputTokens: 120000, OutputTokens: 300}}
+	}
 	if strings.Contains(r.LastUserText, handoffwriter.PromptTag) {
 		j.gen++
 		j.n = 0
@@ -50,10 +55,21 @@ func (j *job) reply(r *scriptedresp.Request) scriptedresp.Reply {
 		}
 		return scriptedresp.Reply{Text: document(j.gen - 1), Usage: scriptedresp.Usage{InputTokens: 150000, OutputTokens: 400}}
 	}
-	if j.n == 0 && j.gen > 0 {
+	if len(r.Outputs) == 0 && strings.Contains(r.LastUserText, "taking over an ongoing task") {
+		// A successor's first request; one that no writing request
+		// came before (an overflow's) starts the next session too.
+		if j.n > 0 {
+			j.gen++
+			j.n = 0
+		}
 		j.firsts = append(j.firsts, r)
 	}
 	j.n++
+	if j.work != nil {
+		if reply, ok := j.work(j.gen, j.n); ok {
+			return reply
+		}
+	}
 	if j.gen == j.final && j.n > len(j.rounds)-1 {
 		return scriptedresp.Reply{Text: "all done", Usage: scriptedresp.Usage{InputTokens: 40000, OutputTokens: 10}}
 	}
@@ -85,7 +101,7 @@ type codexRun struct {
 	ws   string
 }
 
-func newRun(t *testing.T, j *job, config string, afterFreeze func(string)) *codexRun {
+func newRun(t *testing.T, j *job, config string, with func(*supervisor.Options)) *codexRun {
 	t.Helper()
 	bin := itest.CodexPath(t)
 	api, err := scriptedresp.Start(j.reply)
@@ -98,9 +114,13 @@ func newRun(t *testing.T, j *job, config string, afterFreeze func(string)) *code
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "CODEX_HOME="+home)
-	rt, err := supervisor.New(supervisor.Options{Workspace: ws, Workbench: true, WorkbenchDir: filepath.Join(ws, ".flower"),
+	opts := supervisor.Options{Workspace: ws, Workbench: true, WorkbenchDir: filepath.Join(ws, ".flower"),
 		HarnessPath: bin, HookBinary: os.Args[0], Front: codex.Launcher{}, Env: append(env, api.Env()...),
-		Handoff: policy.Switch(true), MaxAttempts: 2, AfterFreeze: afterFreeze})
+		Handoff: policy.Switch(true), MaxAttempts: 2}
+	if with != nil {
+		with(&opts)
+	}
+	rt, err := supervisor.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +129,7 @@ func newRun(t *testing.T, j *job, config string, afterFreeze func(string)) *code
 
 func (r *codexRun) run(t *testing.T, task string) *manifest.StepResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	st, err := r.rt.RunStep(ctx, "port", task)
 	if err != nil {
@@ -138,7 +158,7 @@ func TestThreeSessionsTwoHandoffs(t *testing.T) {
 		defer f.Close()
 		fmt.Fprintf(f, "\nA person's note %d: mind the tests in /src/parser/testdata.\n", edits)
 	}
-	r := newRun(t, j, personConfig, edit)
+	r := newRun(t, j, personConfig, func(o *supervisor.Options) { o.AfterFreeze = edit })
 	const task = "Port the parser to the new API, file by file."
 	st := r.run(t, task)
 	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 3 {
