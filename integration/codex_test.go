@@ -1,0 +1,192 @@
+package integration_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/integration/itest"
+	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/scriptedresp"
+	"github.com/flowerhq/flower/supervisor"
+)
+
+// codexJob is a model for the Codex CLI: in each session, work requests
+// answered by work(session, n) (n from 1), writing requests with a whole
+// handoff.
+type codexJob struct {
+	mu      sync.Mutex
+	session int
+	n       int
+	work    func(session, n int) scriptedresp.Reply
+	seen    []*scriptedresp.Request
+}
+
+func (j *codexJob) reply(r *scriptedresp.Request) scriptedresp.Reply {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.seen = append(j.seen, r)
+	if strings.Contains(r.LastUserText, handoffwriter.PromptTag) {
+		j.session++
+		j.n = 0
+		return scriptedresp.Reply{Text: fmt.Sprintf("## doing\nDOING-MARK-%d\n## decided\n(空)\n## deadends\n(空)\n## next\nNEXT-MARK-%d\n## scene\n(空)\n", j.session, j.session),
+			Usage: scriptedresp.Usage{InputTokens: 150000, OutputTokens: 300}}
+	}
+	j.n++
+	return j.work(j.session, j.n)
+}
+
+func codexTool(ctx int, cmd string) scriptedresp.Reply {
+	return scriptedresp.Reply{Calls: []scriptedresp.Call{{Cmd: cmd}}, Usage: scriptedresp.Usage{InputTokens: ctx, OutputTokens: 40}}
+}
+
+func codexDone() scriptedresp.Reply {
+	return scriptedresp.Reply{Text: "all done", Usage: scriptedresp.Usage{InputTokens: 40000, OutputTokens: 10}}
+}
+
+// codexEnv is flower's environment for a run on the real Codex CLI
+// against api: a HOME, CODEX_HOME with the person's config, and the
+// fake key.
+func codexEnv(t *testing.T, api *scriptedresp.Server, personConfig string) []string {
+	t.Helper()
+	home := t.TempDir()
+	codexHome := filepath.Join(home, ".codex")
+	if err := os.Mkdir(codexHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.WriteCodexHome(codexHome, personConfig); err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "HOME" || strings.HasPrefix(k, "CODEX") || k == "FLOWER_HARNESS" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "HOME="+home, "CODEX_HOME="+codexHome, "FLOWER_HARNESS_KIND=codex", "XDG_STATE_HOME="+filepath.Join(home, "state"))
+	return append(env, api.Env()...)
+}
+
+// codexPersonConfig compacts at 100 000 of a window of 200 000.
+const codexPersonConfig = "model_auto_compact_token_limit = 100000\nmodel_context_window = 200000\n"
+
+// A job that needs three sessions, run by the flower command on the real
+// Codex CLI with the person's own config compacting at 100 000 of
+// 200 000: two whole handoffs, no compaction request reaches the model,
+// each successor starts from its handoff file and the task, and flower's
+// own hook is the one Codex was given.
+func TestCodexJobOfThreeSessions(t *testing.T) {
+	t.Parallel()
+	bin := itest.CodexPath(t)
+	j := &codexJob{work: func(session, n int) scriptedresp.Reply {
+		if session == 2 && n == 2 {
+			return codexDone()
+		}
+		return codexTool([]int{30000, 90000, 160000}[min(n-1, 2)], fmt.Sprintf("echo session %d round %d", session, n))
+	}}
+	api, err := scriptedresp.Start(j.reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.Close() })
+	ws := t.TempDir()
+	runDir := filepath.Join(ws, ".flower", "runs", "codex")
+	code, out := runFlowerCLI(t, codexEnv(t, api, codexPersonConfig), "--harness", bin, "-C", ws, "--run-dir", runDir, "TASK-MARK: port the parser")
+	if code != 0 {
+		t.Fatalf("flower exited %d:\n%s", code, out)
+	}
+	st := loadStep(t, runDir, "main")
+	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 3 {
+		t.Fatalf("status %s, %d generations (errors %q):\n%s", st.Status, len(st.Generations), st.Errors, out)
+	}
+	for i, g := range st.Generations[:2] {
+		if h := g.Handoff; h == nil || h.Degraded || h.Window != 180000 {
+			t.Errorf("generation %d handoff %+v: want a whole one against the window of 180000", i+1, h)
+		}
+	}
+	firsts := 0
+	for _, q := range api.Requests() {
+		if q.Compaction {
+			t.Fatalf("request %d is a compaction request", q.Seq)
+		}
+		if len(q.Outputs) == 0 && strings.Contains(q.LastUserText, "taking over an ongoing task") {
+			firsts++
+			for _, want := range []string{fmt.Sprintf("DOING-MARK-%d", firsts), fmt.Sprintf("NEXT-MARK-%d", firsts), "TASK-MARK: port the parser"} {
+				if !strings.Contains(q.LastUserText, want) {
+					t.Errorf("successor %d's first prompt lacks %q", firsts+1, want)
+				}
+			}
+		}
+	}
+	if firsts != 2 {
+		t.Errorf("%d successors started from a handoff, want 2", firsts)
+	}
+}
+
+// SIGKILL to flower while Codex runs a command: the app-server and the
+// command go with flower, and flower continue resumes the same thread
+// (Codex keeps it in CODEX_HOME) with the continue message.
+func TestCodexKillThenContinue(t *testing.T) {
+	t.Parallel()
+	bin := itest.CodexPath(t)
+	mark := filepath.Join(t.TempDir(), "started")
+	j := &codexJob{work: func(session, n int) scriptedresp.Reply {
+		switch n {
+		case 1:
+			return codexTool(30000, "echo one")
+		case 2:
+			return codexTool(40000, "touch "+mark+"; exec sleep 120")
+		}
+		return codexDone()
+	}}
+	api, err := scriptedresp.Start(j.reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.Close() })
+	env := codexEnv(t, api, codexPersonConfig)
+	ws := t.TempDir()
+	runDir := filepath.Join(ws, ".flower", "runs", "codex")
+	args := []string{"--harness", bin, "-C", ws, "--run-dir", runDir}
+	f := startFlower(t, env, append(args, "TASK-MARK: keep working")...)
+	until(t, "the long command", func() bool { _, err := os.Stat(mark); return err == nil })
+	left := f.descendants()
+	if err := f.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(10 * time.Second)
+	took := allGone(t, left, 10*time.Second)
+	t.Logf("flower's descendants %v gone %v after its SIGKILL", left, took)
+	before := loadStep(t, runDir, "main")
+	if before.Status != manifest.StatusRunning || before.SessionID == "" {
+		t.Fatalf("at the kill: status %s, session %q", before.Status, before.SessionID)
+	}
+	seq := len(api.Requests())
+	code, out := runFlowerCLI(t, env, append([]string{"continue"}, args...)...)
+	if code != 0 {
+		t.Fatalf("flower continue exited %d:\n%s", code, out)
+	}
+	st := loadStep(t, runDir, "main")
+	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 1 || st.SessionID != before.SessionID {
+		t.Fatalf("after continue: status %s, %d generations, session %q (was %q), errors %q", st.Status, len(st.Generations), st.SessionID, before.SessionID, st.Errors)
+	}
+	reqs := api.Requests()
+	if len(reqs) <= seq {
+		t.Fatal("continue sent no request")
+	}
+	resumed := reqs[seq]
+	all := string(resumed.Body)
+	for _, want := range []string{"TASK-MARK", "echo one", supervisor.ContinueMessage} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the resumed thread's request lacks %q: not the same thread", want)
+		}
+	}
+}
