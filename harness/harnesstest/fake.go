@@ -112,6 +112,9 @@ const (
 	ModeProxy = "proxy"
 )
 
+// fakeVersion is what the fake's --version says without EnvVersion.
+const fakeVersion = "2.1.328"
+
 // HandoffMark appears in the doing section of every handoff the fake
 // writes, followed by the session id.
 const HandoffMark = "FAKE-HANDOFF-OF"
@@ -232,6 +235,15 @@ type fake struct {
 func run(mode string) int {
 	if mode == ModeProxy {
 		return proxy()
+	}
+	if len(os.Args) == 2 && os.Args[1] == "--version" {
+		// As the real harness answers it; no session, so no start.
+		v := os.Getenv(EnvVersion)
+		if v == "" {
+			v = fakeVersion
+		}
+		fmt.Println(v + " (Claude Code)")
+		return 0
 	}
 	resume := argAfter("--resume")
 	logf(LogEntry{Event: "start", Args: os.Args[1:]})
