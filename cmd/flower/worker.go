@@ -21,7 +21,12 @@ func workerCommand(p proc) *cli.Command {
 		&cli.StringSliceFlag{Name: "workspace-root", Usage: "run only steps whose workspace is `DIR` or below it, links resolved (repeatable; required: / accepts any)"},
 	)
 	for _, f := range runFlags() {
-		if slices.Contains(workerRunFlags, f.Names()[0]) {
+		switch name := f.Names()[0]; {
+		case name == "harness":
+			// A worker runs the Claude Code CLI only (its activity runs the
+			// headless front).
+			flags = append(flags, &cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the claude executable (a worker runs the Claude Code CLI)", DefaultText: "claude on PATH, else the copy make installed"})
+		case slices.Contains(workerRunFlags, name):
 			flags = append(flags, f)
 		}
 	}
