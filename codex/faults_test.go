@@ -147,3 +147,30 @@ func TestCompactAutoLeavesCodexCompaction(t *testing.T) {
 		t.Fatalf("%d compaction requests, recorded %+v: want Codex's compaction, recorded", compactions, st.Generations[0].Compactions)
 	}
 }
+
+// A rate limit (a 429 Codex gives up on) ends the turn limited: the
+// engine waits it out, then the same thread goes on, with no attempt
+// spent and no handoff.
+func TestRateLimitIsWaitedOut(t *testing.T) {
+	j := &job{rounds: []int{30000, 30000}, final: 0, work: func(gen, n int) (scriptedresp.Reply, bool) {
+		switch n {
+		case 2:
+			return scriptedresp.RateLimited(0), true
+		case 3:
+			return scriptedresp.Reply{Text: "all done", Usage: scriptedresp.Usage{InputTokens: 35000, OutputTokens: 10}}, true
+		}
+		return scriptedresp.Reply{}, false
+	}}
+	r := newRun(t, j, personConfig, func(o *supervisor.Options) { o.LimitBackoff = 500 * time.Millisecond })
+	st := r.run(t, "port it")
+	if len(st.Generations) != 1 || st.Status != manifest.StatusSucceeded || st.Attempts != 0 {
+		t.Fatalf("%d generations, status %s, attempts %d (errors %q): want the same session on after the wait", len(st.Generations), st.Status, st.Attempts, st.Errors)
+	}
+	if w := st.Generations[0].LimitWaits; len(w) != 1 {
+		t.Errorf("limit waits %+v: want the one", w)
+	}
+	reqs := r.api.Requests()
+	if last := reqs[len(reqs)-1]; !strings.Contains(string(last.Body), "echo working") {
+		t.Errorf("the request after the wait lacks the thread's history: not the same thread")
+	}
+}
