@@ -31,15 +31,9 @@ import (
 // TestMain lets this test binary be the fake harness too.
 func TestMain(m *testing.M) {
 	harnesstest.Main()
-	// Every flower these tests start keeps its trust store here unless a
-	// test gives it one of its own, never in ~/.local/state.
-	state, err := os.MkdirTemp("", "flower-state-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("XDG_STATE_HOME", state)
+	removeState := harnesstest.PrivateState()
 	code := m.Run()
-	os.RemoveAll(state)
+	removeState()
 	flower.Remove()
 	os.Exit(code)
 }

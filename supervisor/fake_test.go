@@ -19,14 +19,10 @@ import (
 func TestMain(m *testing.M) {
 	harnesstest.Main()
 	// The trust store of every Runtime without one of its own: never the
-	// person's (DESIGN.md «Trust store»).
-	state, err := os.MkdirTemp("", "flower-state-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("XDG_STATE_HOME", state)
+	// person's.
+	removeState := harnesstest.PrivateState()
 	code := m.Run()
-	os.RemoveAll(state)
+	removeState()
 	os.Exit(code)
 }
 

@@ -16,15 +16,10 @@ func TestMain(m *testing.M) {
 		watchParentHelper()
 	}
 	// Every flower these tests run, in process or built, keeps its trust
-	// store here, never in the person's ~/.local/state (DESIGN.md «Trust
-	// store»); a test that needs a store of its own sets XDG_STATE_HOME.
-	state, err := os.MkdirTemp("", "flower-state-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("XDG_STATE_HOME", state)
+	// store apart.
+	removeState := harnesstest.PrivateState()
 	code := m.Run()
-	os.RemoveAll(state)
+	removeState()
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin)) // the binary built once for the CLI tests
 	}

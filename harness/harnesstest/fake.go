@@ -203,23 +203,50 @@ func ReadLog(path string) []LogEntry {
 // Main runs the fake if this process was started as one, and then exits.
 // Call it first thing in TestMain; it returns at once otherwise.
 func Main() {
-	if len(os.Args) > 3 && os.Args[1] == "hook" && os.Args[2] == "precompact" {
-		// Run by the fake as flower's PreCompact hook (the test's
-		// HookBinary is the test binary).
-		dir := ""
-		if len(os.Args) > 4 && os.Args[3] == "--inbox" {
-			dir = os.Args[4]
-		}
-		if err := levers.RunHook(os.Stdin, os.Stdout, dir); err != nil {
-			os.Exit(1)
-		}
-		os.Exit(0)
+	if len(os.Args) > 2 && os.Args[1] == "hook" && os.Args[2] == "precompact" {
+		// Run by the fake (or the real Codex CLI) as flower's PreCompact
+		// hook: the test's HookBinary is the test binary.
+		os.Exit(hook(os.Args[3:]))
 	}
 	mode := os.Getenv(EnvMode)
 	if mode == "" {
 		return
 	}
 	os.Exit(run(mode))
+}
+
+// hook is `flower hook precompact [--inbox DIR] [--codex]`.
+func hook(args []string) int {
+	dir, answer := "", levers.BlockDecision()
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "--inbox":
+			if i+1 < len(args) {
+				dir = args[i+1]
+				i++
+			}
+		case "--codex":
+			answer = levers.StopDecision()
+		}
+	}
+	if err := levers.RunHookAnswering(os.Stdin, os.Stdout, dir, answer); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// PrivateState points XDG_STATE_HOME at a new temporary directory, so that
+// every flower a test binary runs keeps its trust store there, never in
+// the person's ~/.local/state (DESIGN.md «Trust store»); the returned
+// function removes it. A test that needs a store of its own sets
+// XDG_STATE_HOME itself.
+func PrivateState() (remove func()) {
+	state, err := os.MkdirTemp("", "flower-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	return func() { os.RemoveAll(state) }
 }
 
 type fake struct {
