@@ -108,9 +108,22 @@ func openThread(ctx context.Context, c *codexrpc.Client, s front.Spec) (codexrpc
 	return c.OpenThread(ctx, codexrpc.ThreadOptions{Cwd: s.Dir, ApprovalPolicy: "never", Config: trust}, s.Resume)
 }
 
+// conn is what a session uses of its app-server: a *codexrpc.Client, or
+// in the tests a scripted one.
+type conn interface {
+	Next(ctx context.Context) (codexrpc.Notification, error)
+	StartTurn(ctx context.Context, threadID, text string) (string, error)
+	Interrupt(ctx context.Context, threadID, turnID string) error
+	Close() error
+	Done() <-chan struct{}
+	Err() error
+	Exited() <-chan struct{}
+	ExitErr() error
+}
+
 // session is one app-server and its thread.
 type session struct {
-	c      *codexrpc.Client
+	c      conn
 	prompt string
 	log    *slog.Logger
 	tail   *lastLine
