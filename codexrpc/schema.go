@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // schemaDef is the part of a JSON Schema definition CheckSchema reads.
@@ -73,7 +74,10 @@ func CheckSchema(ctx context.Context, binary string) error {
 	cmd := exec.CommandContext(ctx, binary, "app-server", "generate-json-schema", "--out", dir)
 	cmd.Env = append(os.Environ(), "CODEX_HOME="+dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("generate-json-schema: %v: %s", err, out)
+		if said := strings.TrimSpace(string(out)); said != "" {
+			err = fmt.Errorf("%w: %s", err, said)
+		}
+		return fmt.Errorf("generate-json-schema: %w", err)
 	}
 	s, err := readSchemas(dir)
 	if err != nil {
