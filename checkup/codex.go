@@ -48,7 +48,7 @@ func (c *Checkup) startCodex(ctx context.Context, script scriptedresp.Script, pe
 		return nil, err
 	}
 	r.client, err = codexrpc.Start(ctx, codexrpc.Config{Binary: c.cfg.Harness, Home: home, Dir: work,
-		Overrides: overrides, Env: r.api.Env()})
+		Overrides: overrides, Env: append(r.api.Env(), noProxy...)})
 	if err != nil {
 		r.close()
 		return nil, err
@@ -59,6 +59,12 @@ func (c *Checkup) startCodex(ctx context.Context, script scriptedresp.Script, pe
 	}
 	return r, nil
 }
+
+// noProxy keeps a proxy of the person's environment out of the way to the
+// scripted model on 127.0.0.1: Codex inherits flower's environment
+// (codexrpc.Start), and with HTTP_PROXY set it sent even a 127.0.0.1
+// request through the proxy.
+var noProxy = []string{"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost"}
 
 func (r *codexRun) startThread(ctx context.Context, work string) error {
 	trust, err := r.client.SessionHookTrust(ctx)

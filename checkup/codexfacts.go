@@ -135,10 +135,7 @@ func checkCodexInterrupt(ctx context.Context, c *Checkup) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := r.until(ctx, "start of the long command", func(n codexrpc.Notification) bool {
-		it, ok := n.Value.(codexrpc.Item)
-		return ok && it.Started && it.Type == "commandExecution"
-	}); err != nil {
+	if err := r.commandStarted(ctx, first); err != nil {
 		return "", err
 	}
 	asked := time.Now()
@@ -162,6 +159,20 @@ func checkCodexInterrupt(ctx context.Context, c *Checkup) (string, error) {
 	}
 	return fmt.Sprintf("a 60 s command cut, the turn interrupted %s after turn/interrupt; the thread took the next turn",
 		took.Round(time.Millisecond)), nil
+}
+
+// commandStarted waits for a command of turn id to start; a turn that
+// ends first is the problem.
+func (r *codexRun) commandStarted(ctx context.Context, id string) error {
+	n, err := r.until(ctx, "start of the long command", func(n codexrpc.Notification) bool {
+		it, started := n.Value.(codexrpc.Item)
+		tc, ended := n.Value.(codexrpc.TurnCompleted)
+		return (started && it.Started && it.Type == "commandExecution") || (ended && tc.TurnID == id)
+	})
+	if tc, ended := n.Value.(codexrpc.TurnCompleted); err == nil && ended {
+		return turnProblem("the turn meant to run a long command", tc, nil)
+	}
+	return err
 }
 
 // personCompacting is a person's config.toml that compacts at 100 000 of
