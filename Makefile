@@ -106,8 +106,8 @@ darwin:
 #   make compat HARNESS_VERSION=2.1.332
 # and the same for the Codex CLI (docs/DESIGN.md «Codex facts»): flower
 # doctor --harness-kind codex, then the Codex suites (codexrpc,
-# scriptedresp, and the Codex tests of checkup, cmd/flower and
-# integration), on any Codex version:
+# scriptedresp, the Codex front, and the Codex tests of checkup, cmd/flower
+# and integration), on any Codex version:
 #   make compat CODEX_VERSION=0.172.0     (or make compat-codex)
 # CODEX_VERSION on the command line runs the Codex lane alone; with
 # HARNESS_VERSION too, both. Each is installed and cached by version like
@@ -131,7 +131,7 @@ compat-codex: tidy build
 	@FLOWER_CODEX="$$(scripts/install-codex.sh)" && export FLOWER_CODEX && \
 	  echo "codex: $$FLOWER_CODEX ($$("$$FLOWER_CODEX" --version))" && \
 	  { $(BIN) doctor --harness-kind codex --harness "$$FLOWER_CODEX"; doctor=$$?; \
-	    $(GO) test -race -count=1 -timeout 20m ./codexrpc ./scriptedresp && \
+	    $(GO) test -race -count=1 -timeout 20m ./codexrpc ./scriptedresp ./codex && \
 	    $(GO) test -race -count=1 -timeout 20m -run '$(if $(COMPAT_RUN),$(COMPAT_RUN),Codex)' ./checkup ./cmd/flower ./integration/...; tests=$$?; \
 	    [ $$doctor = 0 ] && [ $$tests = 0 ]; }
 

@@ -43,16 +43,16 @@ func TestCodexFactsHold(t *testing.T) {
 }
 
 // TestCodexHoldCheckFails: the real Codex CLI behind a wrapper that drops
-// two of flower's -c overrides, the auto-compact limit and the window (the
-// post-turn threshold and the hook it keeps), compacts at the person's
-// limit, and the hold's check, and only it, says so.
+// flower's -c override of the auto-compact limit (the post-turn threshold
+// and the hook it keeps) compacts at the person's limit, and the hold's
+// check, and only it, says so.
 func TestCodexHoldCheckFails(t *testing.T) {
 	real := itest.CodexPath(t)
-	wrapper := filepath.Join(t.TempDir(), "codex-without-the-hold")
+	wrapper := filepath.Join(t.TempDir(), "codex-without-the-limit")
 	script := `#!/bin/bash
 args=()
 while [ $# -gt 0 ]; do
-  if [ "$1" = -c ] && [[ "$2" == model_auto_compact_token_limit=* || "$2" == model_context_window=* ]]; then shift 2; continue; fi
+  if [ "$1" = -c ] && [[ "$2" == model_auto_compact_token_limit=* ]]; then shift 2; continue; fi
   args+=("$1"); shift
 done
 exec '` + real + `' "${args[@]}"

@@ -212,10 +212,10 @@ func checkCodexHold(ctx context.Context, c *Checkup) (string, error) {
 	return fmt.Sprintf("two turns at %d, past the person's limit of 100000: no compaction request reached the model", heldContext), nil
 }
 
-// hookCommand is the PreCompact hook of a Codex run: flower's own, told
-// to answer as Codex obeys and to report to inbox.
+// hookCommand is the PreCompact hook of a Codex run, as the Codex front
+// gives it: flower's own, reporting to inbox, answering as Codex obeys.
 func hookCommand(flower, inbox string) string {
-	return levers.Quote(flower, "hook", "precompact", "--codex", "--inbox", inbox)
+	return levers.Quote(flower, "hook", "precompact", "--inbox", inbox, "--codex")
 }
 
 func checkCodexHook(ctx context.Context, c *Checkup) (string, error) {
