@@ -60,13 +60,13 @@ func (r Result) Line() string {
 type Config struct {
 	// Harness is the executable.
 	Harness string
-	// Args are the pass-through flags a run would give it (after "--").
+	// Args are the pass-through flags a run would give it (after "--"):
+	// for Codex, app-server's (-c key=value), after flower's own.
 	Args []string
 	// Env is the base environment. Whatever could carry a credential,
 	// point the harness elsewhere or reach the person's own configuration
-	// is dropped (demo.HarnessEnv); each check gets a HOME of its own. The
-	// Codex checks give Codex a CODEX_HOME of its own instead, on top of
-	// flower's environment (codexrpc.Start).
+	// is dropped (demo.HarnessEnv; for Codex, codexEnv); each check gets a
+	// HOME of its own (and Codex a CODEX_HOME).
 	Env []string
 	// Flower is the flower executable whose `hook precompact --codex`
 	// the Codex checks give Codex as its PreCompact hook; without one the

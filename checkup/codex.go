@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/flowerhq/flower/codexrpc"
 	"github.com/flowerhq/flower/scriptedresp"
@@ -48,7 +49,7 @@ func (c *Checkup) startCodex(ctx context.Context, script scriptedresp.Script, pe
 		return nil, err
 	}
 	r.client, err = codexrpc.Start(ctx, codexrpc.Config{Binary: c.cfg.Harness, Home: home, Dir: work,
-		Overrides: overrides, Env: append(r.api.Env(), noProxy...)})
+		Overrides: overrides, Args: c.cfg.Args, BaseEnv: codexEnv(c.cfg.Env, home), Env: r.api.Env()})
 	if err != nil {
 		r.close()
 		return nil, err
@@ -60,11 +61,27 @@ func (c *Checkup) startCodex(ctx context.Context, script scriptedresp.Script, pe
 	return r, nil
 }
 
-// noProxy keeps a proxy of the person's environment out of the way to the
-// scripted model on 127.0.0.1: Codex inherits flower's environment
-// (codexrpc.Start), and with HTTP_PROXY set it sent even a 127.0.0.1
-// request through the proxy.
-var noProxy = []string{"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost"}
+// codexEnv is the environment of a check's Codex: parent (flower's own
+// when nil) without what could carry a credential, point Codex at another
+// endpoint or reach the person's own configuration, then HOME=home. A
+// proxy goes too: with HTTP_PROXY set, Codex sent even its requests to
+// 127.0.0.1 through it.
+func codexEnv(parent []string, home string) []string {
+	if parent == nil {
+		parent = os.Environ()
+	}
+	var env []string
+	for _, kv := range parent {
+		k, _, _ := strings.Cut(kv, "=")
+		switch up := strings.ToUpper(k); {
+		case strings.HasPrefix(up, "OPENAI_"), strings.HasPrefix(up, "CODEX_"), strings.HasSuffix(up, "_PROXY"),
+			up == "HOME", strings.HasPrefix(up, "XDG_"):
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "HOME="+home)
+}
 
 func (r *codexRun) startThread(ctx context.Context, work string) error {
 	trust, err := r.client.SessionHookTrust(ctx)

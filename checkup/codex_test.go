@@ -106,3 +106,29 @@ func TestCodexHookCheckFails(t *testing.T) {
 		t.Fatalf("hook check with a hook that does not stop: %s", r.Line())
 	}
 }
+
+// The arguments a run gives app-server come after flower's own: a
+// person's -c of the auto-compact limit wins over the hold, and the hold's
+// check says Codex compacted.
+func TestCodexArgsReachTheChecks(t *testing.T) {
+	var hold Fact
+	for _, f := range CodexFacts() {
+		if f.Name == FactCodexHold {
+			hold = f
+		}
+	}
+	cu := New(Config{Harness: itest.CodexPath(t), Args: []string{"-c", "model_auto_compact_token_limit=100000"}})
+	if r := cu.One(context.Background(), hold); r.OK || !strings.Contains(r.Detail, "compaction requests reached the model") {
+		t.Fatalf("the hold's check with the person's limit given after flower's: %s", r.Line())
+	}
+}
+
+// Codex's environment keeps nothing that could carry a key, point it
+// elsewhere or reach the person's own configuration.
+func TestCodexEnv(t *testing.T) {
+	got := codexEnv([]string{"OPENAI_API_KEY=sk-real", "https_proxy=http://p", "CODEX_HOME=/mine", "HOME=/root",
+		"XDG_CONFIG_HOME=/c", "PATH=/bin", "LANG=C"}, "/tmp/h")
+	if want := []string{"PATH=/bin", "LANG=C", "HOME=/tmp/h"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("codexEnv: %q, want %q", got, want)
+	}
+}

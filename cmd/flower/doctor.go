@@ -25,7 +25,8 @@ on 127.0.0.1: no API key, no network, nothing billed.
 With --harness-kind codex (or a --harness whose --version says codex-cli),
 it checks the Codex CLI instead (codex on PATH, else the copy make codex
 installed): its app-server against a scripted Responses API on 127.0.0.1,
-with a CODEX_HOME of its own, and flower itself as its PreCompact hook.
+with a CODEX_HOME of its own, and flower itself as its PreCompact hook; the
+arguments after "--" go to codex app-server, as a run's do.
 
 It prints one line per fact flower relies on, ✓ or ✗, with the section of
 docs/DESIGN.md that relies on it, and exits 0 only when every fact holds.
@@ -62,10 +63,7 @@ func planDoctor(c *cli.Context, p proc) (doctorPlan, error) {
 	if kind != kindCodex {
 		return doctorPlan{checkup.Facts(), cfg, path + ", started as a run starts it, against a scripted model on 127.0.0.1"}, nil
 	}
-	if len(p.harnessArgs) > 0 {
-		return doctorPlan{}, usagef("doctor --harness-kind codex takes no harness arguments, got %q", p.harnessArgs[0])
-	}
-	cfg.Args, cfg.Flower = nil, hookBinary
+	cfg.Flower = hookBinary
 	return doctorPlan{checkup.CodexFacts(), cfg, path + " (the Codex CLI), its app-server against a scripted Responses API on 127.0.0.1"}, nil
 }
 

@@ -184,10 +184,6 @@ func TestDoctorPicksTheCodexFacts(t *testing.T) {
 			}
 		})
 	}
-	t.Setenv(envHarnessKind, "")
-	if _, err := doctor(t, nil, "--harness-kind", "codex", "--harness", codexLike, "--", "-c", "x=1"); exitCode(err) != exitUsage {
-		t.Errorf("harness arguments with --harness-kind codex: %v (exit %d), want a usage error", err, exitCode(err))
-	}
 }
 
 // TestDoctorOnTheRealCodex: every Codex fact holds on the Codex CLI make
