@@ -22,7 +22,7 @@ export FLOWER_TEMPORAL_VERSION := $(TEMPORAL_VERSION)
 CODEX_VERSION := 0.171.0
 export FLOWER_CODEX_VERSION := $(CODEX_VERSION)
 
-.PHONY: all build harness agent-sdk temporal codex tools test darwin unit tidy compat demo chaos fuzz bench bench-e2e clean
+.PHONY: all build harness agent-sdk temporal codex tools test darwin unit tidy compat compat-harness compat-codex demo chaos fuzz bench bench-e2e clean
 
 all: build
 
@@ -100,15 +100,24 @@ darwin:
 	  GOOS=darwin GOARCH=$$arch $(GO) vet -tags temporal ./cmd/flower || exit 1; \
 	done
 
-# The compatibility lane: flower doctor, then the real-harness suites
+# The compatibility lanes: flower doctor, then the real-harness suites
 # (integration, integration/sdk, and cmd/flower's tests on the real
 # harness), on any harness version, with the Agent SDK of the same release:
 #   make compat HARNESS_VERSION=2.1.332
-# Both are installed and cached by version like the pinned ones. Only the
-# facts test names a version, the one asked for. COMPAT_RUN='TestX|TestY'
-# runs only the tests it matches.
+# and the same for the Codex CLI (docs/DESIGN.md «Codex facts»): flower
+# doctor --harness-kind codex, then the Codex suites (codexrpc,
+# scriptedresp, the Codex front, and the Codex tests of checkup, cmd/flower
+# and integration), on any Codex version:
+#   make compat CODEX_VERSION=0.172.0     (or make compat-codex)
+# CODEX_VERSION on the command line runs the Codex lane alone; with
+# HARNESS_VERSION too, both. Each is installed and cached by version like
+# the pinned one. Only the facts tests name a version, the one asked for.
+# COMPAT_RUN='TestX|TestY' runs only the integration and cmd/flower tests it
+# matches (the Codex lane's: only those of them whose name says Codex).
 COMPAT_RUN ?=
-compat: tidy build tools
+compat: $(if $(filter command line,$(origin CODEX_VERSION)),compat-codex $(if $(filter command line,$(origin HARNESS_VERSION)),compat-harness),compat-harness)
+
+compat-harness: tidy build tools
 	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" && export FLOWER_HARNESS && \
 	  echo "harness: $$FLOWER_HARNESS ($$("$$FLOWER_HARNESS" --version))" && \
 	  FLOWER_AGENT_SDK="$$(scripts/install-agent-sdk.sh)" && export FLOWER_AGENT_SDK && \
@@ -116,6 +125,14 @@ compat: tidy build tools
 	  FLOWER_TEMPORAL_CLI="$$(scripts/install-temporal.sh)" && export FLOWER_TEMPORAL_CLI && \
 	  { $(BIN) doctor; doctor=$$?; \
 	    $(GO) test -race -count=1 -timeout 30m $(if $(COMPAT_RUN),-run '$(COMPAT_RUN)') ./integration/... ./cmd/flower; tests=$$?; \
+	    [ $$doctor = 0 ] && [ $$tests = 0 ]; }
+
+compat-codex: tidy build
+	@FLOWER_CODEX="$$(scripts/install-codex.sh)" && export FLOWER_CODEX && \
+	  echo "codex: $$FLOWER_CODEX ($$("$$FLOWER_CODEX" --version))" && \
+	  { $(BIN) doctor --harness-kind codex --harness "$$FLOWER_CODEX"; doctor=$$?; \
+	    $(GO) test -race -count=1 -timeout 20m ./codexrpc ./scriptedresp ./codex && \
+	    $(GO) test -race -count=1 -timeout 20m -run '$(if $(COMPAT_RUN),$(COMPAT_RUN),Codex)' ./checkup ./cmd/flower ./integration/...; tests=$$?; \
 	    [ $$doctor = 0 ] && [ $$tests = 0 ]; }
 
 # A real supervised job on the real harness and an embedded scripted model:

@@ -5,7 +5,8 @@
 // its own, against a scripted model on 127.0.0.1 (package scriptedapi), so
 // it needs no key and sends nothing anywhere. flower doctor prints the
 // results; the integration tests run the same list, so no fact is written
-// down twice (DESIGN.md «Doctor»).
+// down twice (DESIGN.md «Doctor»). CodexFacts are the same for the Codex
+// CLI: its app-server against a scripted Responses API (scriptedresp).
 package checkup
 
 import (
@@ -59,12 +60,18 @@ func (r Result) Line() string {
 type Config struct {
 	// Harness is the executable.
 	Harness string
-	// Args are the pass-through flags a run would give it (after "--").
+	// Args are the pass-through flags a run would give it (after "--"):
+	// for Codex, app-server's (-c key=value), after flower's own.
 	Args []string
 	// Env is the base environment. Whatever could carry a credential,
 	// point the harness elsewhere or reach the person's own configuration
-	// is dropped (demo.HarnessEnv); each check gets a HOME of its own.
+	// is dropped (demo.HarnessEnv; for Codex, codexEnv); each check gets a
+	// HOME of its own (and Codex a CODEX_HOME).
 	Env []string
+	// Flower is the flower executable whose `hook precompact --codex`
+	// the Codex checks give Codex as its PreCompact hook; without one the
+	// hook's check fails.
+	Flower string
 	// Logger receives flower's log of each check's harness (discarded
 	// when nil).
 	Logger *slog.Logger

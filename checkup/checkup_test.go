@@ -26,13 +26,19 @@ func TestResultLine(t *testing.T) {
 	}
 }
 
-// Every fact has a name of its own and a section.
+// Every fact has a name of its own in its list, and a section.
 func TestFactsAreNamedOnce(t *testing.T) {
+	for _, facts := range [][]Fact{Facts(), CodexFacts()} {
+		seen := map[string]bool{}
+		for _, f := range facts {
+			if f.Name == "" || f.Section == "" || f.check == nil || seen[f.Name] || strings.ContainsAny(f.Name, "()") {
+				t.Errorf("fact %+v: want a unique name without parentheses, a section and a check", f)
+			}
+			seen[f.Name] = true
+		}
+	}
 	seen := map[string]bool{}
 	for _, f := range Facts() {
-		if f.Name == "" || f.Section == "" || f.check == nil || seen[f.Name] || strings.ContainsAny(f.Name, "()") {
-			t.Errorf("fact %+v: want a unique name without parentheses, a section and a check", f)
-		}
 		seen[f.Name] = true
 	}
 	for _, name := range CompactionFacts {

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/flowerhq/flower/checkup"
 	"github.com/flowerhq/flower/harness/harnesstest"
+	"github.com/flowerhq/flower/integration/itest"
 )
 
 // leversPending are the facts that hold only once flower starts the harness
@@ -42,8 +45,14 @@ func doctor(t *testing.T, env []string, args ...string) (string, error) {
 // factLines maps each fact to its line of the doctor's output.
 func factLines(t *testing.T, out string) map[string]string {
 	t.Helper()
+	return factLinesOf(t, out, checkup.Facts())
+}
+
+// factLinesOf maps each of facts to its line of the doctor's output.
+func factLinesOf(t *testing.T, out string, facts []checkup.Fact) map[string]string {
+	t.Helper()
 	lines := map[string]string{}
-	for _, f := range checkup.Facts() {
+	for _, f := range facts {
 		for _, l := range strings.Split(out, "\n") {
 			if strings.HasPrefix(l, "✓ "+f.Name+" (") || strings.HasPrefix(l, "✗ "+f.Name+" (") {
 				lines[f.Name] = l
@@ -127,6 +136,70 @@ func TestDoctorBadInput(t *testing.T) {
 		}
 		if strings.Contains(out, "✓") || strings.Contains(out, "✗") {
 			t.Errorf("doctor %q checked something: %s", tc.args, out)
+		}
+	}
+}
+
+// fakeHarness is a script at dir/name that answers --version with answer
+// and fails everything else.
+func fakeHarness(t *testing.T, dir, name, answer string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	body := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '" + answer + "'; exit 0; fi\nexit 1\n"
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestDoctorPicksTheCodexFacts: --harness-kind codex, FLOWER_HARNESS_KIND
+// and a --harness whose --version says codex-cli each make the doctor
+// check the Codex facts, and only those; on a stand-in that runs no
+// app-server they fail, and the doctor says so.
+func TestDoctorPicksTheCodexFacts(t *testing.T) {
+	dir := t.TempDir()
+	claudeLike := fakeHarness(t, dir, "h", "2.1.328 (Claude Code)")
+	codexLike := fakeHarness(t, dir, "some-agent", "codex-cli 0.171.0")
+	for _, tc := range []struct {
+		name, kindEnv string
+		args          []string
+	}{
+		{"flag", "", []string{"--harness-kind", "codex", "--harness", claudeLike}},
+		{"environment", "codex", []string{"--harness", claudeLike}},
+		{"detected", "", []string{"--harness", codexLike}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(envHarnessKind, tc.kindEnv)
+			out, err := doctor(t, []string{"PATH=/nonexistent"}, tc.args...)
+			if exitCode(err) != exitFailed {
+				t.Errorf("doctor on a stand-in: %v (exit %d), want exit %d", err, exitCode(err), exitFailed)
+			}
+			for name, l := range factLinesOf(t, out, checkup.CodexFacts()) {
+				if name == checkup.FactSchema && !strings.HasPrefix(l, "✗ ") {
+					t.Errorf("a stand-in with no schema passed: %s", l)
+				}
+			}
+			if !strings.Contains(out, "(the Codex CLI)") || strings.Contains(out, checkup.FactInit) {
+				t.Errorf("not the Codex CLI's checks alone:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestDoctorOnTheRealCodex: every Codex fact holds on the Codex CLI make
+// test installs, checked by a built flower (its own hook), which exits 0.
+func TestDoctorOnTheRealCodex(t *testing.T) {
+	codex := itest.CodexPath(t)
+	cmd := exec.Command(flowerBinary(t), "doctor", "--harness-kind", "codex", "--harness", codex)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TMPDIR=" + os.TempDir()}
+	out, err := cmd.CombinedOutput()
+	t.Logf("flower doctor:\n%s", out)
+	if err != nil {
+		t.Errorf("flower doctor --harness-kind codex: %v", err)
+	}
+	for name, l := range factLinesOf(t, string(out), checkup.CodexFacts()) {
+		if !strings.HasPrefix(l, "✓ ") {
+			t.Errorf("%s does not hold: %s", name, l)
 		}
 	}
 }
