@@ -10,9 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flowerhq/flower/codex"
 	"github.com/flowerhq/flower/codexrpc"
+	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/inbox"
-	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/scriptedresp"
 )
 
@@ -212,12 +213,6 @@ func checkCodexHold(ctx context.Context, c *Checkup) (string, error) {
 	return fmt.Sprintf("two turns at %d, past the person's limit of 100000: no compaction request reached the model", heldContext), nil
 }
 
-// hookCommand is the PreCompact hook of a Codex run, as the Codex front
-// gives it: flower's own, reporting to inbox, answering as Codex obeys.
-func hookCommand(flower, inbox string) string {
-	return levers.Quote(flower, "hook", "precompact", "--inbox", inbox, "--codex")
-}
-
 func checkCodexHook(ctx context.Context, c *Checkup) (string, error) {
 	if c.cfg.Flower == "" {
 		return "", errors.New("no flower executable to run as the hook")
@@ -231,7 +226,7 @@ func checkCodexHook(ctx context.Context, c *Checkup) (string, error) {
 	var input atomic.Int64
 	input.Store(1000)
 	r, err := c.startCodex(ctx, compactingScript(func() int { return int(input.Load()) }), "",
-		codexrpc.HoldOverrides(hookCommand(c.cfg.Flower, box)))
+		codex.Overrides(front.Spec{Hold: &front.Hold{Hook: []string{c.cfg.Flower, "hook", "precompact", "--inbox", box}}}))
 	if err != nil {
 		return "", err
 	}

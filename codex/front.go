@@ -54,7 +54,7 @@ func (l Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, erro
 	tail := &lastLine{log: log}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	c, err := codexrpc.Start(ctx, codexrpc.Config{Binary: s.Path, Dir: s.Dir, Overrides: overrides(s),
+	c, err := codexrpc.Start(ctx, codexrpc.Config{Binary: s.Path, Dir: s.Dir, Overrides: Overrides(s),
 		Args: l.Args, BaseEnv: s.Env, Log: tail, Grace: s.Grace, Logger: log})
 	if err != nil {
 		return nil, withTail(err, tail)
@@ -71,9 +71,10 @@ func (l Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, erro
 	return ss, nil
 }
 
-// overrides are flower's -c settings for a session: the model asked for,
-// and with compaction held, codexrpc.HoldOverrides with flower's hook.
-func overrides(s front.Spec) []string {
+// Overrides are flower's -c settings for a session of s: the model asked
+// for, and with compaction held, codexrpc.HoldOverrides with flower's
+// hook. flower doctor starts Codex with them, as a run does.
+func Overrides(s front.Spec) []string {
 	var out []string
 	if s.Model != "" {
 		out = append(out, "model="+strconv.Quote(s.Model))
