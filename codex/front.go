@@ -64,11 +64,16 @@ func (l Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, erro
 		_ = c.Close()
 		return nil, withTail(err, tail)
 	}
-	ss := &session{c: c, prompt: s.Prompt, log: log, tail: tail, windowKnown: make(chan struct{}),
-		tr: translator{thread: th.ID, model: th.Model, held: s.Hold != nil}}
-	ss.left = []front.Fact{front.Init{SessionID: th.ID, Model: th.Model}}
 	log.Info("codex thread open", "thread", th.ID, "model", th.Model, "resumed", s.Resume != "", "held", s.Hold != nil)
-	return ss, nil
+	return newSession(c, th, s, log, tail), nil
+}
+
+// newSession is the session of thread th on c, its first fact the
+// thread's Init.
+func newSession(c conn, th codexrpc.Thread, s front.Spec, log *slog.Logger, tail *lastLine) *session {
+	return &session{c: c, prompt: s.Prompt, log: log, tail: tail, windowKnown: make(chan struct{}),
+		tr:   translator{thread: th.ID, model: th.Model, held: s.Hold != nil},
+		left: []front.Fact{front.Init{SessionID: th.ID, Model: th.Model}}}
 }
 
 // Overrides are flower's -c settings for a session of s: the model asked
