@@ -191,7 +191,8 @@ func aimockJob(task, compactionAnswer string) []aimockFixture {
 	fs := []aimockFixture{{aimockMatch{UserMessage: scriptedresp.CompactionPrompt},
 		aimockResponse{Content: compactionAnswer, Usage: aimockUsage{InputTokens: 20000, OutputTokens: 100}}}}
 	for k := 1; k <= 2; k++ {
-		fs = append(fs, aimockFixture{aimockMatch{UserMessage: handoffwriter.PromptTag, SequenceIndex: &[]int{k - 1}[0]},
+		nth := k - 1 // the k-th writing turn
+		fs = append(fs, aimockFixture{aimockMatch{UserMessage: handoffwriter.PromptTag, SequenceIndex: &nth},
 			aimockResponse{Content: aimockDocument(k), Usage: aimockUsage{InputTokens: 150000, OutputTokens: 300}}})
 	}
 	climb := []int{30000, 90000, 160000, 160000, 160000, 160000}
