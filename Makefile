@@ -22,7 +22,13 @@ export FLOWER_TEMPORAL_VERSION := $(TEMPORAL_VERSION)
 CODEX_VERSION := 0.171.0
 export FLOWER_CODEX_VERSION := $(CODEX_VERSION)
 
-.PHONY: all build harness agent-sdk temporal codex tools test darwin unit tidy compat compat-harness compat-codex demo chaos fuzz bench bench-e2e clean
+# aimock, a scripted model server the project did not write (npm's
+# @copilotkit/aimock): the Codex CLI runs a job against it as well as
+# against scriptedresp. Cached under ~/.cache/flower/aimock/<version>.
+AIMOCK_VERSION := 1.43.0
+export FLOWER_AIMOCK_VERSION := $(AIMOCK_VERSION)
+
+.PHONY: all build harness agent-sdk temporal codex aimock tools test darwin unit tidy compat compat-harness compat-codex demo chaos fuzz bench bench-e2e clean
 
 all: build
 
@@ -52,6 +58,10 @@ temporal:
 # Installs the pinned Codex CLI (npm, cached) and prints its path.
 codex:
 	@scripts/install-codex.sh
+
+# Installs the pinned aimock (npm, cached) and prints the path of its CLI.
+aimock:
+	@scripts/install-aimock.sh
 
 # tmux: the demo's screen is checked under a real terminal. chromium: a
 # run's page is checked in a real headless browser (integration/pagecheck).
@@ -86,6 +96,8 @@ test: tidy build tools darwin
 	  echo "temporal: $$FLOWER_TEMPORAL_CLI ($$("$$FLOWER_TEMPORAL_CLI" --version))" && \
 	  FLOWER_CODEX="$$(scripts/install-codex.sh)" && export FLOWER_CODEX && \
 	  echo "codex: $$FLOWER_CODEX ($$("$$FLOWER_CODEX" --version))" && \
+	  FLOWER_AIMOCK="$$(scripts/install-aimock.sh)" && export FLOWER_AIMOCK && \
+	  echo "aimock: $$FLOWER_AIMOCK ($(AIMOCK_VERSION))" && \
 	  $(GO) vet ./... && $(GO) vet -tags temporal ./cmd/flower && \
 	  $(GO) test -race -count=1 -timeout 30m ./... && \
 	  $(GO) test -race -count=1 -tags temporal -run 'TestSubmit|TestStepError' ./cmd/flower

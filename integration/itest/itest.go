@@ -133,3 +133,18 @@ func CodexPath(t testing.TB) string {
 	}
 	return p
 }
+
+// AimockPath finds aimock, the scripted model server the project did not
+// write: $FLOWER_AIMOCK, which make test sets (scripts/install-aimock.sh).
+// Without it, or under -short, the test is skipped.
+func AimockPath(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs aimock: make test runs this, make unit does not")
+	}
+	p := os.Getenv("FLOWER_AIMOCK")
+	if p == "" {
+		t.Skip("needs aimock: set FLOWER_AIMOCK (make test does, from scripts/install-aimock.sh)")
+	}
+	return p
+}
