@@ -212,10 +212,7 @@ func TestCodexJobOnAimock(t *testing.T) {
 	bin := itest.CodexPath(t)
 	const task, compacted = "TASK-MARK: port the parser", "COMPACTION-ANSWER-MARK"
 	url := startAimock(t, aimock, aimockJob(task, compacted))
-	// codexEnv reads nothing of its server but the base URL (for the
-	// provider block) and the fake key: a Server value naming aimock's
-	// address points Codex at aimock.
-	env := codexEnv(t, &scriptedresp.Server{URL: url + "/v1"}, codexPersonConfig)
+	env := codexEnv(t, url+"/v1", codexPersonConfig)
 	ws := t.TempDir()
 	runDir := filepath.Join(ws, ".flower", "runs", "codex")
 	code, out := runFlowerCLI(t, env, "--harness", bin, "-C", ws, "--run-dir", runDir, task)

@@ -51,16 +51,16 @@ func codexDone() scriptedresp.Reply {
 }
 
 // codexEnv is flower's environment for a run on the real Codex CLI
-// against api: a HOME, CODEX_HOME with the person's config, and the
+// against the scripted Responses API at baseURL: a HOME, CODEX_HOME with the person's config, and the
 // fake key.
-func codexEnv(t *testing.T, api *scriptedresp.Server, personConfig string) []string {
+func codexEnv(t *testing.T, baseURL string, personConfig string) []string {
 	t.Helper()
 	home := t.TempDir()
 	codexHome := filepath.Join(home, ".codex")
 	if err := os.Mkdir(codexHome, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := api.WriteCodexHome(codexHome, personConfig); err != nil {
+	if err := scriptedresp.WriteCodexHome(codexHome, baseURL, personConfig); err != nil {
 		t.Fatal(err)
 	}
 	var env []string
@@ -72,7 +72,7 @@ func codexEnv(t *testing.T, api *scriptedresp.Server, personConfig string) []str
 		env = append(env, kv)
 	}
 	env = append(env, "HOME="+home, "CODEX_HOME="+codexHome, "FLOWER_HARNESS_KIND=codex", "XDG_STATE_HOME="+filepath.Join(home, "state"))
-	return append(env, api.Env()...)
+	return append(env, scriptedresp.KeyEnv()...)
 }
 
 // codexPersonConfig compacts at 100 000 of a window of 200 000.
@@ -99,7 +99,7 @@ func TestCodexJobOfThreeSessions(t *testing.T) {
 	t.Cleanup(func() { _ = api.Close() })
 	ws := t.TempDir()
 	runDir := filepath.Join(ws, ".flower", "runs", "codex")
-	code, out := runFlowerCLI(t, codexEnv(t, api, codexPersonConfig), "--harness", bin, "-C", ws, "--run-dir", runDir, "TASK-MARK: port the parser")
+	code, out := runFlowerCLI(t, codexEnv(t, api.URL, codexPersonConfig), "--harness", bin, "-C", ws, "--run-dir", runDir, "TASK-MARK: port the parser")
 	if code != 0 {
 		t.Fatalf("flower exited %d:\n%s", code, out)
 	}
@@ -152,7 +152,7 @@ func TestCodexKillThenContinue(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = api.Close() })
-	env := codexEnv(t, api, codexPersonConfig)
+	env := codexEnv(t, api.URL, codexPersonConfig)
 	ws := t.TempDir()
 	runDir := filepath.Join(ws, ".flower", "runs", "codex")
 	args := []string{"--harness", bin, "-C", ws, "--run-dir", runDir}

@@ -18,7 +18,12 @@ const KeyVar = "SCRIPTED_API_KEY"
 // leaves 127.0.0.1. extra is more TOML (e.g. a person's own settings); it
 // must not repeat a key or table written here.
 // Run Codex with CODEX_HOME=dir and Env.
-func (s *Server) WriteCodexHome(dir, extra string) error {
+func (s *Server) WriteCodexHome(dir, extra string) error { return WriteCodexHome(dir, s.URL, extra) }
+
+// WriteCodexHome is Server.WriteCodexHome for any scripted Responses API
+// at baseURL (http://127.0.0.1:PORT/v1), one of another project's too; its
+// key is KeyEnv's.
+func WriteCodexHome(dir, baseURL, extra string) error {
 	conf := fmt.Sprintf(`model = "gpt-5"
 model_provider = "scripted"
 approval_policy = "never"
@@ -36,7 +41,7 @@ stream_max_retries = 0
 
 [features]
 plugins = false
-`, extra, s.URL, KeyVar)
+`, extra, baseURL, KeyVar)
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("write codex config: %w", err)
 	}
@@ -45,6 +50,7 @@ plugins = false
 
 // Env is the environment that hands Codex the fake key. Append it after
 // the parent's environment so it wins.
-func (s *Server) Env() []string {
-	return []string{KeyVar + "=" + APIKey}
-}
+func (s *Server) Env() []string { return KeyEnv() }
+
+// KeyEnv is the environment that hands Codex the fake key.
+func KeyEnv() []string { return []string{KeyVar + "=" + APIKey} }
