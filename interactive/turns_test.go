@@ -214,8 +214,9 @@ func (k *keyLog) got() string {
 func sendSession(ctx context.Context, g *Gate) *session {
 	log := slog.New(slog.DiscardHandler)
 	f := &Front{opts: Options{SubmitTimeout: DefaultSubmitTimeout, Clock: front.WallClock{}}, gate: g, log: log}
-	return &session{f: f, log: log, ctx: ctx, clock: f.opts.Clock, wake: make(chan struct{}, 1), in: newInputs(),
-		u: turns{log: log, submitWithin: DefaultSubmitTimeout}}
+	s := &session{f: f, log: log, ctx: ctx, wake: make(chan struct{}, 1)}
+	s.translate("")
+	return s
 }
 
 // TestSendTypesAfterTheDoublePressWindow: Send's keys on the fake clock: it
