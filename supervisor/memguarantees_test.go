@@ -206,6 +206,21 @@ func (r *memRun) firstPrompt(st *manifest.StepResult, n int) string {
 	return q.Prompt
 }
 
+// checkEnds: the turn ends the front told the engine of, in order, each
+// as "<harness> <how>" (fronttest's Log).
+func (r *memRun) checkEnds(want ...string) {
+	r.t.Helper()
+	var got []string
+	for _, e := range r.front.Log() {
+		if end, ok := strings.CutPrefix(e, "ended "); ok {
+			got = append(got, end)
+		}
+	}
+	if !slices.Equal(got, want) {
+		r.t.Errorf("the front told of the turn ends %q, want %q", got, want)
+	}
+}
+
 func (r *memRun) writings() int {
 	n := 0
 	for _, q := range r.front.Requests() {
@@ -380,6 +395,7 @@ func memIdleWindow(t *testing.T, caps func(*fronttest.Launcher)) {
 	if p := r.front.Procs()[0].Prompts(); len(p) != 2 || !strings.Contains(p[1], handoffwriter.PromptTag) {
 		t.Errorf("the first harness's turns %q: want the task, then the writing prompt", p)
 	}
+	r.checkEnds("1 on its own", "1 on its own", "2 on its own")
 	r.checkLineage(st)
 }
 
@@ -1003,6 +1019,7 @@ func memPersonDriven(t *testing.T, caps func(*fronttest.Launcher)) {
 	if p := procs[0].Prompts(); len(p) != 3 || p[1] != first.PersonNext {
 		t.Errorf("the first harness's turns %q: want the task, the person's turn, the writing prompt", p)
 	}
+	r.checkEnds("1 on its own", "1 interrupted", "1 on its own", "2 on its own")
 	r.checkLineage(st)
 }
 
