@@ -29,7 +29,7 @@ import (
 // before it has decided.
 func TestDecidedBeforeNextFact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ws := filepath.Join(t.TempDir(), "ws")
+		ws := filepath.Join(memTempDir(t), "ws")
 		if err := os.MkdirAll(ws, 0o755); err != nil {
 			t.Fatal(err)
 		}
