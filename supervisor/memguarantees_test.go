@@ -383,6 +383,7 @@ func memGuaranteeTable() []memGuarantee {
 		{"turn timeout", memTurnTimeout},
 		{"handoff now", memHandoffNow},
 		{"a person types the turns (the harness's own screen)", func(t *testing.T) { memPersonDriven(t, personTypes) }},
+		{"the harness's screen marks no turn's end: its idle ends them", func(t *testing.T) { memPersonDriven(t, unmarked) }},
 		{"window moved under an idle session: writes at once", func(t *testing.T) { memIdleWindow(t, personTypes) }},
 		{"application-driven front (the relay's)", func(t *testing.T) { memPersonDriven(t, applicationSends) }},
 		{"application-driven: window moved under an idle session", func(t *testing.T) { memIdleWindow(t, applicationSends) }},
@@ -393,6 +394,20 @@ func memGuaranteeTable() []memGuarantee {
 // own screen (package interactive): a person types the turns, and no
 // harness starts before its first prompt.
 func personTypes(l *fronttest.Launcher) { l.PersonTypes, l.Late = true, true }
+
+// unmarked is personTypes where the harness's transcript marks no end of
+// a turn that ends on its own (no turn_duration line, as while background
+// work it started runs): the interactive front reads each end from the
+// state file's idle (DESIGN.md «Screen turns»).
+func unmarked(l *fronttest.Launcher) {
+	personTypes(l)
+	model := l.Model
+	l.Model = func(r fronttest.Request) fronttest.Round {
+		round := model(r)
+		round.Unmarked = true
+		return round
+	}
+}
 
 // applicationSends gives it the relay's (package relay): an application
 // sends the turns, and no harness starts before its first prompt.
