@@ -860,7 +860,18 @@ func (s *session) result(isError bool, text, terminal, stop string, turns int) {
 }
 
 // screen writes record v as the harness at its own screen states it
-// (package interactive): a line of its transcript file, and its state
+// (Screen); a kill ends the harness.
+func (s *session) screen(v map[string]any) {
+	select {
+	case <-s.kill:
+		panic(errKilled{}) // a killed harness writes nothing more
+	default:
+	}
+	Screen(s.scr, v, !s.unmarked)
+}
+
+// Screen gives tr stdout record v as the harness at its own screen states
+// it (package interactive): a line of its transcript file, and its state
 // file's status. The file spells the session sessionId and the error
 // fields in camel case, and gives each line the harness's version. It has
 // no init line (the state file says busy then), no result (the state file
@@ -868,23 +879,20 @@ func (s *session) result(isError bool, text, terminal, stop string, turns int) {
 // own; an interrupted or refused turn's end is the line before), and
 // none of stdout's own lines (a retry, a rate_limit_event). A subagent's
 // lines go to a file of their own, which the front does not read.
-func (s *session) screen(v map[string]any) {
-	select {
-	case <-s.kill:
-		panic(errKilled{}) // a killed harness writes nothing more
-	default:
-	}
+// marked false: a turn that ends on its own gets no turn_duration line
+// (Round.Unmarked).
+func Screen(tr *interactive.Translation, v map[string]any, marked bool) {
 	switch {
 	case v["subtype"] == "init":
-		s.scr.Status("busy")
+		tr.Status("busy")
 	case v["type"] == "result":
-		if v["terminal_reason"] == "completed" && v["stop_reason"] == "end_turn" && !s.unmarked {
-			s.scr.Line(record(fileLine(map[string]any{"type": "system", "subtype": "turn_duration", "session_id": v["session_id"]})))
+		if v["terminal_reason"] == "completed" && v["stop_reason"] == "end_turn" && marked {
+			tr.Line(record(fileLine(map[string]any{"type": "system", "subtype": "turn_duration", "session_id": v["session_id"]})))
 		}
-		s.scr.Status("idle")
+		tr.Status("idle")
 	case v["subtype"] == "api_retry" || v["type"] == "rate_limit_event" || v["parent_tool_use_id"] != nil:
 	default:
-		s.scr.Line(record(fileLine(v)))
+		tr.Line(record(fileLine(v)))
 	}
 }
 
