@@ -14,14 +14,13 @@
 // this package alone translates them into the seam's vocabulary, with a
 // real front's own translation: a session writes the stream-json lines the
 // harness would, which the headless front's read loop (front.Records)
-// turns into facts; or, where a person types the turns (Launcher.PersonTypes),
-// the lines of the transcript file and the state file's statuses the
+// turns into facts; or, where a person types the turns
+// (Launcher.PersonTypes), the transcript lines and state-file statuses the
 // harness writes at its own screen, which the interactive front's
 // translation (interactive.Translation) turns into facts as its Next does.
 // A change of the seam thus changes the translation and not the scripts.
-// The engine's
-// commands are taken at their word: a Send's kind says whether a request
-// belongs to the writing turn (Request.Writing).
+// The engine's commands are taken at their word: a Send's kind says
+// whether a request belongs to the writing turn (Request.Writing).
 package fronttest
 
 import (
@@ -174,9 +173,10 @@ type Launcher struct {
 	// (Capabilities.StartEarly is false). PersonTypes: a person types the
 	// turns (Capabilities.OutsideTurns and PersonTypes), as at the
 	// harness's own screen, and the sessions are read as the interactive
-	// front reads that screen's harness (see screen). Outside: an application sends the turns
-	// (Capabilities.OutsideTurns alone), as through the relay. NoResume:
-	// the front cannot resume a session (Capabilities.Resumes is false).
+	// front reads that screen's harness (Screen). Outside: an application
+	// sends the turns (Capabilities.OutsideTurns alone), as through the
+	// relay. NoResume: the front cannot resume a session
+	// (Capabilities.Resumes is false).
 	Late, PersonTypes, Outside, NoResume bool
 
 	mu       sync.Mutex
@@ -338,7 +338,7 @@ type session struct {
 	// events is the in-memory pipe of the harness's records; rec reads
 	// it with the headless front's own loop (front.Records). Or, at the
 	// harness's own screen, scr translates what it writes to its files
-	// (screen), as the interactive front does, and rec is nil.
+	// (Screen), as the interactive front does, and rec is nil.
 	events   chan transcript.Event
 	rec      *front.Records
 	scr      *interactive.Translation
