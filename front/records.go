@@ -23,9 +23,12 @@ type Records struct {
 	// tells it of a turn and of an interrupt.
 	mu sync.Mutex
 	tr Translator
-	// running: a turn was sent and its result not yet translated; an
-	// interrupt sent while none runs is no turn's.
-	running bool
+	// running counts the turns sent whose result is not yet translated;
+	// an interrupt sent while none runs is no turn's. A count, not a
+	// flag: a harness that starts a turn of its own (an application's or
+	// a person's) can start it before its last turn's result, read
+	// already, is translated.
+	running int
 	// left are the facts of the record read last not yet returned; eof:
 	// src is closed. Only Next uses them.
 	left []Fact
@@ -79,8 +82,8 @@ func (r *Records) translate(ev *transcript.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.tr.Facts(ev, func(f Fact) {
-		if _, ok := f.(TurnEnded); ok {
-			r.running = false
+		if _, ok := f.(TurnEnded); ok && r.running > 0 {
+			r.running--
 		}
 		r.left = append(r.left, f)
 	})
@@ -92,7 +95,7 @@ func (r *Records) translate(ev *transcript.Event) {
 func (r *Records) Turn(send func() error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.running = true
+	r.running++
 	return send()
 }
 
@@ -102,7 +105,7 @@ func (r *Records) Turn(send func() error) error {
 func (r *Records) Interrupt(send func() error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.running {
+	if r.running > 0 {
 		r.tr.Interrupting()
 	}
 	return send()

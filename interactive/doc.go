@@ -113,10 +113,10 @@
 //   - no end marked, but the state file says "idle" after the turn ran (it
 //     writes no turn_duration when a turn ended otherwise than completed,
 //     or while background work runs) and nothing more is written for
-//     idleSettle: EndedOnOwn when the last reply ended the turn, else
-//     EndedInterrupted after Esc, else EndedError;
-//   - the harness's exit during a turn: EndedInterrupted after Esc, else
-//     EndedError.
+//     idleSettle, or a new prompt comes: EndedOnOwn when the last reply
+//     ended the turn, else EndedInterrupted after Esc, else EndedError;
+//   - the harness's exit during a turn: EndedOnOwn when the last reply
+//     ended the turn, else EndedInterrupted after Esc, else EndedError.
 //
 // A prompt this front typed that does not show up within
 // Options.SubmitTimeout is logged and no longer awaited; the engine hears

@@ -3,6 +3,8 @@ package interactive
 import (
 	"context"
 	"io"
+	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,14 +74,87 @@ func (q *inputs) poke() {
 	}
 }
 
-// Next implements front.Session: the next fact of the input translated
+// Translation is the interactive front's translation as Next runs it: the
+// queue of what the harness stated (its transcript lines, its state file's
+// status, a new session, its exit), each with the moment it was read, and
+// their translation into facts (turns), one input at a time as the engine
+// asks (DESIGN.md «Screen turns»). A session feeds it from the harness's
+// files; package fronttest feeds the same translation scripted lines in
+// memory, on the engine's clock, so that the engine's tests run it.
+type Translation struct {
+	clock front.Clock
+	in    *inputs
+	// mu guards u (and the session's own state beside it).
+	mu sync.Mutex
+	u  turns
+	// Next's own state: the facts of the input translated last not yet
+	// returned; eof: the last input was translated.
+	left []front.Fact
+	eof  bool
+	// esc presses Esc for the turn whose prompt showed up after the
+	// engine asked to end it; taken runs once an input is translated or
+	// something on the clock was done (nil for nothing).
+	esc, taken func()
+}
+
+// NewTranslation is a translation on clock: a typed prompt not in the
+// transcript within submitWithin is given up for lost; resumed, when set,
+// is the session running until a line says otherwise; esc presses Esc
+// (see Typing).
+func NewTranslation(clock front.Clock, log *slog.Logger, submitWithin time.Duration, resumed string, esc func()) *Translation {
+	t := &Translation{clock: clock, in: newInputs(), u: turns{log: log, submitWithin: submitWithin}, esc: esc}
+	if resumed != "" {
+		t.u.resumed(resumed)
+	}
+	return t
+}
+
+// Line queues a transcript line the harness wrote now.
+func (t *Translation) Line(ev transcript.Event) { t.in.add(input{at: t.clock.Now(), ev: &ev}) }
+
+// Status queues what the state file says of the harness now ("busy",
+// "idle", …).
+func (t *Translation) Status(status string) { t.in.add(input{at: t.clock.Now(), status: status}) }
+
+// Exited queues the harness's exit, after which no input follows.
+func (t *Translation) Exited() {
+	t.in.add(input{at: t.clock.Now(), exit: true})
+	t.in.close()
+}
+
+// Interrupt tells the translation the engine ends the running turn: ""
+// when an Esc is to be pressed now, else why none is (turns.interrupt). A
+// turn whose prompt is on its way gets its Esc (esc) when it shows up.
+func (t *Translation) Interrupt() (skip string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.u.interrupt()
+}
+
+// Typing tells the translation the front is typing prompt as a turn of
+// kind; typed, called once the typing is over, says how it went: a prompt
+// that could not be typed is no longer awaited, one typed is awaited for
+// the submit timeout from then on.
+func (t *Translation) Typing(kind front.TurnKind, prompt string) (typed func(error)) {
+	p := &pendingPrompt{kind: kind, text: promptText(strings.Join(PasteChunks(prompt), ""))}
+	t.mu.Lock()
+	t.u.pending = p
+	t.mu.Unlock()
+	return func(err error) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.u.typed(p, err, t.clock.Now())
+	}
+}
+
+// Next is a front.Session's Next: the next fact of the input translated
 // last, or of the next one, translated now, in the order the harness
 // stated them; a turn's end on the clock (the idle sign) comes in its
 // place among them. The engine calls it once it has decided on the fact
 // before, so what its commands did on the way (an Esc pressed, a prompt
 // typed) is the translation's to know before the next input is read
 // (DESIGN.md «Fronts»).
-func (s *session) Next(ctx context.Context) (front.Fact, error) {
+func (s *Translation) Next(ctx context.Context) (front.Fact, error) {
 	for len(s.left) == 0 {
 		if s.eof {
 			return nil, io.EOF
@@ -97,7 +172,7 @@ func (s *session) Next(ctx context.Context) (front.Fact, error) {
 // step translates what comes next: what waits on the clock, if it is due
 // before the next input (or now, with none queued); else the next input;
 // else it waits for either until ctx is done.
-func (s *session) step(ctx context.Context) error {
+func (s *Translation) step(ctx context.Context) error {
 	for {
 		in, ok, closed := s.in.peek()
 		s.mu.Lock()
@@ -127,7 +202,7 @@ func (s *session) step(ctx context.Context) error {
 
 // await waits for an input, the moment next (zero for none) on the clock,
 // or ctx's end.
-func (s *session) await(ctx context.Context, next time.Time) error {
+func (s *Translation) await(ctx context.Context, next time.Time) error {
 	var due <-chan time.Time
 	if !next.IsZero() {
 		t := s.clock.NewTimer(next.Sub(s.clock.Now()))
@@ -147,16 +222,16 @@ func (s *session) await(ctx context.Context, next time.Time) error {
 }
 
 // dueAt runs what waits on the clock, at now (turns.due).
-func (s *session) dueAt(now time.Time) {
+func (s *Translation) dueAt(now time.Time) {
 	s.mu.Lock()
 	s.left = append(s.left, s.u.due(now)...)
 	s.mu.Unlock()
-	s.nudge()
+	s.afterTake()
 }
 
 // take translates one input, and presses the Esc a turn whose prompt was
 // on its way is due.
-func (s *session) take(in input) {
+func (s *Translation) take(in input) {
 	esc := false
 	s.mu.Lock()
 	switch {
@@ -173,11 +248,14 @@ func (s *session) take(in input) {
 		s.left = append(s.left, s.u.exited()...)
 	}
 	s.mu.Unlock()
-	s.nudge() // follow's key release and exit keys look at the translation
-	if esc {
-		s.log.Info("ending the turn: Esc, now that its prompt showed up")
-		if err := s.f.gate.Type([]byte(keyEsc)); err != nil {
-			s.log.Debug("esc", "err", err)
-		}
+	s.afterTake()
+	if esc && s.esc != nil {
+		s.esc()
+	}
+}
+
+func (s *Translation) afterTake() {
+	if s.taken != nil {
+		s.taken()
 	}
 }

@@ -81,11 +81,10 @@ type session struct {
 	cfg sessionConfig
 	ctx context.Context
 
-	in *inputs // what follow read, to Next
-	// Next's own state: the facts of the input translated last not yet
-	// returned; eof: the last input was translated.
-	left []front.Fact
-	eof  bool
+	// Translation is Next's: what follow read, and its translation
+	// (turns), on the engine's clock (Options.Clock); every wait below
+	// runs on that clock. Its mu guards the session's state below too.
+	*Translation
 	wake chan struct{} // a command changed what follow waits for
 	done chan struct{} // follow has returned
 
@@ -98,11 +97,7 @@ type session struct {
 	released  bool // the person's keys go to this harness
 	status    string
 
-	clock front.Clock // the engine's (Options.Clock): every wait below runs on it
-
-	mu   sync.Mutex
-	u    turns // the translation (turns.go)
-	held bool  // an engine's command holds the person's keys
+	held bool // an engine's command holds the person's keys
 	// busy is open while the state file says the harness is at work
 	// (working): closed then, and nil. A prompt is not typed into it
 	// meanwhile (see Send).
@@ -119,16 +114,26 @@ var (
 )
 
 func newSession(ctx context.Context, f *Front, p *proc, log *slog.Logger, cfg sessionConfig) *session {
-	s := &session{f: f, p: p, log: log, cfg: cfg, ctx: ctx, typed: cfg.typed, clock: f.opts.Clock,
-		u:  turns{log: log, submitWithin: f.opts.SubmitTimeout},
-		in: newInputs(), wake: make(chan struct{}, 1), done: make(chan struct{})}
-	if cfg.resumed != "" {
-		// The resumed session is the one running until a line says
-		// otherwise.
-		s.u.resumed(cfg.resumed)
-	}
+	s := &session{f: f, p: p, log: log, cfg: cfg, ctx: ctx, typed: cfg.typed, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s.translate(cfg.resumed)
 	go f.guard(s.follow)
 	return s
+}
+
+// translate gives s its translation, on the engine's clock: resumed, when
+// set, is the session running until a line says otherwise.
+func (s *session) translate(resumed string) {
+	s.Translation = NewTranslation(s.f.opts.Clock, s.log, s.f.opts.SubmitTimeout, resumed, s.pressEsc)
+	s.taken = s.nudge // follow's key release and exit keys look at the translation
+}
+
+// pressEsc ends the turn whose prompt showed up after the engine asked to
+// end it.
+func (s *session) pressEsc() {
+	s.log.Info("ending the turn: Esc, now that its prompt showed up")
+	if err := s.f.gate.Type([]byte(keyEsc)); err != nil {
+		s.log.Debug("esc", "err", err)
+	}
 }
 
 // Begin implements front.Session: the first prompt went to the harness at
@@ -175,8 +180,8 @@ func (s *session) interrupt(purpose string) error {
 	s.f.gate.Hold()
 	s.mu.Lock()
 	s.held = true
-	skip := s.u.interrupt()
 	s.mu.Unlock()
+	skip := s.Interrupt()
 	if skip != "" {
 		s.log.Info("ending the turn: no key needed", "for", purpose, "why", skip)
 		return nil
@@ -197,10 +202,9 @@ func (s *session) interrupt(purpose string) error {
 // would, which ends with its own TurnEnded.
 func (s *session) Send(t front.Turn) error {
 	s.f.gate.Hold()
-	p := &pendingPrompt{kind: t.Kind, text: promptText(strings.Join(PasteChunks(t.Prompt), ""))}
+	typed := s.Typing(t.Kind, t.Prompt)
 	s.mu.Lock()
 	s.held = true
-	s.u.pending = p
 	s.mu.Unlock()
 	err := s.whenIdle()
 	clears := 1
@@ -218,9 +222,9 @@ func (s *session) Send(t front.Turn) error {
 		}
 	}
 	if err == nil {
-		err = s.submit(p, t.Prompt)
+		err = s.submit(typed, t.Prompt)
 	} else {
-		s.settleTyping(p, err)
+		typed(err)
 	}
 	s.nudge()
 	if err != nil {
@@ -429,7 +433,7 @@ func (s *session) due(now time.Time) {
 
 // exited says the harness is gone: what its exit ended is Next's to
 // translate (turns.exited).
-func (s *session) exited() { s.in.add(input{at: s.clock.Now(), exit: true}) }
+func (s *session) exited() { s.Exited() }
 
 // drain stops following and queues the lines still unread.
 func (s *session) drain() {
@@ -487,7 +491,7 @@ func (s *session) sawStatus(status string) {
 		close(s.busy)
 		s.busy = nil
 	}
-	s.in.add(input{at: s.clock.Now(), status: status})
+	s.Status(status)
 }
 
 // locate starts following the transcript once it can be found.
@@ -532,7 +536,7 @@ func (s *session) switchSession(sid string) {
 
 // read queues one transcript line for Next to translate.
 func (s *session) read(ev *transcript.Event) {
-	s.in.add(input{at: s.clock.Now(), ev: ev})
+	s.Line(*ev)
 }
 
 // isPrompt: a user line that starts a turn, typed by someone: not a tool's
@@ -557,30 +561,23 @@ func promptArrived(typed, text string) bool {
 	return got == typed || (typed != "" && strings.Contains(got, typed))
 }
 
-// submit types the pending prompt p and submits it; once typed, it must
-// show up in the transcript within Options.SubmitTimeout (see Send).
-func (s *session) submit(p *pendingPrompt, prompt string) error {
+// submit types prompt and submits it, and tells typed how it went; once
+// typed, it must show up in the transcript within Options.SubmitTimeout
+// (see Send).
+func (s *session) submit(typed func(error), prompt string) error {
 	err := Typist{Type: s.f.gate.Type, Gap: pasteGap, Settle: settle, Clock: s.clock}.Submit(s.ctx, prompt)
-	s.settleTyping(p, err)
+	typed(err)
 	return err
-}
-
-// settleTyping records how typing p went: a prompt that could not be typed is no
-// longer awaited; one typed is awaited until its deadline.
-func (s *session) settleTyping(p *pendingPrompt, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.u.typed(p, err, s.clock.Now())
 }
 
 // typeFirst types a first prompt too long for the command line.
 func (s *session) typeFirst(prompt string) {
 	s.f.gate.Hold()
-	p := &pendingPrompt{kind: front.TurnWork, text: promptText(strings.Join(PasteChunks(prompt), ""))}
+	typed := s.Typing(front.TurnWork, prompt)
 	s.mu.Lock()
-	s.typed, s.u.pending = "", p
+	s.typed = ""
 	s.mu.Unlock()
-	err := s.submit(p, prompt)
+	err := s.submit(typed, prompt)
 	// The person's keys follow once its request is answered (due).
 	if err != nil {
 		s.log.Error("type the first prompt", "err", err)

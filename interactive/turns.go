@@ -59,6 +59,7 @@ type turnRun struct {
 	lastText string // text of its latest reply that had some
 	esc      bool   // the front pressed Esc for it
 	busy     bool   // the state file said the harness was at work during it
+	idled    bool   // the state file said idle after it ran (see sawStatus)
 }
 
 // pendingPrompt is a prompt the front typed, on its way to the transcript.
@@ -155,7 +156,7 @@ func (u *turns) sawStatus(status string, now time.Time) {
 		t.busy = true
 		u.idleAt = time.Time{}
 	case status == "idle" && (t.busy || t.lastStop == "end_turn") && u.idleAt.IsZero():
-		u.idleAt = now.Add(idleSettle)
+		u.idleAt, t.idled = now.Add(idleSettle), true
 	}
 }
 
@@ -185,7 +186,8 @@ func (u *turns) endTurn(how front.Ending, text, detail string, lim *transcript.L
 }
 
 // exited ends what the harness's exit ended: a turn still running (its
-// transcript marked no end before the harness went).
+// transcript marked no end before the harness went), on its own if its
+// last reply ended it.
 func (u *turns) exited() []front.Fact {
 	t := u.turn
 	if t == nil {
@@ -196,6 +198,11 @@ func (u *turns) exited() []front.Fact {
 			u.log.Info("the harness's cost at its exit", "cost_usd", u.cost)
 		}
 		return nil
+	}
+	if t.lastStop == "end_turn" {
+		// Its last reply ended it; the harness went before its
+		// transcript marked the end (see endOnIdle).
+		return []front.Fact{u.endTurn(front.EndedOnOwn, t.lastText, "exited after the last reply, with no turn_duration line", nil)}
 	}
 	how := front.EndedError
 	if t.esc {
@@ -270,6 +277,12 @@ func (u *turns) user(ev *transcript.Event, add func(front.Fact)) (esc bool) {
 			add(u.endTurn(front.EndedInterrupted, "", text, nil))
 		}
 	case isPrompt(ev, text):
+		if t := u.turn; t != nil && t.idled {
+			// The harness said idle after the running turn, and a new
+			// prompt came before its transcript marked that turn's end:
+			// the turn is over, as the idle sign would have told.
+			add(u.endOnIdle(t))
+		}
 		if p := u.pending; p != nil && promptArrived(p.text, text) {
 			u.pending = nil
 			u.log.Info("the typed prompt arrived; its turn runs", "turn", p.kind.String())

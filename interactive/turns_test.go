@@ -166,6 +166,21 @@ func TestTurnsFromWhatTheHarnessStates(t *testing.T) {
 			{at: 200 * ms, line: replyLine("m1", "running a tool", "tool_use")},
 			{at: 300 * ms, cut: true, wantEsc: true}, {at: 2 * time.Second, exit: true},
 		}, []ended{{2 * time.Second, front.EndedInterrupted, "exited"}}},
+		{"a prompt after the idle sign ends the turn its transcript did not mark", []step{
+			{at: 0, status: "busy"}, {at: 10 * ms, line: promptLine("go on")},
+			{at: 200 * ms, line: replyLine("m1", "first", "end_turn")}, {at: 250 * ms, status: "idle"},
+			{at: 400 * ms, status: "busy"}, {at: 410 * ms, line: promptLine("and then")},
+			{at: 600 * ms, line: replyLine("m2", "second", "end_turn")}, {at: 610 * ms, line: turnDurationLine},
+		}, []ended{{410 * ms, front.EndedOnOwn, "first"}, {610 * ms, front.EndedOnOwn, "second"}}},
+		{"a prompt with no idle before it is the same turn's", []step{
+			{at: 0, status: "busy"}, {at: 10 * ms, line: promptLine("go on")},
+			{at: 200 * ms, line: replyLine("m1", "first", "end_turn")}, {at: 410 * ms, line: promptLine("and then")},
+			{at: 600 * ms, line: replyLine("m2", "second", "end_turn")}, {at: 610 * ms, line: turnDurationLine},
+		}, []ended{{610 * ms, front.EndedOnOwn, "second"}}},
+		{"the exit after the last reply, with no end marked, ends it on its own", []step{
+			{at: 0, status: "busy"}, {at: 10 * ms, line: promptLine("go on")},
+			{at: 200 * ms, line: replyLine("m1", "done", "end_turn")}, {at: 300 * ms, exit: true},
+		}, []ended{{300 * ms, front.EndedOnOwn, "done"}}},
 		{"a typed prompt that never shows up makes no turn end; shown late, it is a turn", []step{
 			{at: 0, send: "LOST"}, {at: time.Minute, status: "busy"},
 			{at: time.Minute + 10*ms, line: promptLine("LOST")},
@@ -214,8 +229,9 @@ func (k *keyLog) got() string {
 func sendSession(ctx context.Context, g *Gate) *session {
 	log := slog.New(slog.DiscardHandler)
 	f := &Front{opts: Options{SubmitTimeout: DefaultSubmitTimeout, Clock: front.WallClock{}}, gate: g, log: log}
-	return &session{f: f, log: log, ctx: ctx, clock: f.opts.Clock, wake: make(chan struct{}, 1), in: newInputs(),
-		u: turns{log: log, submitWithin: DefaultSubmitTimeout}}
+	s := &session{f: f, log: log, ctx: ctx, wake: make(chan struct{}, 1)}
+	s.translate("")
+	return s
 }
 
 // TestSendTypesAfterTheDoublePressWindow: Send's keys on the fake clock: it

@@ -30,6 +30,7 @@ import (
 	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
+	"github.com/flowerhq/flower/trust"
 )
 
 const (
@@ -109,6 +110,11 @@ type memRun struct {
 	runDir string
 	front  *fronttest.Launcher
 	job    *memJob
+	// trust is the row's own trust store, that of every runtime of the
+	// row: the store every Runtime opens without one (TestMain's) would
+	// hold the records of every row run before, and each row would read
+	// and rewrite them all.
+	trust *trust.Store
 
 	mu     sync.Mutex
 	events []Event
@@ -116,13 +122,37 @@ type memRun struct {
 
 func newMemRun(t *testing.T, plans [][]fronttest.Round, handoff func(int) fronttest.Round) *memRun {
 	t.Helper()
-	ws := filepath.Join(t.TempDir(), "ws")
+	dir := memTempDir(t)
+	ws := filepath.Join(dir, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := &memRun{t: t, ws: ws, runDir: filepath.Join(ws, ".flower", "runs", "guar"), job: &memJob{plans: plans, handoff: handoff}}
+	store, err := trust.Open([]string{"XDG_STATE_HOME=" + filepath.Join(dir, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &memRun{t: t, ws: ws, runDir: filepath.Join(ws, ".flower", "runs", "guar"), job: &memJob{plans: plans, handoff: handoff}, trust: store}
 	r.front = &fronttest.Launcher{Model: r.job.model, Window: 200_000, Floor: 1_000, ResultWindow: 200_000}
 	return r
+}
+
+// memTempDir is a row's directory. The rows write their manifest, notes
+// and trust store for real, and each write syncs (package atomicfile): on
+// a disk those syncs are most of a row's time, so the directory is on the
+// file system in memory where the machine has one (/dev/shm), which is a
+// file system all the same (its renames, links, modes and locks), only
+// with no disk under its syncs. Elsewhere it is t.TempDir.
+func memTempDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("/dev/shm", "flower-mem-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	return dir
 }
 
 // window: the policy flower's --window gives.
@@ -135,6 +165,9 @@ func (r *memRun) runtime(opts Options) *Runtime {
 	opts.Workspace, opts.RunDir, opts.Workbench, opts.Front = r.ws, r.runDir, true, r.front
 	opts.HarnessPath = "claude"
 	opts.InboxPostsOnly = true // a file watch would keep the bubble's clock from moving
+	if opts.Trust == nil {
+		opts.Trust = r.trust
+	}
 	if opts.Env == nil {
 		opts.Env = []string{"HOME=" + r.ws}
 	}
@@ -206,6 +239,21 @@ func (r *memRun) firstPrompt(st *manifest.StepResult, n int) string {
 	return q.Prompt
 }
 
+// checkEnds: the turn ends the front told the engine of, in order, each
+// as "<harness> <how>" (fronttest's Log).
+func (r *memRun) checkEnds(want ...string) {
+	r.t.Helper()
+	var got []string
+	for _, e := range r.front.Log() {
+		if end, ok := strings.CutPrefix(e, "ended "); ok {
+			got = append(got, end)
+		}
+	}
+	if !slices.Equal(got, want) {
+		r.t.Errorf("the front told of the turn ends %q, want %q", got, want)
+	}
+}
+
 func (r *memRun) writings() int {
 	n := 0
 	for _, q := range r.front.Requests() {
@@ -225,7 +273,9 @@ type memGuarantee struct {
 // TestMemGuarantees is the guarantees table under the fake clock. It walks
 // the engine's transition table too (DESIGN.md «Engine states»): a move
 // the table lacks panics in enter, and, when every row ran, each row of
-// the transition table was taken by some row here.
+// the transition table was taken by some row here. The rows run in
+// parallel, each in a bubble of its own, with nothing shared but the
+// walk.
 func TestMemGuarantees(t *testing.T) {
 	walk := listenTransitions(t)
 	rows := memGuaranteeTable()
@@ -233,6 +283,7 @@ func TestMemGuarantees(t *testing.T) {
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			ran++
+			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				defer memWatchdog().Stop()
 				row.run(t)
@@ -242,11 +293,13 @@ func TestMemGuarantees(t *testing.T) {
 	if ran < len(rows) {
 		return // a -run filter: the walk is of the whole table
 	}
-	for _, tr := range transitions {
-		if walk.seen(tr) == 0 {
-			t.Errorf("no row takes the transition from %q on %q to %q", tr.from, tr.cause, tr.to)
+	t.Cleanup(func() { // once every row ran
+		for _, tr := range transitions {
+			if walk.seen(tr) == 0 {
+				t.Errorf("no row takes the transition from %q on %q to %q", tr.from, tr.cause, tr.to)
+			}
 		}
-	}
+	})
 }
 
 // transitionWalk counts the transition table's rows taken.
@@ -330,6 +383,7 @@ func memGuaranteeTable() []memGuarantee {
 		{"turn timeout", memTurnTimeout},
 		{"handoff now", memHandoffNow},
 		{"a person types the turns (the harness's own screen)", func(t *testing.T) { memPersonDriven(t, personTypes) }},
+		{"the harness's screen marks no turn's end: its idle ends them", func(t *testing.T) { memPersonDriven(t, unmarked) }},
 		{"window moved under an idle session: writes at once", func(t *testing.T) { memIdleWindow(t, personTypes) }},
 		{"application-driven front (the relay's)", func(t *testing.T) { memPersonDriven(t, applicationSends) }},
 		{"application-driven: window moved under an idle session", func(t *testing.T) { memIdleWindow(t, applicationSends) }},
@@ -340,6 +394,20 @@ func memGuaranteeTable() []memGuarantee {
 // own screen (package interactive): a person types the turns, and no
 // harness starts before its first prompt.
 func personTypes(l *fronttest.Launcher) { l.PersonTypes, l.Late = true, true }
+
+// unmarked is personTypes where the harness's transcript marks no end of
+// a turn that ends on its own (no turn_duration line, as while background
+// work it started runs): the interactive front reads each end from the
+// state file's idle (DESIGN.md «Screen turns»).
+func unmarked(l *fronttest.Launcher) {
+	personTypes(l)
+	model := l.Model
+	l.Model = func(r fronttest.Request) fronttest.Round {
+		round := model(r)
+		round.Unmarked = true
+		return round
+	}
+}
 
 // applicationSends gives it the relay's (package relay): an application
 // sends the turns, and no harness starts before its first prompt.
@@ -380,6 +448,7 @@ func memIdleWindow(t *testing.T, caps func(*fronttest.Launcher)) {
 	if p := r.front.Procs()[0].Prompts(); len(p) != 2 || !strings.Contains(p[1], handoffwriter.PromptTag) {
 		t.Errorf("the first harness's turns %q: want the task, then the writing prompt", p)
 	}
+	r.checkEnds("1 on its own", "1 on its own", "2 on its own")
 	r.checkLineage(st)
 }
 
@@ -1003,6 +1072,7 @@ func memPersonDriven(t *testing.T, caps func(*fronttest.Launcher)) {
 	if p := procs[0].Prompts(); len(p) != 3 || p[1] != first.PersonNext {
 		t.Errorf("the first harness's turns %q: want the task, the person's turn, the writing prompt", p)
 	}
+	r.checkEnds("1 on its own", "1 interrupted", "1 on its own", "2 on its own")
 	r.checkLineage(st)
 }
 

@@ -254,6 +254,7 @@ func memLimitShown(t *testing.T) {
 	if p := r.front.Procs()[0].Prompts(); len(p) != 2 || p[1] != lim.PersonNext {
 		t.Errorf("the harness's turns %q: want the task, then the person's", p)
 	}
+	r.checkEnds("1 limit", "1 on its own")
 }
 
 // memLimitDied: a harness that exits while a limit is waited out is a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,6 +12,8 @@ import (
 	"testing/synctest"
 
 	"github.com/flowerhq/flower/front"
+	"github.com/flowerhq/flower/front/fronttest"
+	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/transcript"
 )
@@ -27,13 +30,30 @@ import (
 // the step would end there with nothing handed off. The front also counts
 // a fact asked for while the round awaits its cut: the engine must not ask
 // before it has decided.
+//
+// The same holds of the interactive front's translation (the harness's own
+// screen, fronttest's too): its harness has written the turn to its
+// transcript, the round over the threshold and then the error reply the
+// screen shows for a request cut short. Translated after the engine's cut
+// (its Esc), that reply is the cut turn's interrupted end; translated
+// before, the turn's error.
 func TestDecidedBeforeNextFact(t *testing.T) {
+	for _, screen := range []bool{false, true} {
+		name := "stream-json records"
+		if screen {
+			name = "the harness's own screen"
+		}
+		t.Run(name, func(t *testing.T) { decidedBeforeNextFact(t, screen) })
+	}
+}
+
+func decidedBeforeNextFact(t *testing.T, screen bool) {
 	synctest.Test(t, func(t *testing.T) {
-		ws := filepath.Join(t.TempDir(), "ws")
+		ws := filepath.Join(memTempDir(t), "ws")
 		if err := os.MkdirAll(ws, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		fr := &aheadFront{}
+		fr := &aheadFront{screen: screen}
 		rt, err := New(Options{Workspace: ws, RunDir: filepath.Join(ws, ".flower", "runs", "order"), Workbench: true,
 			Front: fr, HarnessPath: "claude", Env: []string{"HOME=" + ws}, InboxPostsOnly: true, Handoff: window(200_000)})
 		if err != nil {
@@ -60,8 +80,11 @@ func TestDecidedBeforeNextFact(t *testing.T) {
 
 // aheadFront is a stream-json front, read with front.Records, whose
 // harness writes each turn's records at once, before the engine reads
-// them.
+// them; with screen, the front of the harness's own screen, read with the
+// interactive front's translation, whose harness writes each turn to its
+// transcript at once (fronttest.Screen).
 type aheadFront struct {
+	screen   bool
 	mu       sync.Mutex
 	launched int
 	cuts     int
@@ -70,7 +93,9 @@ type aheadFront struct {
 	early int
 }
 
-func (f *aheadFront) Capabilities() front.Capabilities { return front.Capabilities{Resumes: true} }
+func (f *aheadFront) Capabilities() front.Capabilities {
+	return front.Capabilities{Resumes: true, OutsideTurns: f.screen, PersonTypes: f.screen}
+}
 
 func (f *aheadFront) Launch(ctx context.Context, s front.Spec) (front.Session, error) {
 	f.mu.Lock()
@@ -78,7 +103,13 @@ func (f *aheadFront) Launch(ctx context.Context, s front.Spec) (front.Session, e
 	n := f.launched
 	f.mu.Unlock()
 	ch := make(chan transcript.Event, 64)
-	return &aheadSession{f: f, n: n, sid: fmt.Sprintf("ahead-%d", n), ch: ch, rec: front.NewRecords(ch)}, nil
+	as := &aheadSession{f: f, n: n, sid: fmt.Sprintf("ahead-%d", n), prompt: s.Prompt, ch: ch, rec: front.NewRecords(ch)}
+	if f.screen {
+		// An Esc the translation presses itself (for a turn cut while its
+		// prompt was on its way) is a cut too.
+		as.scr = interactive.NewTranslation(front.WallClock{}, slog.New(slog.DiscardHandler), interactive.DefaultSubmitTimeout, "", as.esc)
+	}
+	return as, nil
 }
 
 type aheadSession struct {
@@ -87,8 +118,10 @@ type aheadSession struct {
 	crossing bool
 	n        int
 	sid      string
+	prompt   string // the first prompt, given at launch
 	ch       chan transcript.Event
 	rec      *front.Records
+	scr      *interactive.Translation // the screen's, or nil
 	closed   sync.Once
 }
 
@@ -100,7 +133,13 @@ func (s *aheadSession) Next(ctx context.Context) (front.Fact, error) {
 		s.f.early++
 	}
 	s.f.mu.Unlock()
-	f, err := s.rec.Next(ctx)
+	var f front.Fact
+	var err error
+	if s.scr != nil {
+		f, err = s.scr.Next(ctx)
+	} else {
+		f, err = s.rec.Next(ctx)
+	}
 	if r, ok := f.(front.Round); ok && r.Context >= 160_000 && s.n == 1 {
 		s.f.mu.Lock()
 		s.crossing = true
@@ -108,30 +147,60 @@ func (s *aheadSession) Next(ctx context.Context) (front.Fact, error) {
 	}
 	return f, err
 }
-func (s *aheadSession) Begin() error { return s.Send(front.Turn{Kind: front.TurnWork}) }
 
-// Send writes the whole turn: the first generation's work turn crosses the
-// threshold in a tool call and its result follows at once; its writing
-// turn writes the handoff; the successor's turn ends the task.
+// Begin writes the first turn; on the screen its prompt was given at
+// launch.
+func (s *aheadSession) Begin() error {
+	if s.scr != nil {
+		return s.turn(front.Turn{Kind: front.TurnWork, Prompt: s.prompt})
+	}
+	return s.Send(front.Turn{Kind: front.TurnWork})
+}
+
+// Send writes the whole turn; the front of the screen types its prompt.
 func (s *aheadSession) Send(t front.Turn) error {
-	return s.rec.Turn(func() error {
-		s.write(map[string]any{"type": "system", "subtype": "init", "session_id": s.sid, "model": "claude-mem-1"})
-		switch {
-		case t.Kind == front.TurnWriting:
-			s.write(s.reply("w", 160_500, memHandoff(0).Text, "end_turn", nil))
-			s.write(s.result("end_turn"))
-		case s.n == 1:
-			s.write(s.reply("a", 20_000, "looking", "tool_use", bash("toolu_1", "ls")))
-			s.write(map[string]any{"type": "user", "session_id": s.sid, "parent_tool_use_id": nil,
-				"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}}}})
-			s.write(s.reply("b", 160_000, "running make", "tool_use", bash("toolu_2", "make")))
-			s.write(s.result(nil))
-		default:
-			s.write(s.reply("c", 20_000, "All done: the task is complete.", "end_turn", nil))
-			s.write(s.result("end_turn"))
+	if s.scr != nil {
+		s.scr.Typing(t.Kind, t.Prompt)(nil)
+		return s.turn(t)
+	}
+	return s.rec.Turn(func() error { return s.turn(t) })
+}
+
+// turn writes the whole turn t: the first generation's work turn crosses
+// the threshold in a tool call and its result follows at once; its writing
+// turn writes the handoff; the successor's turn ends the task, and on the
+// screen the person then ends the harness. The screen's transcript has the
+// prompt, and, where the request over the threshold was cut short, the
+// error reply the screen shows for it.
+func (s *aheadSession) turn(t front.Turn) error {
+	s.write(map[string]any{"type": "system", "subtype": "init", "session_id": s.sid, "model": "claude-mem-1"})
+	if s.scr != nil {
+		s.write(map[string]any{"type": "user", "session_id": s.sid, "parent_tool_use_id": nil,
+			"message": map[string]any{"role": "user", "content": t.Prompt}})
+	}
+	switch {
+	case t.Kind == front.TurnWriting:
+		s.write(s.reply("w", 160_500, memHandoff(0).Text, "end_turn", nil))
+		s.write(s.result("end_turn"))
+	case s.n == 1:
+		s.write(s.reply("a", 20_000, "looking", "tool_use", bash("toolu_1", "ls")))
+		s.write(map[string]any{"type": "user", "session_id": s.sid, "parent_tool_use_id": nil,
+			"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}}}})
+		s.write(s.reply("b", 160_000, "running make", "tool_use", bash("toolu_2", "make")))
+		if s.scr != nil {
+			s.write(map[string]any{"type": "assistant", "session_id": s.sid, "parent_tool_use_id": nil, "is_api_error_message": true,
+				"error": "unknown", "message": map[string]any{"id": "synthetic", "model": "<synthetic>",
+					"content": []any{map[string]any{"type": "text", "text": "API Error: Request was aborted."}}}})
 		}
-		return nil
-	})
+		s.write(s.result(nil))
+	default:
+		s.write(s.reply("c", 20_000, "All done: the task is complete.", "end_turn", nil))
+		s.write(s.result("end_turn"))
+		if s.scr != nil {
+			s.close()
+		}
+	}
+	return nil
 }
 
 func bash(id, cmd string) []any {
@@ -146,11 +215,19 @@ func (s *aheadSession) reply(id string, ctx int, text, stop string, tools []any)
 }
 
 func (s *aheadSession) result(stop any) map[string]any {
-	return map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": "", "session_id": s.sid,
+	r := map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": "", "session_id": s.sid,
 		"total_cost_usd": 0.01, "num_turns": 1, "stop_reason": stop}
+	if stop == "end_turn" {
+		r["terminal_reason"] = "completed"
+	}
+	return r
 }
 
 func (s *aheadSession) write(v map[string]any) {
+	if s.scr != nil {
+		fronttest.Screen(s.scr, v, true)
+		return
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err)
@@ -167,15 +244,38 @@ func (s *aheadSession) StopTool() error { return s.interrupt() }
 func (s *aheadSession) Cancel() error   { return s.interrupt() }
 
 func (s *aheadSession) interrupt() error {
+	if s.scr != nil {
+		if s.scr.Interrupt() == "" {
+			s.esc()
+		}
+		return nil
+	}
 	return s.rec.Interrupt(func() error {
-		s.f.mu.Lock()
-		s.f.cuts++
-		s.f.mu.Unlock()
+		s.esc()
 		return nil
 	})
 }
 
+// esc is the harness's interrupt, counted.
+func (s *aheadSession) esc() {
+	s.f.mu.Lock()
+	s.f.cuts++
+	s.f.mu.Unlock()
+}
+
 func (s *aheadSession) EndAfterTurn() error { s.close(); return nil }
 func (s *aheadSession) Stop()               { s.close() }
-func (s *aheadSession) close()              { s.closed.Do(func() { close(s.ch) }) }
-func (s *aheadSession) Exit() front.Exit    { return front.Exit{Why: "the harness exited"} }
+func (s *aheadSession) close() {
+	s.closed.Do(func() {
+		if s.scr != nil {
+			s.scr.Exited()
+			return
+		}
+		close(s.ch)
+	})
+}
+
+// Exit: on the screen, the person ended the harness.
+func (s *aheadSession) Exit() front.Exit {
+	return front.Exit{Why: "the harness exited", ByPerson: s.scr != nil}
+}

@@ -11,12 +11,16 @@
 // Scripts speak of what a harness does (a round of 150k on the main thread,
 // a tool that runs for ten minutes, a writing turn that answers with a
 // document, an overflow, a crash), never of the facts the seam carries:
-// this package alone translates them into the seam's vocabulary (a session
-// writes the stream-json lines the harness would, and a front.Translator
-// turns them into facts, as the headless front does), so that a change of
-// the seam changes the translation and not the scripts. The engine's
-// commands are taken at their word: a Send's kind says whether a request
-// belongs to the writing turn (Request.Writing).
+// this package alone translates them into the seam's vocabulary, with a
+// real front's own translation: a session writes the stream-json lines the
+// harness would, which the headless front's read loop (front.Records)
+// turns into facts; or, where a person types the turns
+// (Launcher.PersonTypes), the transcript lines and state-file statuses the
+// harness writes at its own screen, which the interactive front's
+// translation (interactive.Translation) turns into facts as its Next does.
+// A change of the seam thus changes the translation and not the scripts.
+// The engine's commands are taken at their word: a Send's kind says
+// whether a request belongs to the writing turn (Request.Writing).
 package fronttest
 
 import (
@@ -25,6 +29,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -34,9 +39,13 @@ import (
 
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/transcript"
 )
+
+// version is the harness's version its records give.
+const version = "2.1.328"
 
 // Model answers the main thread's requests of every session a Launcher
 // starts: one Round per request, as an API answers one response per
@@ -101,6 +110,11 @@ type Round struct {
 	// Malformed are lines that are not records, written before the
 	// response: a front drops and counts them (front.Exit.Skipped).
 	Malformed []string
+	// Unmarked: at its own screen (Launcher.PersonTypes), the harness
+	// writes no turn_duration line for the turn this round ends, as it
+	// leaves it out while background work it started runs: only its state
+	// file's idle says the turn is over.
+	Unmarked bool
 	// Crash: the harness dies instead of answering (half a line, exit
 	// status 3). Hang: it never answers, ignoring interrupts, until it
 	// is stopped.
@@ -158,9 +172,11 @@ type Launcher struct {
 	// Late: the front cannot start a harness before its first prompt
 	// (Capabilities.StartEarly is false). PersonTypes: a person types the
 	// turns (Capabilities.OutsideTurns and PersonTypes), as at the
-	// harness's own screen. Outside: an application sends the turns
-	// (Capabilities.OutsideTurns alone), as through the relay. NoResume:
-	// the front cannot resume a session (Capabilities.Resumes is false).
+	// harness's own screen, and the sessions are read as the interactive
+	// front reads that screen's harness (Screen). Outside: an application
+	// sends the turns (Capabilities.OutsideTurns alone), as through the
+	// relay. NoResume: the front cannot resume a session
+	// (Capabilities.Resumes is false).
 	Late, PersonTypes, Outside, NoResume bool
 
 	mu       sync.Mutex
@@ -202,7 +218,14 @@ func (l *Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, err
 	l.mu.Unlock()
 	ss := &session{l: l, p: p, events: make(chan transcript.Event), prompts: make(chan front.Turn, 16),
 		intr: make(chan struct{}, 1), endInput: make(chan struct{}), kill: make(chan struct{}), done: make(chan struct{})}
-	ss.rec = front.NewRecords(ss.events)
+	if l.PersonTypes {
+		// The interactive front's translation, on the engine's clock (the
+		// bubble's, under testing/synctest); its Esc is the interrupt.
+		ss.scr = interactive.NewTranslation(front.WallClock{}, slog.New(slog.DiscardHandler), interactive.DefaultSubmitTimeout,
+			s.Resume, func() { _ = ss.interrupt() })
+	} else {
+		ss.rec = front.NewRecords(ss.events)
+	}
 	p.s = ss
 	go ss.run(ctx)
 	if l.Window > 0 {
@@ -218,7 +241,9 @@ func (l *Launcher) logf(format string, args ...any) {
 // Log lists what the harnesses did, in order: "launch N", "prompt N"
 // (harness N was sent a prompt), "request N <session> turn T round R",
 // "result N", "cut N", "stop-tool N", "cancel N" (the engine's commands
-// to end a turn), "stop N" (stopped by the engine), "kill N", "exit N".
+// to end a turn), "ended N <how>" (the front told the engine harness N's
+// turn ended, and how: front.Ending's words), "stop N" (stopped by the
+// engine), "kill N", "exit N".
 func (l *Launcher) Log() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -311,9 +336,12 @@ type session struct {
 	p *Proc
 
 	// events is the in-memory pipe of the harness's records; rec reads
-	// it with the headless front's own loop (front.Records).
+	// it with the headless front's own loop (front.Records). Or, at the
+	// harness's own screen, scr translates what it writes to its files
+	// (Screen), as the interactive front does, and rec is nil.
 	events   chan transcript.Event
 	rec      *front.Records
+	scr      *interactive.Translation
 	prompts  chan front.Turn
 	intr     chan struct{}
 	endInput chan struct{}
@@ -325,21 +353,48 @@ type session struct {
 	// Owned by run until done is closed. outside is the last prompt the
 	// person or the application sent (Round.PersonNext).
 	outside string
-	exit    front.Exit
-	cost    float64
-	context int
-	msgSeq  int
+	// unmarked: the turn ending now gets no turn_duration line (screen).
+	unmarked bool
+	exit     front.Exit
+	cost     float64
+	context  int
+	msgSeq   int
 }
 
 type probingSession struct{ *session }
 
-func (s *session) Next(ctx context.Context) (front.Fact, error) { return s.rec.Next(ctx) }
-
-func (s *session) Begin() error {
-	return s.Send(front.Turn{Kind: front.TurnWork, Prompt: s.p.Spec.Prompt})
+// Next is the front's translation's next fact; Log records each turn's
+// end.
+func (s *session) Next(ctx context.Context) (f front.Fact, err error) {
+	if s.scr != nil {
+		f, err = s.scr.Next(ctx)
+	} else {
+		f, err = s.rec.Next(ctx)
+	}
+	if e, ok := f.(front.TurnEnded); ok {
+		s.l.mu.Lock()
+		s.l.logf("ended %d %s", s.p.N, e.How)
+		s.l.mu.Unlock()
+	}
+	return f, err
 }
 
+// Begin gives the harness its first prompt, as its launch does.
+func (s *session) Begin() error {
+	return s.queue(front.Turn{Kind: front.TurnWork, Prompt: s.p.Spec.Prompt})
+}
+
+// Send gives the harness a prompt. At its own screen the front types it,
+// and the translation awaits it in the transcript.
 func (s *session) Send(t front.Turn) error {
+	if s.scr != nil {
+		s.scr.Typing(t.Kind, t.Prompt)(nil)
+	}
+	return s.queue(t)
+}
+
+// queue is the prompt's way to the harness.
+func (s *session) queue(t front.Turn) error {
 	select {
 	case <-s.done:
 		return harness.ErrExited
@@ -366,6 +421,14 @@ func (s *session) command(what string) error {
 	s.l.mu.Lock()
 	s.l.logf("%s %d", what, s.p.N)
 	s.l.mu.Unlock()
+	if s.scr != nil {
+		// The screen's one interrupt, Esc, pressed when the translation
+		// says one is due (interactive.Translation.Interrupt).
+		if s.scr.Interrupt() == "" {
+			return s.interrupt()
+		}
+		return nil
+	}
 	// Told and sent under one lock: a turn starting now either drops the
 	// interrupt as sent while no turn ran, or is interrupted and knows it.
 	return s.rec.Interrupt(s.interrupt)
@@ -444,7 +507,7 @@ type errKilled struct{}
 
 func (s *session) run(ctx context.Context) {
 	defer close(s.done)
-	defer close(s.events)
+	defer s.closeOutput()
 	defer func() {
 		s.l.mu.Lock()
 		s.l.logf("exit %d", s.p.N)
@@ -514,7 +577,7 @@ func (s *session) run(ctx context.Context) {
 			return
 		case last.PersonNext != "":
 			s.outside = last.PersonNext
-			_ = s.Send(front.Turn{Kind: front.TurnWork, Prompt: last.PersonNext})
+			_ = s.queue(front.Turn{Kind: front.TurnWork, Prompt: last.PersonNext})
 		}
 	}
 }
@@ -527,6 +590,19 @@ func (s *session) run(ctx context.Context) {
 // before, so the session runs in step with the engine. A kill ends the
 // harness, with what it did not write lost.
 func (s *session) emit(v map[string]any) {
+	if s.scr != nil {
+		s.screen(v)
+		return
+	}
+	select {
+	case s.events <- record(v):
+	case <-s.kill:
+		panic(errKilled{})
+	}
+}
+
+// record is v as the harness package decodes a line of it.
+func record(v map[string]any) transcript.Event {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err)
@@ -535,11 +611,17 @@ func (s *session) emit(v map[string]any) {
 	if err != nil {
 		panic(err)
 	}
-	select {
-	case s.events <- ev:
-	case <-s.kill:
-		panic(errKilled{})
+	return ev
+}
+
+// closeOutput says the harness is gone: the pipe closes, or the
+// translation of its files hears its exit.
+func (s *session) closeOutput() {
+	if s.scr != nil {
+		s.scr.Exited()
+		return
 	}
+	close(s.events)
 }
 
 // wait waits d (or until until is closed); false: the turn was
@@ -567,19 +649,24 @@ func (s *session) wait(d time.Duration, until <-chan struct{}) bool {
 func (s *session) turn(t front.Turn) (last Round) {
 	l, p := s.l, s.p
 	prompt := t.Prompt
-	_ = s.rec.Turn(func() error {
+	drop := func() error {
 		select {
 		case <-s.intr: // an interrupt sent while no turn ran
 		default:
 		}
 		return nil
-	})
+	}
+	if s.rec != nil {
+		_ = s.rec.Turn(drop)
+	} else {
+		_ = drop()
+	}
 	l.mu.Lock()
 	p.prompts = append(p.prompts, prompt)
 	l.logf("prompt %d", p.N)
 	l.mu.Unlock()
 	sid := p.session
-	s.emit(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "model": s.model(), "claude_code_version": "2.1.328"})
+	s.emit(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "model": s.model(), "claude_code_version": version})
 	if l.PersonTypes || (l.Outside && prompt == s.outside) {
 		// The harness's own screen shows what the person typed (its
 		// transcript file has the line), and the relay tells of what the
@@ -662,6 +749,7 @@ func (s *session) turn(t front.Turn) (last Round) {
 		s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": nil,
 			"message": s.message(r.Context, r.Text, r.Tool)})
 		if r.Tool == nil {
+			s.unmarked = r.Unmarked
 			s.result(false, r.Text, "completed", "end_turn", turns)
 			return r
 		}
@@ -700,17 +788,19 @@ func (s *session) preCompact(trigger string) {
 func (s *session) limited(lim Limit, turns int) {
 	sid := s.p.session
 	apiError, text := "rate_limit", "API Error: Request rejected (429) · This request would exceed the rate limit for your organization."
+	var params map[string]any
 	if lim.Usage {
 		apiError, text = "usage_limit_reached", "You've hit your limit."
 		reset := time.Now().Add(lim.ResetIn).Unix()
-		s.emit(map[string]any{"type": "rate_limit_event", "session_id": sid, "rate_limit_info": map[string]any{
-			"status": "rejected", "resetsAt": reset, "rateLimitType": "five_hour"}})
+		info := map[string]any{"status": "rejected", "resetsAt": reset, "rateLimitType": "five_hour"}
+		s.emit(map[string]any{"type": "rate_limit_event", "session_id": sid, "rate_limit_info": info})
+		params = map[string]any{"rate_limit_info": info}
 	} else {
 		s.emit(map[string]any{"type": "system", "subtype": "api_retry", "session_id": sid, "attempt": 1, "max_retries": 1,
 			"retry_delay_ms": lim.RetryAfter.Milliseconds(), "error_status": 429, "error": "rate_limit"})
 	}
 	s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": nil, "error": "rate_limit",
-		"is_api_error_message": true, "api_error_status": 429, "api_error": apiError,
+		"is_api_error_message": true, "api_error_status": 429, "api_error": apiError, "api_error_params": params,
 		"message": map[string]any{"id": "msg_synthetic", "model": "<synthetic>",
 			"content": []any{map[string]any{"type": "text", "text": text}}}})
 	line := map[string]any{"type": "result", "subtype": "success", "is_error": true, "result": text,
@@ -767,4 +857,60 @@ func (s *session) result(isError bool, text, terminal, stop string, turns int) {
 	s.l.mu.Lock()
 	s.l.logf("result %d", s.p.N)
 	s.l.mu.Unlock()
+}
+
+// screen writes record v as the harness at its own screen states it
+// (Screen); a kill ends the harness.
+func (s *session) screen(v map[string]any) {
+	select {
+	case <-s.kill:
+		panic(errKilled{}) // a killed harness writes nothing more
+	default:
+	}
+	Screen(s.scr, v, !s.unmarked)
+}
+
+// Screen gives tr stdout record v as the harness at its own screen states
+// it (package interactive): a line of its transcript file, and its state
+// file's status. The file spells the session sessionId and the error
+// fields in camel case, and gives each line the harness's version. It has
+// no init line (the state file says busy then), no result (the state file
+// says idle then, after a turn_duration line for a turn that ended on its
+// own; an interrupted or refused turn's end is the line before), and
+// none of stdout's own lines (a retry, a rate_limit_event). A subagent's
+// lines go to a file of their own, which the front does not read.
+// marked false: a turn that ends on its own gets no turn_duration line
+// (Round.Unmarked).
+func Screen(tr *interactive.Translation, v map[string]any, marked bool) {
+	switch {
+	case v["subtype"] == "init":
+		tr.Status("busy")
+	case v["type"] == "result":
+		if v["terminal_reason"] == "completed" && v["stop_reason"] == "end_turn" && marked {
+			tr.Line(record(fileLine(map[string]any{"type": "system", "subtype": "turn_duration", "session_id": v["session_id"]})))
+		}
+		tr.Status("idle")
+	case v["subtype"] == "api_retry" || v["type"] == "rate_limit_event" || v["parent_tool_use_id"] != nil:
+	default:
+		tr.Line(record(fileLine(v)))
+	}
+}
+
+// fileKeys are the transcript file's names of stdout's fields.
+var fileKeys = map[string]string{"session_id": "sessionId", "is_api_error_message": "isApiErrorMessage",
+	"api_error_status": "apiErrorStatus", "api_error": "apiError", "api_error_params": "apiErrorParams"}
+
+// fileLine is a main-thread stdout record v as its transcript file line.
+func fileLine(v map[string]any) map[string]any {
+	out := map[string]any{"isSidechain": false, "version": version}
+	for k, x := range v {
+		switch {
+		case k == "parent_tool_use_id":
+		case fileKeys[k] != "":
+			out[fileKeys[k]] = x
+		default:
+			out[k] = x
+		}
+	}
+	return out
 }
