@@ -174,3 +174,32 @@ func TestRateLimitIsWaitedOut(t *testing.T) {
 		t.Errorf("the request after the wait lacks the thread's history: not the same thread")
 	}
 }
+
+// A writing turn that calls a command is stopped as the command starts
+// (the Codex front reports a writing turn's tool call at once, not with
+// its response's usage), and the handoff is asked for again.
+func TestWritingTurnCommandStopped(t *testing.T) {
+	mark := filepath.Join(t.TempDir(), "ran")
+	var asked int
+	// Both writing requests count as a session's end in job: the
+	// successor is its third.
+	j := &job{rounds: []int{30000, 160000}, final: 2, write: func(gen int) scriptedresp.Reply {
+		asked++
+		if asked == 1 {
+			return tool(150000, "sleep 2; touch "+mark)
+		}
+		return scriptedresp.Reply{Text: document(gen), Usage: scriptedresp.Usage{InputTokens: 150000, OutputTokens: 400}}
+	}}
+	r := newRun(t, j, personConfig, nil)
+	st := r.run(t, "port it")
+	if len(st.Generations) != 2 || st.Status != manifest.StatusSucceeded {
+		t.Fatalf("%d generations, status %s (errors %q)", len(st.Generations), st.Status, st.Errors)
+	}
+	if h := st.Generations[0].Handoff; h == nil || h.Degraded || h.Outcome != manifest.OutcomeWrittenOnRetry {
+		t.Fatalf("handoff %+v: want a whole one, written when asked again", h)
+	}
+	time.Sleep(3 * time.Second)
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("the writing turn's command ran to its end: it was not stopped as it started")
+	}
+}

@@ -68,9 +68,20 @@ func (l Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, erro
 	return newSession(c, th, s, log, tail), nil
 }
 
+// NewSession is the Codex front's session of thread th on c, started for
+// s, its first fact the thread's Init: what Launch returns, on an
+// app-server of the caller's.
+func NewSession(c Conn, th codexrpc.Thread, s front.Spec) front.Session {
+	log := s.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return newSession(c, th, s, log, &lastLine{log: log})
+}
+
 // newSession is the session of thread th on c, its first fact the
 // thread's Init.
-func newSession(c conn, th codexrpc.Thread, s front.Spec, log *slog.Logger, tail *lastLine) *session {
+func newSession(c Conn, th codexrpc.Thread, s front.Spec, log *slog.Logger, tail *lastLine) *session {
 	return &session{c: c, prompt: s.Prompt, log: log, tail: tail, windowKnown: make(chan struct{}),
 		tr:   translator{thread: th.ID, model: th.Model, held: s.Hold != nil},
 		left: []front.Fact{front.Init{SessionID: th.ID, Model: th.Model}}}
@@ -114,9 +125,9 @@ func openThread(ctx context.Context, c *codexrpc.Client, s front.Spec) (codexrpc
 	return c.OpenThread(ctx, codexrpc.ThreadOptions{Cwd: s.Dir, ApprovalPolicy: "never", Config: trust}, s.Resume)
 }
 
-// conn is what a session uses of its app-server: a *codexrpc.Client, or
-// in the tests a scripted one.
-type conn interface {
+// Conn is what a session uses of its app-server: a *codexrpc.Client, or a
+// scripted one (the engine's in-memory tests, package fronttest).
+type Conn interface {
 	Next(ctx context.Context) (codexrpc.Notification, error)
 	StartTurn(ctx context.Context, threadID, text string) (string, error)
 	Interrupt(ctx context.Context, threadID, turnID string) error
@@ -129,7 +140,7 @@ type conn interface {
 
 // session is one app-server and its thread.
 type session struct {
-	c      conn
+	c      Conn
 	prompt string
 	log    *slog.Logger
 	tail   *lastLine
@@ -198,18 +209,19 @@ func (s *session) Begin() error {
 	if s.prompt == "" {
 		return nil
 	}
-	return s.start(s.prompt)
+	return s.start(front.TurnWork, s.prompt)
 }
 
 // Send runs a turn of any kind: Codex takes each as a turn/start.
-func (s *session) Send(t front.Turn) error { return s.start(t.Prompt) }
+func (s *session) Send(t front.Turn) error { return s.start(t.Kind, t.Prompt) }
 
 // callTimeout bounds one request to the app-server.
 const callTimeout = 30 * time.Second
 
-func (s *session) start(prompt string) error {
+func (s *session) start(kind front.TurnKind, prompt string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.tr.writing = kind == front.TurnWriting
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	id, err := s.c.StartTurn(ctx, s.tr.thread, prompt)

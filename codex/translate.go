@@ -24,8 +24,12 @@ type translator struct {
 	// held: Codex's compaction is held off (front.Spec.Hold); the window
 	// reported is then where Codex compacts whatever its settings say.
 	held bool
-	// interrupting: the front ended the running turn itself.
-	interrupting bool
+	// interrupting: the front ended the running turn itself. writing:
+	// the running turn is the handoff-writing turn, whose tool calls are
+	// reported as they start (early), so that the engine stops one
+	// before it has run, not after.
+	interrupting, writing bool
+	early                 map[string]bool
 	// text and tools are the items of the response whose usage is still
 	// to come; last is the turn's last message, rounds its responses.
 	text   []string
@@ -53,13 +57,36 @@ func (t *translator) facts(n codexrpc.Notification, out func(front.Fact)) {
 	case codexrpc.RateLimits:
 		t.limits = v
 	case codexrpc.Item:
-		if v.Started && v.Type == codexrpc.ItemContextCompaction {
+		switch {
+		case v.Started && v.Type == codexrpc.ItemContextCompaction:
 			out(front.Compacted{Boundary: true, Trigger: "auto"})
-		}
-		if !v.Started {
+		case v.Started && t.writing && isTool(v.Type):
+			t.startedTool(n, v, out)
+		case !v.Started:
 			t.item(n, v.Type, out)
 		}
 	}
+}
+
+// isTool: items of this type are tool calls.
+func isTool(kind string) bool {
+	switch kind {
+	case "commandExecution", "fileChange", "mcpToolCall", "dynamicToolCall", "webSearch":
+		return true
+	}
+	return false
+}
+
+// startedTool reports a tool call of the writing turn as it starts, in a
+// Round of its own that moves no meter; its item's end adds nothing more.
+func (t *translator) startedTool(n codexrpc.Notification, v codexrpc.Item, out func(front.Fact)) {
+	if t.early == nil {
+		t.early = map[string]bool{}
+	}
+	t.early[v.ID] = true
+	it := gjson.GetBytes(n.Params, "item")
+	out(front.Round{SessionID: t.thread, MainThread: true, Model: t.model,
+		ToolUses: []transcript.ToolUse{{ID: v.ID, Name: v.Type, Input: toolInput(it)}}})
 }
 
 // item keeps what a completed item says for the response's Round.
@@ -80,8 +107,10 @@ func (t *translator) item(n codexrpc.Notification, kind string, out func(front.F
 			t.text = append(t.text, s)
 			t.last = s
 		}
-	case "commandExecution", "fileChange", "mcpToolCall", "dynamicToolCall", "webSearch":
-		t.tools = append(t.tools, transcript.ToolUse{ID: it.Get("id").String(), Name: kind, Input: toolInput(it)})
+	default:
+		if id := it.Get("id").String(); isTool(kind) && !t.early[id] {
+			t.tools = append(t.tools, transcript.ToolUse{ID: id, Name: kind, Input: toolInput(it)})
+		}
 	}
 }
 
@@ -136,7 +165,7 @@ func (t *translator) ended(c codexrpc.TurnCompleted) front.TurnEnded {
 		e.Windows = map[string]int{t.model: t.window}
 	}
 	interrupted := t.interrupting
-	t.interrupting, t.last, t.rounds = false, "", 0
+	t.interrupting, t.writing, t.early, t.last, t.rounds = false, false, nil, "", 0
 	switch c.Status {
 	case codexrpc.StatusCompleted:
 		e.How = front.EndedOnOwn

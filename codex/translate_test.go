@@ -102,3 +102,30 @@ func TestCompactionReported(t *testing.T) {
 		t.Fatalf("facts %#v: want one compaction", facts)
 	}
 }
+
+// In the writing turn a tool call is reported as it starts, before it
+// runs, so the engine can stop it; its end adds nothing more. In a work
+// turn it comes with its response's usage.
+func TestWritingTurnToolReportedAsItStarts(t *testing.T) {
+	started := item(t, "commandExecution", map[string]any{"command": "ls"})
+	started.Method, started.Value = codexrpc.NoteItemStarted, codexrpc.Item{Started: true, ID: "i1", Type: "commandExecution"}
+	done := item(t, "commandExecution", map[string]any{"command": "ls"})
+	usage := codexrpc.Notification{Value: codexrpc.TokenUsage{Last: codexrpc.Tokens{InputTokens: 150000}}}
+	for _, writing := range []bool{true, false} {
+		tr := &translator{thread: "th", writing: writing}
+		facts := run(tr, started)
+		if got := len(facts); writing != (got == 1) {
+			t.Fatalf("writing %v: %d facts at the tool's start", writing, got)
+		}
+		facts = append(facts, run(tr, done, usage)...)
+		tools := 0
+		for _, f := range facts {
+			if r, ok := f.(front.Round); ok {
+				tools += len(r.ToolUses)
+			}
+		}
+		if tools != 1 {
+			t.Errorf("writing %v: the tool reported %d times, want once", writing, tools)
+		}
+	}
+}

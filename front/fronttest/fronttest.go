@@ -178,6 +178,12 @@ type Launcher struct {
 	// relay. NoResume: the front cannot resume a session
 	// (Capabilities.Resumes is false).
 	Late, PersonTypes, Outside, NoResume bool
+	// Codex: the sessions are read by the Codex front's own session
+	// (package codex) over a scripted app-server: what the harness writes
+	// reaches it as the notifications Codex sends (codex.go), and its
+	// turn/start and turn/interrupt are the harness's prompts and
+	// interrupt.
+	Codex bool
 
 	mu       sync.Mutex
 	modelMu  sync.Mutex
@@ -227,11 +233,27 @@ func (l *Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, err
 		ss.rec = front.NewRecords(ss.events)
 	}
 	p.s = ss
+	if l.Codex {
+		if s.Resume != "" && !l.knows(s.Resume) {
+			return nil, fmt.Errorf("thread/resume: no thread %s", s.Resume)
+		}
+		sess := l.codexSession(ss, s)
+		go ss.run(ctx)
+		return sess, nil
+	}
 	go ss.run(ctx)
 	if l.Window > 0 {
 		return &probingSession{ss}, nil
 	}
 	return ss, nil
+}
+
+// knows reports whether a session ran a turn (Codex keeps its thread).
+func (l *Launcher) knows(session string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.history[session]
+	return ok
 }
 
 func (l *Launcher) logf(format string, args ...any) {
@@ -342,6 +364,7 @@ type session struct {
 	events   chan transcript.Event
 	rec      *front.Records
 	scr      *interactive.Translation
+	cdx      *codexPipe
 	prompts  chan front.Turn
 	intr     chan struct{}
 	endInput chan struct{}
@@ -590,6 +613,10 @@ func (s *session) run(ctx context.Context) {
 // before, so the session runs in step with the engine. A kill ends the
 // harness, with what it did not write lost.
 func (s *session) emit(v map[string]any) {
+	if s.cdx != nil {
+		s.cdx.emit(v)
+		return
+	}
 	if s.scr != nil {
 		s.screen(v)
 		return
@@ -617,6 +644,9 @@ func record(v map[string]any) transcript.Event {
 // closeOutput says the harness is gone: the pipe closes, or the
 // translation of its files hears its exit.
 func (s *session) closeOutput() {
+	if s.cdx != nil {
+		return // Done says it
+	}
 	if s.scr != nil {
 		s.scr.Exited()
 		return
