@@ -169,8 +169,28 @@ func TestCodexKillThenContinue(t *testing.T) {
 	if before.Status != manifest.StatusRunning || before.SessionID == "" {
 		t.Fatalf("at the kill: status %s, session %q", before.Status, before.SessionID)
 	}
+	// The run says its harness: continue goes on on Codex without being
+	// told, and refuses another one.
+	// No --harness: the run's harness kind picks codex on PATH.
+	onPath := t.TempDir()
+	if err := os.Symlink(bin, filepath.Join(onPath, "codex")); err != nil {
+		t.Fatal(err)
+	}
+	var plain []string
+	for _, kv := range env {
+		switch k, v, _ := strings.Cut(kv, "="); k {
+		case "FLOWER_HARNESS_KIND":
+		case "PATH":
+			plain = append(plain, "PATH="+onPath+string(os.PathListSeparator)+v)
+		default:
+			plain = append(plain, kv)
+		}
+	}
+	if code, out := runFlowerCLI(t, plain, append([]string{"continue", "--harness-kind", "claude"}, args...)...); code != 2 || !strings.Contains(out, "started on --harness-kind codex") {
+		t.Fatalf("continue on another harness: exit %d, want 2 and the run's harness named:\n%s", code, out)
+	}
 	seq := len(api.Requests())
-	code, out := runFlowerCLI(t, env, append([]string{"continue"}, args...)...)
+	code, out := runFlowerCLI(t, plain, "continue", "-C", ws, "--run-dir", runDir)
 	if code != 0 {
 		t.Fatalf("flower continue exited %d:\n%s", code, out)
 	}

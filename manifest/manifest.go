@@ -80,6 +80,10 @@ type Manifest struct {
 	Workspace string    `json:"workspace"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// HarnessKind names the harness the run was started on ("claude",
+	// "codex"; empty for a run of a flower before there was a choice),
+	// so that continue and rerun go on on the same one.
+	HarnessKind string `json:"harness_kind,omitempty"`
 	// Probe is the harness's answer to the context-usage request, asked
 	// once per run and reused by every later session and continuation
 	// (DESIGN.md «Window from the harness»); nil until a session answered

@@ -84,6 +84,10 @@ type Options struct {
 	// Front starts the harness of each attempt (Headless, the stream-json
 	// process, when nil).
 	Front front.Launcher
+	// HarnessKind names the harness Front runs, for the record (the
+	// manifest's harness_kind, kept from the run's first start): the
+	// engine never reads it.
+	HarnessKind string
 	// Model is passed as --model and used to guess the window.
 	Model string
 	// Env is the base environment of the harness (os.Environ() when nil).
@@ -290,6 +294,9 @@ func New(opts Options) (*Runtime, error) {
 		rt.m = manifest.New(opts.RunDir, ws, opts.Clock.Now())
 	} else {
 		return nil, err
+	}
+	if rt.m.HarnessKind == "" {
+		rt.m.HarnessKind = opts.HarnessKind
 	}
 	if p := rt.m.Probe; p != nil && p.Window > 0 {
 		// The run asked the harness once already (DESIGN.md «Window from

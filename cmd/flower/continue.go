@@ -182,6 +182,9 @@ func pastRunJob(c *cli.Context, p proc, needManifest bool) (*job, string, error)
 		if m.Workspace != "" {
 			set.workspace = m.Workspace
 		}
+		if err := set.sameHarness(c, m.HarnessKind); err != nil {
+			return nil, "", err
+		}
 		if st := m.Step(set.step); st != nil {
 			if !c.IsSet("window") && st.WindowSource == manifest.WindowFromFlag && st.Window > 0 {
 				set.handoff.Window = st.Window

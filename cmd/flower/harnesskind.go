@@ -107,3 +107,21 @@ func cacheDir() string {
 	home, _ := os.UserHomeDir()
 	return filepath.Join(home, ".cache")
 }
+
+// sameHarness goes on with a past run on the harness it was started on
+// (the manifest's harness_kind, "" for a run of an older flower): taken
+// when --harness-kind is not given, and a different one refused, since a
+// session of one harness is nothing the other can resume.
+func (set *jobSettings) sameHarness(c *cli.Context, recorded string) error {
+	if recorded == "" {
+		return nil
+	}
+	if !c.IsSet("harness-kind") {
+		set.harnessKind = recorded
+		return nil
+	}
+	if k, _ := parseHarnessKind(set.harnessKind); k != "" && string(k) != recorded {
+		return usagef("this run was started on --harness-kind %s; it goes on on the same harness (leave --harness-kind out, or start a new run)", recorded)
+	}
+	return nil
+}

@@ -369,7 +369,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		Workspace: workspace, Handoff: &set.handoff, Compact: set.compact,
 		HarnessPath: harnessPath, HarnessArgs: harnessArgs, HookBinary: hookBinary, Env: set.harnessEnv, Model: set.model,
 		MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout,
-		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, TaskCarry: set.taskCarry,
+		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, HarnessKind: string(kind), TaskCarry: set.taskCarry,
 		TrustNotes: set.trustNotes, Trust: store,
 		MaxBudgetUSD: set.maxBudgetUSD, MaxDuration: set.maxDuration, MaxWait: set.maxWait, LimitBackoff: set.limitBackoff,
 	}, set.step, func(err error) {
