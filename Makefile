@@ -142,6 +142,7 @@ compat-harness: tidy build tools
 compat-codex: tidy build
 	@FLOWER_CODEX="$$(scripts/install-codex.sh)" && export FLOWER_CODEX && \
 	  echo "codex: $$FLOWER_CODEX ($$("$$FLOWER_CODEX" --version))" && \
+	  FLOWER_AIMOCK="$$(scripts/install-aimock.sh)" && export FLOWER_AIMOCK && \
 	  { $(BIN) doctor --harness-kind codex --harness "$$FLOWER_CODEX"; doctor=$$?; \
 	    $(GO) test -race -count=1 -timeout 20m ./codexrpc ./scriptedresp ./codex && \
 	    $(GO) test -race -count=1 -timeout 20m -run '$(if $(COMPAT_RUN),$(COMPAT_RUN),Codex)' ./checkup ./cmd/flower ./integration/...; tests=$$?; \

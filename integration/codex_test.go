@@ -210,3 +210,41 @@ func TestCodexKillThenContinue(t *testing.T) {
 		}
 	}
 }
+
+// The step's deadline cuts a Codex session in its long command as it
+// cuts a Claude Code one: the handoff is written, flower exits 5, and
+// flower show and flower ps read the run as any other.
+func TestCodexDeadlineThenShow(t *testing.T) {
+	t.Parallel()
+	bin := itest.CodexPath(t)
+	j := &codexJob{work: func(session, n int) scriptedresp.Reply {
+		if n == 1 {
+			return codexTool(30000, "echo one")
+		}
+		return codexTool(40000, "exec sleep 120")
+	}}
+	api, err := scriptedresp.Start(j.reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.Close() })
+	env := codexEnv(t, api.URL, codexPersonConfig)
+	ws := t.TempDir()
+	runDir := filepath.Join(ws, ".flower", "runs", "codex")
+	start := time.Now()
+	code, out := runFlowerCLI(t, env, "--harness", bin, "-C", ws, "--run-dir", runDir, "--max-duration", "4s", "TASK-MARK: keep going")
+	if code != 5 || time.Since(start) > time.Minute {
+		t.Fatalf("flower exited %d after %v, want 5 (the deadline) well before the command's end:\n%s", code, time.Since(start), out)
+	}
+	st := loadStep(t, runDir, "main")
+	if st.Status != manifest.StatusDeadline || len(st.Generations) != 1 {
+		t.Fatalf("status %s, %d generations (errors %q)", st.Status, len(st.Generations), st.Errors)
+	}
+	if h := st.Generations[0].Handoff; h == nil || h.Degraded || h.Reason != manifest.ReasonDeadline {
+		t.Fatalf("handoff %+v: want a whole one for the deadline", h)
+	}
+	code, shown := runFlowerCLI(t, env, "show", runDir)
+	if code != 0 || !strings.Contains(shown, st.Generations[0].SessionID[:8]) {
+		t.Errorf("flower show exited %d, or does not show the Codex thread %s:\n%s", code, st.Generations[0].SessionID, shown)
+	}
+}
