@@ -976,7 +976,10 @@ func memWarmCancelled(t *testing.T) {
 	cut, cancelled := slices.Index(log, "cut 1"), slices.Index(log, "cancel 1")
 	switch {
 	case r.front.Codex:
-		if n := count(log, "interrupt 1"); n != 2 { // the Codex front's one interrupt
+		// The Codex front's one interrupt: the cut's, then the cancel's
+		// unless the harness's own SIGINT (the context's end) ended the
+		// writing turn first, when no turn is left to interrupt.
+		if n := count(log, "interrupt 1"); n < 1 || n > 2 {
 			t.Errorf("%d interrupts: want the work turn cut, then the writing turn cancelled:\n%s", n, strings.Join(log, "\n"))
 		}
 	case cut < 0 || cancelled < cut:

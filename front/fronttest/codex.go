@@ -30,7 +30,9 @@ type codexPipe struct {
 	// commands (DESIGN.md «Codex facts»).
 	usage *codexrpc.Notification
 	tool  *codexrpc.Notification
-	turns int
+	// turns counts the turns the harness started (its goroutine's);
+	// started the turn/starts the front sent (under mu).
+	turns, started int
 }
 
 // codexSession starts the Codex front's own session (codex.NewSession) on
@@ -253,7 +255,10 @@ func (c codexConn) StartTurn(ctx context.Context, thread, text string) (string, 
 	if err := c.p.s.queue(front.Turn{Kind: kind, Prompt: text}); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("turn-%d", c.p.turns+1), nil
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	c.p.started++
+	return fmt.Sprintf("turn-%d", c.p.started), nil
 }
 
 func (c codexConn) Interrupt(ctx context.Context, thread, turn string) error {
