@@ -213,13 +213,10 @@ func (b *bench) runUntilHung(rt *Runtime, step, task string, turns int) (*manife
 		if n < turns {
 			return false
 		}
-		// The session id has reached the manifest.
+		// The live session's id has reached the manifest (a generation
+		// just retired still names its own).
 		m, err := manifest.Load(manifest.Path(b.runDir))
-		if err != nil || m.Step(step) == nil {
-			return false
-		}
-		g := m.Step(step).Current()
-		return g != nil && g.SessionID != ""
+		return err == nil && m.Step(step) != nil && m.Step(step).SessionID != ""
 	})
 	cancel(context.Canceled)
 	select {

@@ -38,7 +38,12 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 		if l.newGeneration {
 			st.BeginGeneration("", rt.clock.Now())
 			l.newGeneration = false
-			rt.save(st)
+			// A successor waiting, started early, gets its prompt first: a
+			// flower that dies before this save leaves the step as it was
+			// after the freeze, which a continue starts again from the file.
+			if l.saveOnPrompt = l.early != nil && !l.begun; !l.saveOnPrompt {
+				rt.save(st)
+			}
 		}
 		gen := st.Current()
 		if l.resume != "" && !rt.caps.Resumes {
@@ -63,6 +68,8 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 		} else {
 			out = s.attempt(ctx, gen, *l)
 		}
+		rt.flushReceipts()
+		l.saveOnPrompt = false
 		// A successor started early serves one attempt: a retry starts
 		// its own harness.
 		l.early, l.predecessor, l.begun, l.beginErr = nil, nil, false, nil
@@ -129,6 +136,9 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 			return end
 
 		case outcomeHandoff:
+			if out.early != nil {
+				rt.holdReceipts() // until the successor has its prompt (launch, attempt)
+			}
 			end.frozen, end.err = s.books().Freeze(gen, handoff.Cut{Handoff: out.handoff, Why: out.why, Reason: out.reason,
 				Context: out.context, WritingSeconds: out.writingSeconds, WritingCostUSD: out.writingCost, Outcome: out.writeOutcome})
 			if end.err == nil {

@@ -185,6 +185,10 @@ type Runtime struct {
 	// the run dir has its receipt).
 	trust  *trust.Store
 	loaded bool
+	// deferReceipts: receipts wait in pending until the successor has its
+	// prompt (holdReceipts).
+	deferReceipts bool
+	pending       []pendingReceipt
 }
 
 // New checks the options, creates the run directory and writes an initial
@@ -496,6 +500,9 @@ type launch struct {
 	// (beginErr).
 	begun    bool
 	beginErr error
+	// saveOnPrompt: the generation begun for early is saved once early has
+	// its prompt, not before: off the switch's path (generation).
+	saveOnPrompt bool
 	// unattended: writing resumes a session a limit stopped in its writing turn; prompt is the writing prompt, at the cut's context
 	writing        bool
 	writingContext int
@@ -506,6 +513,7 @@ func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, erro
 	// a fresh budget, while Attempts keeps counting for the record (DESIGN.md «Manifest»).
 	failedBefore := s.st.Attempts
 	defer s.reap()
+	defer s.rt.flushReceipts()
 	for {
 		g := s.generation(ctx, &l, failedBefore)
 		if g.out.kind != outcomeHandoff {
@@ -538,6 +546,7 @@ func (s *stepRun) launch(gen *manifest.Generation, f handoff.Frozen, err error) 
 		return "", err // DESIGN.md «Runaway guard»: the only brake; the handoff is on disk for a rerun
 	}
 	if rt.opts.AfterFreeze != nil && f.Path != "" {
+		rt.flushReceipts() // the file as frozen is flower's before anyone looks at it
 		rt.opts.AfterFreeze(f.Path)
 	}
 	// What the launch records (the sha256 launched, the task carried)
