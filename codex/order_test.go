@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -72,7 +71,7 @@ func (l *aheadLauncher) Launch(ctx context.Context, s front.Spec) (front.Session
 	n := l.launched
 	l.mu.Unlock()
 	log := slog.New(slog.DiscardHandler)
-	c := &aheadConn{l: l, gen: n, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &aheadConn{l: l, gen: n, done: make(chan struct{})}
 	return newSession(c, codexrpc.Thread{ID: fmt.Sprintf("thread-%d", n), Model: "gpt-test"}, s, log, &lastLine{log: log}), nil
 }
 
@@ -80,31 +79,14 @@ type aheadConn struct {
 	l     *aheadLauncher
 	gen   int
 	mu    sync.Mutex
-	queue []codexrpc.Notification
+	queue codexrpc.Queue
 	turns int
-	wake  chan struct{}
 	done  chan struct{}
 	once  sync.Once
 }
 
 func (c *aheadConn) Next(ctx context.Context) (codexrpc.Notification, error) {
-	for {
-		c.mu.Lock()
-		if len(c.queue) > 0 {
-			n := c.queue[0]
-			c.queue = c.queue[1:]
-			c.mu.Unlock()
-			return n, nil
-		}
-		c.mu.Unlock()
-		select {
-		case <-c.wake:
-		case <-c.done:
-			return codexrpc.Notification{}, io.EOF
-		case <-ctx.Done():
-			return codexrpc.Notification{}, ctx.Err()
-		}
-	}
+	return c.queue.Next(ctx)
 }
 
 // StartTurn queues the whole turn: the first session's work turn crosses
@@ -124,14 +106,10 @@ func (c *aheadConn) StartTurn(ctx context.Context, thread, text string) (string,
 	}
 	if c.gen == 1 && status == codexrpc.StatusInterrupted {
 		// A first response well below the threshold: a fresh session's.
-		c.queue = append(c.queue, usage(thread, turn, 30_000))
+		c.queue.Push(usage(thread, turn, 30_000))
 	}
-	c.queue = append(c.queue, agentMessage(thread, turn, reply), usage(thread, turn, context),
+	c.queue.Push(agentMessage(thread, turn, reply), usage(thread, turn, context),
 		codexrpc.Notification{Value: codexrpc.TurnCompleted{ThreadID: thread, TurnID: turn, Status: status}})
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
 	return turn, nil
 }
 
@@ -152,7 +130,10 @@ func (c *aheadConn) Interrupt(ctx context.Context, thread, turn string) error {
 }
 
 func (c *aheadConn) Close() error {
-	c.once.Do(func() { close(c.done) })
+	c.once.Do(func() {
+		c.queue.Close()
+		close(c.done)
+	})
 	return nil
 }
 

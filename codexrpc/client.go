@@ -56,11 +56,9 @@ type Client struct {
 	proc  *child.Process
 	stdin *os.File
 	log   *log.Logger
-	// queue holds the notifications read and not yet taken, unbounded, so
-	// that reading stdout (answers to calls included) never waits on the
-	// caller; wake says it grew or the read loop ended.
-	queue    []Notification
-	wake     chan struct{}
+	// queue holds the notifications read and not yet taken: reading
+	// stdout (answers to calls included) never waits on the caller.
+	queue    Queue
 	notes    chan Notification
 	pumpOnce sync.Once
 	done     chan struct{}
@@ -120,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	go func() { _, _ = io.Copy(logw, p.errR); _ = p.errR.Close() }()
 	c := &Client{proc: proc, stdin: p.inW, log: log.New(logw, "codexrpc: ", 0),
-		wake: make(chan struct{}, 1), done: make(chan struct{}), calls: map[int]chan response{}}
+		done: make(chan struct{}), calls: map[int]chan response{}}
 	go c.read(p.outR)
 	if err := c.handshake(ctx); err != nil {
 		_ = c.Close()
@@ -181,32 +179,7 @@ func (c *Client) handshake(ctx context.Context) error {
 // is done; one that is there already is returned even then. Once the
 // process's stdout has ended and every notification was taken, it returns
 // io.EOF.
-func (c *Client) Next(ctx context.Context) (Notification, error) {
-	for {
-		c.mu.Lock()
-		if len(c.queue) > 0 {
-			n := c.queue[0]
-			c.queue[0] = Notification{}
-			c.queue = c.queue[1:]
-			c.mu.Unlock()
-			return n, nil
-		}
-		ended := c.err != nil
-		c.mu.Unlock()
-		if ended {
-			return Notification{}, io.EOF
-		}
-		select {
-		case <-c.wake:
-		case <-ctx.Done():
-			select {
-			case <-c.wake:
-			default:
-				return Notification{}, ctx.Err()
-			}
-		}
-	}
-}
+func (c *Client) Next(ctx context.Context) (Notification, error) { return c.queue.Next(ctx) }
 
 // Notifications delivers every notification in order on a channel, closed
 // when the process's stdout ends: Next as a channel, for a caller that
@@ -226,21 +199,6 @@ func (c *Client) Notifications() <-chan Notification {
 		}()
 	})
 	return c.notes
-}
-
-// push queues a notification for Next.
-func (c *Client) push(n Notification) {
-	c.mu.Lock()
-	c.queue = append(c.queue, n)
-	c.mu.Unlock()
-	c.signal()
-}
-
-func (c *Client) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
 }
 
 // Done is closed when the process's stdout ends; Err then says why.

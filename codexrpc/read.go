@@ -40,7 +40,7 @@ func (c *Client) read(stdout io.Reader) {
 		delete(c.calls, id)
 	}
 	c.mu.Unlock()
-	c.signal()
+	c.queue.Close()
 	close(c.done)
 }
 
@@ -59,7 +59,7 @@ func (c *Client) dispatch(line []byte) {
 		// A stream's piece (a command's output, a message's text): the
 		// whole item follows in item/completed.
 	case m.Method != "":
-		c.push(decode(m.Method, m.Params))
+		c.queue.Push(decode(m.Method, m.Params))
 	default:
 		c.log.Printf("skipped a line that is no JSON-RPC message (%d bytes)", len(line))
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 
@@ -22,9 +21,8 @@ import (
 // them through codexConn, the app-server it is given.
 type codexPipe struct {
 	s     *session
-	mu    sync.Mutex
-	queue []codexrpc.Notification
-	wake  chan struct{}
+	mu    sync.Mutex // guards started
+	queue codexrpc.Queue
 	// usage is the usage of the response last written, held back until
 	// its tool has run: Codex reports a response's usage after its
 	// commands (DESIGN.md «Codex facts»).
@@ -38,7 +36,7 @@ type codexPipe struct {
 // codexSession starts the Codex front's own session (codex.NewSession) on
 // the scripted harness of ss, and keeps the Launcher's log of turn ends.
 func (l *Launcher) codexSession(ss *session, s front.Spec) front.Session {
-	ss.cdx = &codexPipe{s: ss, wake: make(chan struct{}, 1)}
+	ss.cdx = &codexPipe{s: ss}
 	inner := codex.NewSession(codexConn{ss.cdx}, codexrpc.Thread{ID: ss.p.session, Model: ss.model()}, s)
 	return &codexSession{Session: inner, l: l, n: ss.p.N}
 }
@@ -63,17 +61,6 @@ func (c *codexSession) Probe(ctx context.Context) (transcript.ContextUsage, erro
 	return c.Session.(front.Prober).Probe(ctx)
 }
 
-// push queues notifications for the front.
-func (p *codexPipe) push(ns ...codexrpc.Notification) {
-	p.mu.Lock()
-	p.queue = append(p.queue, ns...)
-	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-}
-
 // emit is record v as Codex tells of it.
 func (p *codexPipe) emit(v map[string]any) {
 	select {
@@ -81,7 +68,7 @@ func (p *codexPipe) emit(v map[string]any) {
 		panic(errKilled{})
 	default:
 	}
-	p.push(p.notes(v)...)
+	p.queue.Push(p.notes(v)...)
 }
 
 // notes are the notifications Codex sends for what record v says; a
@@ -222,29 +209,7 @@ func toInt(v any) int {
 type codexConn struct{ p *codexPipe }
 
 func (c codexConn) Next(ctx context.Context) (codexrpc.Notification, error) {
-	p := c.p
-	for {
-		p.mu.Lock()
-		if len(p.queue) > 0 {
-			n := p.queue[0]
-			p.queue = p.queue[1:]
-			p.mu.Unlock()
-			return n, nil
-		}
-		p.mu.Unlock()
-		select {
-		case <-p.wake:
-		case <-p.s.done:
-			p.mu.Lock()
-			left := len(p.queue)
-			p.mu.Unlock()
-			if left == 0 {
-				return codexrpc.Notification{}, io.EOF
-			}
-		case <-ctx.Done():
-			return codexrpc.Notification{}, ctx.Err()
-		}
-	}
+	return c.p.queue.Next(ctx)
 }
 
 func (c codexConn) StartTurn(ctx context.Context, thread, text string) (string, error) {

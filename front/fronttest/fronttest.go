@@ -645,7 +645,8 @@ func record(v map[string]any) transcript.Event {
 // translation of its files hears its exit.
 func (s *session) closeOutput() {
 	if s.cdx != nil {
-		return // Done says it
+		s.cdx.queue.Close()
+		return
 	}
 	if s.scr != nil {
 		s.scr.Exited()
