@@ -90,6 +90,12 @@ type Manifest struct {
 	// or the request failed.
 	Probe *Probe        `json:"probe,omitempty"`
 	Steps []*StepResult `json:"steps"`
+
+	// enc writes every save into buf, both kept from save to save: a
+	// long step's manifest (hundreds of generations, a third of a MB)
+	// costs its encoding on each save, not a heap's worth of garbage.
+	enc *json.Encoder
+	buf bytes.Buffer
 }
 
 // Probe is what the harness said of its context when asked once per run
@@ -373,11 +379,10 @@ func (m *Manifest) Save() error {
 		m.Version = Version
 	}
 	m.UpdatedAt = now
-	data, err := json.MarshalIndent(m, "", "  ")
+	data, err := m.encode()
 	if err != nil {
 		return fmt.Errorf("save manifest: %w", err)
 	}
-	data = append(data, '\n')
 	if err := os.MkdirAll(m.RunDir, 0o755); err != nil {
 		return fmt.Errorf("save manifest: %w", err)
 	}
@@ -387,6 +392,42 @@ func (m *Manifest) Save() error {
 		return fmt.Errorf("save manifest: %w", err)
 	}
 	return nil
+}
+
+// encode is the manifest as Save writes it (indented, a newline at the
+// end), in m's own buffer: valid until the next encode. The steps are
+// written as plainStep, without StepResult.MarshalJSON, whose normalizing
+// is done here once: the encoder then copies no step's encoding of its own.
+func (m *Manifest) encode() ([]byte, error) {
+	if m.enc == nil {
+		m.enc = json.NewEncoder(&m.buf)
+		m.enc.SetIndent("", "  ")
+	}
+	steps := make([]*plainStep, len(m.Steps))
+	for i, s := range m.Steps {
+		s.normalize()
+		steps[i] = (*plainStep)(s)
+	}
+	m.buf.Reset()
+	err := m.enc.Encode(savedManifest{Version: m.Version, RunDir: m.RunDir, Workspace: m.Workspace, CreatedAt: m.CreatedAt,
+		UpdatedAt: m.UpdatedAt, HarnessKind: m.HarnessKind, Probe: m.Probe, Steps: steps})
+	return m.buf.Bytes(), err
+}
+
+// plainStep is StepResult without its MarshalJSON.
+type plainStep StepResult
+
+// savedManifest is Manifest as encode writes it: every field of Manifest's,
+// by the same names (TestSavedManifestIsManifest holds them together).
+type savedManifest struct {
+	Version     int          `json:"version"`
+	RunDir      string       `json:"run_dir"`
+	Workspace   string       `json:"workspace"`
+	CreatedAt   time.Time    `json:"created_at"`
+	UpdatedAt   time.Time    `json:"updated_at"`
+	HarnessKind string       `json:"harness_kind,omitempty"`
+	Probe       *Probe       `json:"probe,omitempty"`
+	Steps       []*plainStep `json:"steps"`
 }
 
 // Step returns the step called name, or nil.

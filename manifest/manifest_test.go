@@ -444,3 +444,33 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// Save's encoding is the manifest's own JSON: every field, by the same
+// names, and the steps as StepResult.MarshalJSON writes them.
+func TestSavedManifestIsManifest(t *testing.T) {
+	dir := t.TempDir()
+	m := New(dir, dir, time.Now())
+	m.HarnessKind = "codex"
+	m.Probe = &Probe{Model: "m", Window: 200000}
+	st := m.EnsureStep("main", "a task", time.Now())
+	st.BeginGeneration("s1", time.Now())
+	m.EnsureStep("other", "", time.Now()) // nil lists: written as []
+	want, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want)+"\n" {
+		t.Fatalf("Save writes\n%s\nthe manifest's JSON is\n%s", got, want)
+	}
+	if err := m.Save(); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(Path(dir))
+	if err != nil || back.HarnessKind != "codex" || len(back.Steps) != 2 {
+		t.Fatalf("loaded %+v, %v", back, err)
+	}
+}
