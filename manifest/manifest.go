@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/flowerhq/flower/atomicfile"
@@ -90,12 +91,6 @@ type Manifest struct {
 	// or the request failed.
 	Probe *Probe        `json:"probe,omitempty"`
 	Steps []*StepResult `json:"steps"`
-
-	// enc writes every save into buf, both kept from save to save: a
-	// long step's manifest (hundreds of generations, a third of a MB)
-	// costs its encoding on each save, not a heap's worth of garbage.
-	enc *json.Encoder
-	buf bytes.Buffer
 }
 
 // Probe is what the harness said of its context when asked once per run
@@ -379,7 +374,9 @@ func (m *Manifest) Save() error {
 		m.Version = Version
 	}
 	m.UpdatedAt = now
-	data, err := m.encode()
+	e := encoders.Get().(*encoder)
+	defer encoders.Put(e)
+	data, err := e.encode(m)
 	if err != nil {
 		return fmt.Errorf("save manifest: %w", err)
 	}
@@ -394,24 +391,36 @@ func (m *Manifest) Save() error {
 	return nil
 }
 
-// encode is the manifest as Save writes it (indented, a newline at the
-// end), in m's own buffer: valid until the next encode. The steps are
-// written as plainStep, without StepResult.MarshalJSON, whose normalizing
-// is done here once: the encoder then copies no step's encoding of its own.
-func (m *Manifest) encode() ([]byte, error) {
-	if m.enc == nil {
-		m.enc = json.NewEncoder(&m.buf)
-		m.enc.SetIndent("", "  ")
-	}
+// encoder writes a manifest into a buffer it keeps, with an indenting
+// json.Encoder that keeps its own: reused from save to save (encoders), a
+// long step's manifest (hundreds of generations, a third of a MB) costs
+// its encoding on each save, not a heap's worth of garbage.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetIndent("", "  ")
+	return e
+}}
+
+// encode is m as Save writes it (indented, a newline at the end), in e's
+// buffer: valid until e's next encode. The steps are written as
+// plainStep, without StepResult.MarshalJSON, whose normalizing is done
+// here once: the encoder then copies no step's encoding of its own.
+func (e *encoder) encode(m *Manifest) ([]byte, error) {
 	steps := make([]*plainStep, len(m.Steps))
 	for i, s := range m.Steps {
 		s.normalize()
 		steps[i] = (*plainStep)(s)
 	}
-	m.buf.Reset()
-	err := m.enc.Encode(savedManifest{Version: m.Version, RunDir: m.RunDir, Workspace: m.Workspace, CreatedAt: m.CreatedAt,
+	e.buf.Reset()
+	err := e.enc.Encode(savedManifest{Version: m.Version, RunDir: m.RunDir, Workspace: m.Workspace, CreatedAt: m.CreatedAt,
 		UpdatedAt: m.UpdatedAt, HarnessKind: m.HarnessKind, Probe: m.Probe, Steps: steps})
-	return m.buf.Bytes(), err
+	return e.buf.Bytes(), err
 }
 
 // plainStep is StepResult without its MarshalJSON.

@@ -459,7 +459,7 @@ func TestSavedManifestIsManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := m.encode()
+	got, err := encoders.Get().(*encoder).encode(m)
 	if err != nil {
 		t.Fatal(err)
 	}
