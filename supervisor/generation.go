@@ -35,25 +35,14 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 			s.abandon(*l)
 			return genEnd{gen: st.Current(), err: err}
 		}
-		if l.newGeneration {
-			st.BeginGeneration("", rt.clock.Now())
-			l.newGeneration = false
-			// A successor waiting, started early, gets its prompt first: a
-			// flower that dies before this save leaves the step as it was
-			// after the freeze, which a continue starts again from the file.
-			if l.saveOnPrompt = l.early != nil && !l.begun; !l.saveOnPrompt {
-				rt.save(st)
-			}
-		}
+		s.beginGeneration(l)
 		gen := st.Current()
 		if l.resume != "" && !rt.caps.Resumes {
 			// This front cannot start a session again by its id: go on
 			// from the step's latest handoff (or its task) instead.
 			next, err := s.resumeRefused(gen, *l, "this front cannot resume a session")
 			if err != nil {
-				st.AddError(err.Error())
-				st.Finish(manifest.StatusFailed, rt.clock.Now())
-				rt.save(st)
+				s.failStep(err)
 				return genEnd{gen: gen, err: err, out: outcome{kind: outcomeFailed, why: err.Error()}}
 			}
 			*l = next
@@ -69,11 +58,7 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 			out = s.attempt(ctx, gen, *l)
 		}
 		rt.flushReceipts()
-		l.saveOnPrompt = false
-		// A successor started early serves one attempt: a retry starts
-		// its own harness.
-		l.early, l.predecessor, l.begun, l.beginErr = nil, nil, false, nil
-		l.writing = false // unattended: a retry resumes the session as a working turn (it is cut again at its first round)
+		l.spent()
 		if out.kind == outcomeFailed && ctx.Err() != nil {
 			// The harness went because flower is stopping (a second
 			// signal kills it at once): that is no failure of the step.
@@ -98,9 +83,7 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 			if l.resume != "" && harness.ResumeRefused(out.why) {
 				next, err := s.resumeRefused(gen, *l, out.why)
 				if err != nil {
-					st.AddError(err.Error())
-					st.Finish(manifest.StatusFailed, rt.clock.Now())
-					rt.save(st)
+					s.failStep(err)
 					end.err = err
 					return end
 				}
@@ -155,6 +138,39 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 			return end
 		}
 	}
+}
+
+// beginGeneration begins the generation l asks for, if it does. A
+// successor waiting, started early, gets its prompt before the generation
+// is saved (saveOnPrompt): a flower that dies before that save leaves the
+// step as it was after the freeze, which a continue starts again from the
+// file.
+func (s *stepRun) beginGeneration(l *launch) {
+	if !l.newGeneration {
+		return
+	}
+	s.st.BeginGeneration("", s.rt.clock.Now())
+	l.newGeneration = false
+	if l.saveOnPrompt = l.early != nil && !l.begun; !l.saveOnPrompt {
+		s.rt.save(s.st)
+	}
+}
+
+// spent forgets what served one attempt only: a successor started early
+// (a retry starts its own harness), and the writing turn to resume (a
+// retry resumes the session as a working turn, cut again at its first
+// round; unattended).
+func (l *launch) spent() {
+	l.saveOnPrompt = false
+	l.early, l.predecessor, l.begun, l.beginErr = nil, nil, false, nil
+	l.writing = false
+}
+
+// failStep ends the step failed for err, recorded.
+func (s *stepRun) failStep(err error) {
+	s.st.AddError(err.Error())
+	s.st.Finish(manifest.StatusFailed, s.rt.clock.Now())
+	s.rt.save(s.st)
 }
 
 // How a generation run by RunGeneration ended (GenerationResult.End).
