@@ -62,6 +62,7 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 	log := s.log
 	sess := l.early
 	if sess == nil {
+		rt.flush() // the generation is on disk before its harness starts
 		var err error
 		if sess, err = rt.opts.Front.Launch(ctx, s.spec(gen.N, l.prompt, l.resume)); err != nil {
 			return outcome{kind: outcomeFailed, why: err.Error(), sessionID: l.resume}
@@ -190,6 +191,7 @@ func (a *attemptRun) futileAt(start int, when string) (outcome, bool) {
 // and the state's timers, until an outcome.
 func (a *attemptRun) follow(ctx context.Context) outcome {
 	for {
+		a.rt.flush()
 		select {
 		case x := <-a.pull.C():
 			f, ok := a.pull.got(x)
@@ -306,6 +308,7 @@ func (a *attemptRun) exitWhy() string {
 	dl := a.rt.after(a.rt.opts.Grace, "exit")
 	defer dl.stop()
 	for {
+		a.rt.flush()
 		select {
 		case x := <-a.pull.C():
 			if _, ok := a.pull.got(x); !ok {

@@ -91,6 +91,7 @@ func TestRunGenerationAfterLostFromHandoff(t *testing.T) {
 	st.BeginGeneration("lost-session", rt.clock.Now())
 	st.SetSessionID("lost-session")
 	rt.save(st)
+	rt.flush()
 	lost := &LostGeneration{Why: "worker w2 stopped heartbeating", SessionID: "lost-session", Context: 40_000, NumTurns: 2}
 	r2, err := b.runtime(Options{}).RunGeneration(ctx, GenerationInput{Step: "s", Task: "TASK-MARK", Handoff: r1.Handoff, Lost: lost})
 	if err != nil || r2.End != EndSucceeded || r2.N != 3 {

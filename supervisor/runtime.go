@@ -176,6 +176,9 @@ type Runtime struct {
 	// saveErr is the last manifest save's error, nil once a save succeeds
 	// (DESIGN.md «Durable or loud»).
 	saveErr error
+	// unsaved is the step whose change to the manifest save noted and
+	// flush has not yet written; nil when the file is up to date.
+	unsaved *manifest.StepResult
 	// levers: flower's compaction levers go into every harness's
 	// --settings, merged with ownSettings, the person's.
 	levers      bool
@@ -345,21 +348,36 @@ func (rt *Runtime) ChildEnv() []string { return append([]string(nil), rt.env...)
 func (rt *Runtime) HandoffPath(step string) string { return rt.wb.HandoffPath(step) }
 
 func (rt *Runtime) emit(ev Event) {
+	rt.flush() // who hears of it may read the manifest
 	if rt.opts.OnEvent != nil {
 		rt.opts.OnEvent(ev)
 	}
 }
 
-// save writes the manifest. A failure does not stop the run: losing
-// bookkeeping is bad, stopping the agent for it is worse; every later save
-// tries again, and a save that succeeds writes everything. But it is said
-// where a person sees it (the log may be on the same full disk), once per
-// run of failures, and the step then ends with a *NotSavedError unless a
-// later save succeeded (DESIGN.md «Durable or loud»).
+// save notes that st changed the manifest. The change is written by
+// flush, before the engine next waits on anything (a fact, a timer, a
+// harness's exit), tells anyone (emit), or ends the call: the saves of one
+// decision are one write, and the file on disk is never older than the
+// last fact decided (DESIGN.md «Durable or loud»).
 func (rt *Runtime) save(st *manifest.StepResult) {
 	if st == nil {
 		st = &manifest.StepResult{}
 	}
+	rt.unsaved = st
+}
+
+// flush writes the manifest when a save is pending. A failure does not
+// stop the run: losing bookkeeping is bad, stopping the agent for it is worse; every later save
+// tries again, and a save that succeeds writes everything. But it is said
+// where a person sees it (the log may be on the same full disk), once per
+// run of failures, and the step then ends with a *NotSavedError unless a
+// later save succeeded (DESIGN.md «Durable or loud»).
+func (rt *Runtime) flush() {
+	st := rt.unsaved
+	if st == nil {
+		return
+	}
+	rt.unsaved = nil
 	err := rt.m.Save()
 	if err == nil && !rt.loaded {
 		// The run dir's receipt goes with its manifest's first write, after
@@ -611,11 +629,13 @@ func (s *stepRun) lose(what string, err error) {
 // gets one more try first.
 func (s *stepRun) durable(err error) error {
 	rt := s.rt
+	rt.flush()
 	if s.st == nil {
 		return err
 	}
 	if rt.saveErr != nil {
 		rt.save(s.st)
+		rt.flush()
 	}
 	if rt.saveErr == nil && len(s.lost) == 0 {
 		return err

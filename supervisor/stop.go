@@ -22,6 +22,7 @@ func (a *attemptRun) interrupted(ctx context.Context) outcome {
 	s := &stopping{dl: a.rt.after(2*a.rt.opts.Grace, "stop")}
 	a.enter(s, causeCancelled)
 	for {
+		a.rt.flush()
 		select {
 		case x := <-a.pull.C():
 			f, ok := a.pull.got(x)
