@@ -194,25 +194,67 @@ type Runtime struct {
 	pending       []pendingReceipt
 }
 
-// New checks the options, creates the run directory and writes an initial
-// manifest, so that an unwritable run directory fails before any harness
-// starts.
+// New checks the options and opens the run directory (made when none is
+// given), so that a bad option or an unwritable run directory fails before
+// any harness starts. It writes no manifest: the step's first save does,
+// right after its first harness started (DESIGN.md «Warm successor»).
 func New(opts Options) (*Runtime, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// The model flag is what the harness will run, so the window guess
+	// (DESIGN.md «Window guess») must see it too.
+	guessEnv := opts.Env
+	if opts.Model != "" {
+		guessEnv = envinject.Set(append([]string(nil), opts.Env...), "ANTHROPIC_MODEL", opts.Model)
+	}
+	pol, err := policy.Resolve(opts.Handoff, guessEnv)
+	if err != nil {
+		return nil, fmt.Errorf("handoff policy: %w", err)
+	}
+	rt := &Runtime{opts: opts, caps: opts.Front.Capabilities(), policy: pol, windowSource: windowSource(opts.Handoff), log: log, clock: opts.Clock}
+	if rt.levers = envinject.Effective(opts.Compact, pol.Enabled) == envinject.CompactNoSummary; rt.levers {
+		// The person's --settings is read once, here: a bad one fails
+		// before any harness starts, as the harness would fail.
+		if rt.ownSettings, err = levers.Read(opts.HarnessArgs, opts.Workspace); err != nil {
+			return nil, err
+		}
+	}
+	plan := envinject.Child(opts.Env, opts.Compact, pol.Enabled, nil)
+	rt.env = plan.Env
+	if plan.Notice != "" {
+		log.Warn("compact policy", "notice", plan.Notice)
+		rt.emit(Event{Kind: KindNotice, Text: plan.Notice})
+	}
+	if err := rt.openRunDir(); err != nil {
+		return nil, err
+	}
+	return rt, nil
+}
+
+// withDefaults is opts checked, with its paths absolute and every unset
+// setting at its default.
+func (opts Options) withDefaults() (Options, error) {
 	if opts.Workspace == "" {
-		return nil, errors.New("workspace is required")
+		return opts, errors.New("workspace is required")
 	}
 	ws, err := filepath.Abs(opts.Workspace)
 	if err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
+		return opts, fmt.Errorf("workspace: %w", err)
 	}
 	if fi, err := os.Stat(ws); err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
+		return opts, fmt.Errorf("workspace: %w", err)
 	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("workspace %s is not a directory", ws)
+		return opts, fmt.Errorf("workspace %s is not a directory", ws)
 	}
 	opts.Workspace = ws
 	if opts.HarnessPath == "" {
-		return nil, ErrNoHarness
+		return opts, ErrNoHarness
 	}
 	if opts.Clock == nil {
 		opts.Clock = wallClock{}
@@ -220,7 +262,6 @@ func New(opts Options) (*Runtime, error) {
 	if opts.Front == nil {
 		opts.Front = Headless{}
 	}
-	caps := opts.Front.Capabilities()
 	if opts.Env == nil {
 		opts.Env = os.Environ()
 	}
@@ -241,45 +282,25 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if opts.RunDir != "" {
 		if opts.RunDir, err = filepath.Abs(opts.RunDir); err != nil {
-			return nil, fmt.Errorf("run dir: %w", err)
+			return opts, fmt.Errorf("run dir: %w", err)
 		}
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	// The model flag is what the harness will run, so the window guess
-	// (DESIGN.md «Window guess») must see it too.
-	guessEnv := opts.Env
-	if opts.Model != "" {
-		guessEnv = envinject.Set(append([]string(nil), opts.Env...), "ANTHROPIC_MODEL", opts.Model)
-	}
-	pol, err := policy.Resolve(opts.Handoff, guessEnv)
-	if err != nil {
-		return nil, fmt.Errorf("handoff policy: %w", err)
-	}
-	rt := &Runtime{opts: opts, caps: caps, policy: pol, windowSource: windowSource(opts.Handoff), log: log, clock: opts.Clock}
+	return opts, nil
+}
 
-	if rt.levers = envinject.Effective(opts.Compact, pol.Enabled) == envinject.CompactNoSummary; rt.levers {
-		// The person's --settings is read once, here: a bad one fails
-		// before any harness starts, as the harness would fail.
-		if rt.ownSettings, err = levers.Read(opts.HarnessArgs, ws); err != nil {
-			return nil, err
-		}
-	}
-	plan := envinject.Child(opts.Env, opts.Compact, pol.Enabled, nil)
-	rt.env = plan.Env
-	if plan.Notice != "" {
-		log.Warn("compact policy", "notice", plan.Notice)
-		rt.emit(Event{Kind: KindNotice, Text: plan.Notice})
-	}
+// openRunDir checks flower's territory, opens the workbench and the trust
+// store, makes the run dir when none was given, and reads its manifest
+// when it has one.
+func (rt *Runtime) openRunDir() error {
+	opts, ws, log := rt.opts, rt.opts.Workspace, rt.log
 	// Nothing of flower's territory is read or written before it is checked
 	// (DESIGN.md «Territory»): a link or a thing of the wrong kind there is
 	// refused, not worked around.
 	if err := (workbench.Territory{Workspace: ws, Dir: opts.WorkbenchDir, RunDir: opts.RunDir}).Check(); err != nil {
-		return nil, err
+		return err
 	}
 	if opts.Workbench {
+		var err error
 		if rt.wb, err = workbench.Open(opts.WorkbenchDir); err != nil {
 			// DESIGN.md «No workbench»: no workbench means no file, not no handoff. Say so.
 			log.Warn("workbench unavailable; handoffs go through the prompt only", "err", err)
@@ -290,17 +311,18 @@ func New(opts Options) (*Runtime, error) {
 	rt.openTrust()
 	if opts.RunDir == "" {
 		// A run dir of its own, made now (DESIGN.md «One step, one owner»).
-		if opts.RunDir, err = workbench.NewRunDir(workbench.RunsDir(opts.WorkbenchDir), opts.Clock.Now()); err != nil {
-			return nil, err
+		dir, err := workbench.NewRunDir(workbench.RunsDir(opts.WorkbenchDir), opts.Clock.Now())
+		if err != nil {
+			return err
 		}
-		rt.opts.RunDir = opts.RunDir
+		opts.RunDir, rt.opts.RunDir = dir, dir
 	}
 	if m, err := manifest.LoadBound(opts.RunDir); err == nil {
 		rt.m, rt.loaded = m, true
 	} else if errors.Is(err, os.ErrNotExist) {
 		rt.m = manifest.New(opts.RunDir, ws, opts.Clock.Now())
 	} else {
-		return nil, err
+		return err
 	}
 	if rt.m.HarnessKind == "" {
 		rt.m.HarnessKind = opts.HarnessKind
@@ -311,16 +333,16 @@ func New(opts Options) (*Runtime, error) {
 		rt.adoptWindow(rt.log, nil, p.Window, "the run's context-usage answer in the manifest")
 	}
 	if err := workbench.MkdirRun(opts.RunDir, opts.WorkbenchDir); err != nil {
-		return nil, err
+		return err
 	}
 	// Fail now if the run dir cannot take the manifest, but without
 	// writing it: that costs two syncs, and the step's first harness is
 	// to start at once (DESIGN.md «Warm successor»); the step's first
 	// save follows right after it.
 	if err := workbench.Writable(opts.RunDir); err != nil {
-		return nil, fmt.Errorf("run dir %s is not writable: %w", opts.RunDir, err)
+		return fmt.Errorf("run dir %s is not writable: %w", opts.RunDir, err)
 	}
-	return rt, nil
+	return nil
 }
 
 func windowSource(setting *policy.HandoffPolicy) string {
