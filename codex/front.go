@@ -36,7 +36,7 @@ var (
 // be started early; the engine starts every turn; Codex keeps each thread
 // in CODEX_HOME, so a session resumes by its thread id.
 func (Launcher) Capabilities() front.Capabilities {
-	return front.Capabilities{StartEarly: true, Resumes: true}
+	return front.Capabilities{StartEarly: true, Overlap: true, Resumes: true}
 }
 
 // startTimeout bounds the app-server's start: its handshake and the

@@ -80,6 +80,14 @@ type Capabilities struct {
 	// harness that takes its first prompt only at start (its own screen)
 	// cannot.
 	StartEarly bool
+	// Overlap: a successor's harness may start while the burned one is
+	// still there. When no successor was started early, the engine then
+	// launches the successor at once and stops the burned harness only
+	// after (its writing turn is over); the front keeps the two apart
+	// (the screen: the successor's shows once the burned one is gone).
+	// Without it, the burned harness is stopped before the successor
+	// starts (DESIGN.md «Warm successor»).
+	Overlap bool
 	// OutsideTurns: someone other than the engine starts the work turns
 	// (a person at the harness's own screen, an application through the
 	// relay). A turn's end is then not the step's end; the harness's

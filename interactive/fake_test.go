@@ -55,6 +55,9 @@ type fakeScript struct {
 	// keys typed meanwhile are lost, and the command is put back into the
 	// input as it ends (as a /compact the hook blocked is).
 	CommandFor time.Duration
+	// ExitTakes: ending on Ctrl-C twice takes this long (the real
+	// harness's shut-down takes a few hundred milliseconds).
+	ExitTakes time.Duration
 }
 
 type fakeReply struct {
@@ -80,6 +83,9 @@ type fakeRecord struct {
 	Escs int
 	// Commands are the slash commands submitted, in order.
 	Commands []string
+	// Started and Exited: when it started, and when it exited on keys
+	// (Unix nanoseconds; Exited 0 otherwise).
+	Started, Exited int64
 }
 
 // fakeProbe is the fake started in stream-json mode, as Session.Probe
@@ -146,6 +152,7 @@ func fakeHarness() int {
 		record: filepath.Join(dir, fmt.Sprintf("record-%d.json", gen+1)),
 		state:  filepath.Join(conf, "sessions", strconv.Itoa(os.Getpid())+".json"),
 	}
+	f.rec.Started = time.Now().UnixNano()
 	f.path = transcript.FilePath(conf, cwd, f.sid)
 	_ = os.MkdirAll(filepath.Dir(f.state), 0o755)
 	_ = os.MkdirAll(filepath.Dir(f.path), 0o755)
@@ -364,7 +371,8 @@ func (f *fake) keys() int {
 				case f.input != "":
 					f.input = ""
 				case time.Since(lastCtrlC) < 800*time.Millisecond:
-					f.rec.ExitedByKeys = true
+					time.Sleep(f.sc.ExitTakes)
+					f.rec.ExitedByKeys, f.rec.Exited = true, time.Now().UnixNano()
 					f.save()
 					f.line(map[string]any{"type": "cost-state", "totalCostUSD": 0.25})
 					// Like the real harness: off the alternate screen,

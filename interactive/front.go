@@ -265,13 +265,12 @@ const maxArgPrompt = 100 << 10
 // first prompt at start (it cannot be started early), and the person types
 // the work turns.
 func (f *Front) Capabilities() front.Capabilities {
-	return front.Capabilities{OutsideTurns: true, PersonTypes: true, Resumes: true}
+	return front.Capabilities{Overlap: true, OutsideTurns: true, PersonTypes: true, Resumes: true}
 }
 
 // Launch starts one harness in a pty on the person's terminal, which is raw
 // for exactly as long as a harness runs.
 func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error) {
-	f.flushLines()
 	log := s.Logger
 	if log == nil {
 		log = f.log
@@ -281,10 +280,15 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 	f.mu.Lock()
 	f.evLog = log
 	f.mu.Unlock()
-	if err := f.term.MakeRaw(); err != nil {
-		return nil, err
+	// The burned generation's harness, when the engine lets it go only
+	// after this one started (front.Capabilities.Overlap): it keeps the
+	// screen until this one is up.
+	prev := f.running()
+	if prev == nil {
+		if err := f.takeScreen(); err != nil {
+			return nil, err
+		}
 	}
-	f.screen.Reset()
 	args := append([]string(nil), s.Args...)
 	if s.Model != "" {
 		args = append([]string{"--model", s.Model}, args...)
@@ -301,14 +305,31 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 		grace = DefaultGrace
 	}
 	launched := time.Now()
+	var screen io.Writer = f.screen
+	held := &heldScreen{w: f.screen}
+	if prev != nil {
+		screen = held
+	}
 	// The harness is stopped by the engine, gracefully, not by ctx.
 	p, err := startProc(context.WithoutCancel(ctx), procConfig{
 		Path: s.Path, Args: args, Prompt: argPrompt, Dir: s.Dir, Env: s.Env,
 		Size: f.term.Size(), Grace: grace, Logger: log,
-	}, f.screen)
+	}, screen)
 	if err != nil {
-		_ = f.term.Restore()
+		if prev == nil {
+			_ = f.term.Restore()
+		}
 		return nil, err
+	}
+	if prev != nil {
+		// Its start-up overlaps the burned harness's exit.
+		f.handOver(prev)
+		if err := f.takeScreen(); err != nil {
+			p.Kill()
+			<-p.Exited()
+			return nil, err
+		}
+		held.open()
 	}
 	p.start, p.clock = f.opts.Clock.Now(), f.opts.Clock
 	f.mu.Lock()
@@ -344,15 +365,57 @@ func (f *Front) handoffKey() {
 	}
 }
 
-// detach forgets the stopped harness p and gives the terminal back.
+// detach forgets the stopped harness p and gives the terminal back, when p
+// has it still: not once a successor took it (handOver).
 func (f *Front) detach(p *proc) {
-	f.mu.Lock()
-	if f.cur == p {
-		f.cur = nil
+	if !f.detached(p) {
+		return
 	}
-	f.mu.Unlock()
 	f.gate.Attach(nil)
 	_ = f.term.Restore()
+}
+
+// detached forgets p as the running harness; false: it was not.
+func (f *Front) detached(p *proc) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cur != p {
+		return false
+	}
+	f.cur = nil
+	return true
+}
+
+// running is the harness that has the screen, if any.
+func (f *Front) running() *proc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cur
+}
+
+// holds: p has the screen and the gate.
+func (f *Front) holds(p *proc) bool { return f.running() == p }
+
+// takeScreen readies the terminal for a harness: the lines that waited
+// for a free screen printed, then raw mode.
+func (f *Front) takeScreen() error {
+	f.flushLines()
+	if err := f.term.MakeRaw(); err != nil {
+		return err
+	}
+	f.screen.Reset()
+	return nil
+}
+
+// handOver ends prev, the burned generation's harness, once its
+// successor's harness has started beside it: stopped as a session's Stop
+// stops it (its exit keys typed into its own pty, then signals), and the
+// terminal given back as between two harnesses. The successor's screen is
+// held until then (heldScreen).
+func (f *Front) handOver(prev *proc) {
+	f.gate.Hold()
+	prev.Stop(prev.typeExit)
+	f.detach(prev)
 }
 
 // keyReader copies the person's keys into the gate for as long as the

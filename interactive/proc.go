@@ -120,6 +120,64 @@ func (p *proc) Stop(exit func() error) {
 	p.closePTY()
 }
 
+// typeExit types the keys that end the harness (Ctrl-C twice, exitGap
+// apart) into its own pty, past the gate: for a harness that no longer has
+// the gate, since its successor's harness was started beside it.
+func (p *proc) typeExit() error {
+	if err := p.write([]byte(keyCtrlC)); err != nil {
+		return err
+	}
+	clock := p.clock
+	if clock == nil {
+		clock = front.WallClock{}
+	}
+	_ = front.Sleep(context.Background(), clock, exitGap)
+	return p.write([]byte(keyCtrlC))
+}
+
+// write writes keys to the harness's pty, unless it is closed.
+func (p *proc) write(b []byte) error {
+	p.ptyMu.Lock()
+	defer p.ptyMu.Unlock()
+	if p.ptyClosed {
+		return os.ErrClosed
+	}
+	_, err := p.pty.Write(b)
+	return err
+}
+
+// heldScreen keeps what a successor's harness draws while the burned
+// harness still has the screen, and passes it on, in order, once opened:
+// the terminal then gets the same bytes, in the same order, as when the
+// successor started after the burned one was gone.
+type heldScreen struct {
+	mu     sync.Mutex
+	w      io.Writer
+	buf    []byte
+	opened bool
+}
+
+func (h *heldScreen) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.opened {
+		return h.w.Write(p)
+	}
+	h.buf = append(h.buf, p...)
+	return len(p), nil
+}
+
+// open writes what was held and passes everything after it straight on.
+func (h *heldScreen) open() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.opened = true
+	if len(h.buf) > 0 {
+		_, _ = h.w.Write(h.buf)
+	}
+	h.buf = nil
+}
+
 // ptyDrain bounds the wait for the rest of the output once the harness is
 // gone. With the harness and all it started gone, nothing holds the pty's
 // other end and the copy ends at once (Linux answers EIO); the bound is for

@@ -154,11 +154,13 @@ func (f *fakeRun) generationUp(gen int) {
 
 // TestRunHandsOff: near notice, a cut in the middle of a tool call, the
 // handoff typed verbatim while the person's keys wait, a person's edit of the
-// handoff file reaching the successor (DESIGN.md «Launch from disk»), and the bookkeeping.
+// handoff file reaching the successor (DESIGN.md «Launch from disk»), the
+// successor started beside the burned harness's exit and shown after it
+// (DESIGN.md «Warm successor»), and the bookkeeping.
 func TestRunHandsOff(t *testing.T) {
 	t.Parallel()
 	f := newFakeRun(t,
-		fakeScript{Replies: []fakeReply{{Context: 140_000}, {Context: 155_000, Tool: true}}, Writing: goodDoc},
+		fakeScript{Replies: []fakeReply{{Context: 140_000}, {Context: 155_000, Tool: true}}, Writing: goodDoc, ExitTakes: 400 * time.Millisecond},
 		fakeScript{Replies: []fakeReply{{Context: 20_000}}})
 	f.opts.AfterFreeze = func(path string) {
 		b, err := os.ReadFile(path)
@@ -222,7 +224,20 @@ func TestRunHandsOff(t *testing.T) {
 	if st.CostUSD != 0.5 || st.Context != 20_000 || st.NumTurns != 4 {
 		t.Errorf("cost %v, context %d, turns %d; want 0.5 (two cost-state lines), 20000, 4", st.CostUSD, st.Context, st.NumTurns)
 	}
+	// The first harness told its cost as it exited, after the second had
+	// started: its own generation's.
+	if g1.CostUSD != 0.25 || g2.CostUSD != 0.25 {
+		t.Errorf("generation costs %v and %v, want 0.25 each (one cost-state line each)", g1.CostUSD, g2.CostUSD)
+	}
+	r1, r2 := f.record(1), f.record(2)
+	if !r1.ExitedByKeys || r2.Started >= r1.Exited {
+		t.Errorf("generation 2 started %v after generation 1 exited (by keys: %v): want it started during that exit",
+			time.Duration(r2.Started-r1.Exited), r1.ExitedByKeys)
+	}
 	screen := f.person.seen()
+	if bye, up := strings.Index(screen, "bye\r\n"), strings.Index(screen, "fake harness, generation 2"); bye < 0 || up < bye {
+		t.Errorf("generation 2's screen (at %d) shows before generation 1's goodbye (at %d)", up, bye)
+	}
 	for _, want := range []string{"# context 140.0K/200K · about 10K to handoff\r\n", "<- handoff written to " + h.Path + "\r\n"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("screen lacks %q", want)

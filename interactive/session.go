@@ -274,6 +274,9 @@ func (s *session) EndAfterTurn() error {
 }
 
 func (s *session) exitKeys() error {
+	if !s.f.holds(s.p) {
+		return s.p.typeExit() // a successor's harness has the gate
+	}
 	if err := s.f.gate.Type([]byte(keyCtrlC)); err != nil {
 		return err
 	}
@@ -286,6 +289,12 @@ func (s *session) exitKeys() error {
 // io.EOF.
 func (s *session) Stop() {
 	s.stopOnce.Do(func() {
+		if !s.f.holds(s.p) {
+			// Stopped by its successor's launch, or going: the gate and
+			// the screen are the successor's now.
+			s.p.Stop(s.p.typeExit)
+			return
+		}
 		s.f.gate.Hold()
 		s.p.Stop(s.exitKeys)
 		s.f.detach(s.p)

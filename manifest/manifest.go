@@ -560,11 +560,25 @@ func (s *StepResult) SetSessionID(id string) {
 // keeping the step's totals equal to the sum over its generations.
 // Usage before any generation counts for the step only.
 func (s *StepResult) AddUsage(costUSD float64, turns int) {
+	if g := s.Current(); g != nil {
+		s.AddUsageOf(g.N, costUSD, turns)
+		return
+	}
 	s.CostUSD += costUSD
 	s.NumTurns += turns
-	if g := s.Current(); g != nil {
-		g.CostUSD += costUSD
-		g.NumTurns += turns
+}
+
+// AddUsageOf is AddUsage for generation n, which need not be the current
+// one: a burned generation's harness may tell its cost as it exits, after
+// its successor's generation began.
+func (s *StepResult) AddUsageOf(n int, costUSD float64, turns int) {
+	s.CostUSD += costUSD
+	s.NumTurns += turns
+	for i := range s.Generations {
+		if g := &s.Generations[i]; g.N == n {
+			g.CostUSD += costUSD
+			g.NumTurns += turns
+		}
 	}
 }
 

@@ -297,7 +297,7 @@ func (a *attemptRun) bookExit(x front.Exit) {
 		return
 	}
 	a.meter.CostUSD = max(a.meter.CostUSD, x.CostUSD)
-	a.st.AddUsage(x.CostUSD-a.lastCost, 0)
+	a.st.AddUsageOf(a.gen.N, x.CostUSD-a.lastCost, 0)
 	a.lastCost = x.CostUSD
 	a.rt.save(a.st)
 }
@@ -628,7 +628,7 @@ func (a *attemptRun) onTurnEnded(f front.TurnEnded) (outcome, bool) {
 	a.startProbe()
 	a.retirePredecessor()
 	st := a.st
-	st.AddUsage(a.meter.CostUSD-a.lastCost, f.Turns)
+	st.AddUsageOf(a.gen.N, a.meter.CostUSD-a.lastCost, f.Turns)
 	a.lastCost = a.meter.CostUSD
 	st.SetContext(a.meter.Context)
 	if w := a.resultWindow(f); w > 0 {
@@ -774,10 +774,15 @@ func (a *attemptRun) handoff(at cutAt, h handoffwriter.Handoff, why string) outc
 	a.startSuccessor()
 	out := outcome{kind: outcomeHandoff, handoff: h, why: why, sessionID: a.meter.SessionID,
 		reason: at.reason, context: at.context, early: a.early}
-	if a.early != nil {
+	switch {
+	case a.early != nil:
 		// The successor takes it from here; this harness is stopped after
 		// the successor has its prompt (DESIGN.md «Warm successor»).
 		out.predecessor, a.early, a.detached = a, nil, true
+	case a.rt.caps.Overlap:
+		// No successor is up, but one may start beside this harness: it
+		// is stopped after the successor started, not before.
+		out.predecessor, a.detached = a, true
 	}
 	switch {
 	case w == nil:

@@ -389,6 +389,7 @@ func memGuaranteeTable() []memGuarantee {
 		{"a person types the turns (the harness's own screen)", func(t *testing.T) { memPersonDriven(t, personTypes) }},
 		{"the harness's screen marks no turn's end: its idle ends them", func(t *testing.T) { memPersonDriven(t, unmarked) }},
 		{"window moved under an idle session: writes at once", func(t *testing.T) { memIdleWindow(t, personTypes) }},
+		{"a burned harness's cost at its exit is its own generation's", memExitCost},
 		{"application-driven front (the relay's)", func(t *testing.T) { memPersonDriven(t, applicationSends) }},
 		{"application-driven: window moved under an idle session", func(t *testing.T) { memIdleWindow(t, applicationSends) }},
 	}, memUnattendedRows()...)
@@ -1094,6 +1095,35 @@ func memPersonDriven(t *testing.T, caps func(*fronttest.Launcher)) {
 	}
 	r.checkEnds("1 on its own", "1 interrupted", "1 on its own", "2 on its own")
 	r.checkLineage(st)
+}
+
+// memExitCost: on a front whose harness tells its cost only as it exits
+// (the harness's own screen), the burned generation's harness exits after
+// its successor started (Capabilities.Overlap); what it tells then is
+// booked to its own generation, not to the successor's.
+func memExitCost(t *testing.T) {
+	first := memDone(100_000)
+	first.PersonNext = "PERSON-TURN-MARK: now the second part"
+	last := memDone(20_000)
+	last.PersonExits = true
+	r := newMemRun(t, [][]fronttest.Round{{first, memTool(155_000, "echo two >> work.txt")}, {last}}, memHandoff)
+	personTypes(r.front)
+	r.front.ExitCost = 1.5
+	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	st := r.step()
+	if len(st.Generations) != 2 {
+		t.Fatalf("%d generations, want 2", len(st.Generations))
+	}
+	for _, g := range st.Generations {
+		if g.CostUSD != 1.5 {
+			t.Errorf("generation %d cost $%v, want the $1.5 its harness told at its exit", g.N, g.CostUSD)
+		}
+	}
+	if st.CostUSD != 3 {
+		t.Errorf("the step's cost $%v, want $3", st.CostUSD)
+	}
 }
 
 // memAutoBlocked: every compaction flower's hook blocked is recorded; one

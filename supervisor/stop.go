@@ -47,7 +47,7 @@ func (a *attemptRun) interrupted(ctx context.Context) outcome {
 // count like any other (DESIGN.md «Manifest»).
 func (a *attemptRun) bookInterrupted(ev front.TurnEnded) {
 	st := a.st
-	st.AddUsage(a.meter.CostUSD-a.lastCost, ev.Turns)
+	st.AddUsageOf(a.gen.N, a.meter.CostUSD-a.lastCost, ev.Turns)
 	a.lastCost = a.meter.CostUSD
 	st.SetContext(a.meter.Context)
 	a.rt.save(st)

@@ -184,6 +184,10 @@ type Launcher struct {
 	// turn/start and turn/interrupt are the harness's prompts and
 	// interrupt.
 	Codex bool
+	// ExitCost is what each harness says it cost as it exits
+	// (front.Exit.CostUSD), as the harness's own screen does; 0 says
+	// nothing.
+	ExitCost float64
 
 	mu       sync.Mutex
 	modelMu  sync.Mutex
@@ -205,7 +209,7 @@ var (
 
 // Capabilities implements front.Launcher.
 func (l *Launcher) Capabilities() front.Capabilities {
-	return front.Capabilities{StartEarly: !l.Late, OutsideTurns: l.PersonTypes || l.Outside, PersonTypes: l.PersonTypes, Resumes: !l.NoResume}
+	return front.Capabilities{StartEarly: !l.Late, Overlap: !l.Outside, OutsideTurns: l.PersonTypes || l.Outside, PersonTypes: l.PersonTypes, Resumes: !l.NoResume}
 }
 
 // Launch starts a scripted harness for s. A spec that resumes a session
@@ -224,6 +228,7 @@ func (l *Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, err
 	l.mu.Unlock()
 	ss := &session{l: l, p: p, events: make(chan transcript.Event), prompts: make(chan front.Turn, 16),
 		intr: make(chan struct{}, 1), endInput: make(chan struct{}), kill: make(chan struct{}), done: make(chan struct{})}
+	ss.exit.CostUSD = l.ExitCost
 	if l.PersonTypes {
 		// The interactive front's translation, on the engine's clock (the
 		// bubble's, under testing/synctest); its Esc is the interrupt.
