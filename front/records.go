@@ -30,9 +30,12 @@ type Records struct {
 	// already, is translated.
 	running int
 	// left are the facts of the record read last not yet returned; eof:
-	// src is closed. Only Next uses them.
+	// src is closed. held are records taken by Sync, not yet translated;
+	// got counts the records taken from src. Only Next and Sync use them.
 	left []Fact
 	eof  bool
+	held []transcript.Event
+	got  int
 }
 
 // NewRecords reads the records of src, which is closed once the harness
@@ -62,20 +65,56 @@ func (r *Records) Next(ctx context.Context) (Fact, error) {
 	return f, nil
 }
 
-// receive takes the next record, one that is there already first, even
+// Sync takes from src every record up to the count upTo delivers, how
+// many src had been given when the harness's output had been read up to
+// the moment asked (harness.Process.Drained), and holds them untranslated
+// for Next, which returns their facts then even with a done context
+// (front.Syncer). Not while Next runs.
+func (r *Records) Sync(ctx context.Context, upTo <-chan int) error {
+	for want := -1; want < 0 || r.got < want; {
+		select {
+		case n := <-upTo:
+			want, upTo = n, nil
+		case ev, ok := <-r.src:
+			if !ok {
+				return nil // Next reads the end
+			}
+			r.got++
+			r.held = append(r.held, ev)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// receive takes the next record, one held or there already first, even
 // when ctx is done.
 func (r *Records) receive(ctx context.Context) (transcript.Event, bool, error) {
+	if len(r.held) > 0 {
+		ev := r.held[0]
+		r.held[0] = transcript.Event{}
+		r.held = r.held[1:]
+		return ev, true, nil
+	}
 	select {
 	case ev, ok := <-r.src:
-		return ev, ok, nil
+		return r.took(ev, ok)
 	default:
 	}
 	select {
 	case ev, ok := <-r.src:
-		return ev, ok, nil
+		return r.took(ev, ok)
 	case <-ctx.Done():
 		return transcript.Event{}, false, ctx.Err()
 	}
+}
+
+func (r *Records) took(ev transcript.Event, ok bool) (transcript.Event, bool, error) {
+	if ok {
+		r.got++
+	}
+	return ev, ok, nil
 }
 
 func (r *Records) translate(ev *transcript.Event) {
