@@ -30,12 +30,11 @@ type Records struct {
 	// already, is translated.
 	running int
 	// left are the facts of the record read last not yet returned; eof:
-	// src is closed. held are records taken by Sync, not yet translated;
-	// got counts the records taken from src. Only Next and Sync use them.
+	// src is closed; back, the records Sync took. Only Next and Sync use
+	// them.
 	left []Fact
 	eof  bool
-	held []transcript.Event
-	got  int
+	back Backlog
 }
 
 // NewRecords reads the records of src, which is closed once the harness
@@ -65,22 +64,62 @@ func (r *Records) Next(ctx context.Context) (Fact, error) {
 	return f, nil
 }
 
-// Sync takes from src every record up to the count upTo delivers, how
-// many src had been given when the harness's output had been read up to
-// the moment asked (harness.Process.Drained), and holds them untranslated
-// for Next, which returns their facts then even with a done context
-// (front.Syncer). Not while Next runs.
+// Sync takes from src every record up to the count upTo delivers
+// (harness.Process.Drained) and holds them untranslated for Next, which
+// returns their facts then even with a done context (front.Syncer). Not
+// while Next runs.
 func (r *Records) Sync(ctx context.Context, upTo <-chan int) error {
-	for want := -1; want < 0 || r.got < want; {
+	return r.back.Sync(ctx, r.src, upTo, nil)
+}
+
+// receive takes the next record, one held or there already first, even
+// when ctx is done.
+func (r *Records) receive(ctx context.Context) (transcript.Event, bool, error) {
+	if ev, ok := r.back.Held(); ok {
+		return ev, true, nil
+	}
+	select {
+	case ev, ok := <-r.src:
+		r.back.Took(ok)
+		return ev, ok, nil
+	default:
+	}
+	select {
+	case ev, ok := <-r.src:
+		r.back.Took(ok)
+		return ev, ok, nil
+	case <-ctx.Done():
+		return transcript.Event{}, false, ctx.Err()
+	}
+}
+
+// Backlog is what a front that reads its harness's records from a pipe
+// took of them ahead of Next (Sync), untranslated, with the count of all
+// it took, which Sync compares with harness.Process.Drained's. The front
+// takes a held record before the pipe's next, and counts each of the
+// pipe's (Took).
+type Backlog struct {
+	held []transcript.Event
+	got  int
+}
+
+// Sync takes from src every record up to the count upTo delivers, how
+// many src had been given when the harness's output was read up to the
+// moment asked, and holds them. It ends early when stop closes (nil:
+// never) or ctx ends, and once src is closed.
+func (b *Backlog) Sync(ctx context.Context, src <-chan transcript.Event, upTo <-chan int, stop <-chan struct{}) error {
+	for want := -1; want < 0 || b.got < want; {
 		select {
 		case n := <-upTo:
 			want, upTo = n, nil
-		case ev, ok := <-r.src:
+		case ev, ok := <-src:
 			if !ok {
-				return nil // Next reads the end
+				return nil // the front reads the end
 			}
-			r.got++
-			r.held = append(r.held, ev)
+			b.Took(true)
+			b.held = append(b.held, ev)
+		case <-stop:
+			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -88,33 +127,23 @@ func (r *Records) Sync(ctx context.Context, upTo <-chan int) error {
 	return nil
 }
 
-// receive takes the next record, one held or there already first, even
-// when ctx is done.
-func (r *Records) receive(ctx context.Context) (transcript.Event, bool, error) {
-	if len(r.held) > 0 {
-		ev := r.held[0]
-		r.held[0] = transcript.Event{}
-		r.held = r.held[1:]
-		return ev, true, nil
+// Held takes the oldest record held, if any.
+func (b *Backlog) Held() (transcript.Event, bool) {
+	if len(b.held) == 0 {
+		return transcript.Event{}, false
 	}
-	select {
-	case ev, ok := <-r.src:
-		return r.took(ev, ok)
-	default:
-	}
-	select {
-	case ev, ok := <-r.src:
-		return r.took(ev, ok)
-	case <-ctx.Done():
-		return transcript.Event{}, false, ctx.Err()
-	}
+	ev := b.held[0]
+	b.held[0] = transcript.Event{}
+	b.held = b.held[1:]
+	return ev, true
 }
 
-func (r *Records) took(ev transcript.Event, ok bool) (transcript.Event, bool, error) {
+// Took counts a record the front took from the pipe itself; !ok: the pipe
+// was closed, and nothing is counted.
+func (b *Backlog) Took(ok bool) {
 	if ok {
-		r.got++
+		b.got++
 	}
-	return ev, ok, nil
 }
 
 func (r *Records) translate(ev *transcript.Event) {
