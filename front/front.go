@@ -172,6 +172,18 @@ type Exit struct {
 	Skipped int
 }
 
+// Syncer is a Session whose front reads its harness's output apart from
+// Next, and so can be behind it (the headless front's stdout reader): Sync
+// returns once every record the harness wrote before the call is the
+// session's own, for a Next with a done ctx to return its facts, or with
+// ctx's error. It translates nothing: Next still translates each record
+// only when the engine asks. The engine syncs before it judges what a
+// harness asked of it on another channel while it waited, flower's
+// PreCompact hook (DESIGN.md «Inbox»); Next is never running meanwhile.
+type Syncer interface {
+	Sync(ctx context.Context) error
+}
+
 // Prober is a Session that can report the harness's view of its context
 // (the get_context_usage control request, read by transcript.ContextUsageOf):
 // window, start-up floor, and whether auto-compact is on. Like Next, Probe is

@@ -30,9 +30,11 @@ type Records struct {
 	// already, is translated.
 	running int
 	// left are the facts of the record read last not yet returned; eof:
-	// src is closed. Only Next uses them.
+	// src is closed; back, the records Sync took. Only Next and Sync use
+	// them.
 	left []Fact
 	eof  bool
+	back Backlog
 }
 
 // NewRecords reads the records of src, which is closed once the harness
@@ -62,19 +64,85 @@ func (r *Records) Next(ctx context.Context) (Fact, error) {
 	return f, nil
 }
 
-// receive takes the next record, one that is there already first, even
+// Sync takes from src every record up to the count upTo delivers
+// (harness.Process.Drained) and holds them untranslated for Next, which
+// returns their facts then even with a done context (front.Syncer). Not
+// while Next runs.
+func (r *Records) Sync(ctx context.Context, upTo <-chan int) error {
+	return r.back.Sync(ctx, r.src, upTo, nil)
+}
+
+// receive takes the next record, one held or there already first, even
 // when ctx is done.
 func (r *Records) receive(ctx context.Context) (transcript.Event, bool, error) {
+	if ev, ok := r.back.Held(); ok {
+		return ev, true, nil
+	}
 	select {
 	case ev, ok := <-r.src:
+		r.back.Took(ok)
 		return ev, ok, nil
 	default:
 	}
 	select {
 	case ev, ok := <-r.src:
+		r.back.Took(ok)
 		return ev, ok, nil
 	case <-ctx.Done():
 		return transcript.Event{}, false, ctx.Err()
+	}
+}
+
+// Backlog is what a front that reads its harness's records from a pipe
+// took of them ahead of Next (Sync), untranslated, with the count of all
+// it took, which Sync compares with harness.Process.Drained's. The front
+// takes a held record before the pipe's next, and counts each of the
+// pipe's (Took).
+type Backlog struct {
+	held []transcript.Event
+	got  int
+}
+
+// Sync takes from src every record up to the count upTo delivers, how
+// many src had been given when the harness's output was read up to the
+// moment asked, and holds them. It ends early when stop closes (nil:
+// never) or ctx ends, and once src is closed.
+func (b *Backlog) Sync(ctx context.Context, src <-chan transcript.Event, upTo <-chan int, stop <-chan struct{}) error {
+	for want := -1; want < 0 || b.got < want; {
+		select {
+		case n := <-upTo:
+			want, upTo = n, nil
+		case ev, ok := <-src:
+			if !ok {
+				return nil // the front reads the end
+			}
+			b.Took(true)
+			b.held = append(b.held, ev)
+		case <-stop:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Held takes the oldest record held, if any.
+func (b *Backlog) Held() (transcript.Event, bool) {
+	if len(b.held) == 0 {
+		return transcript.Event{}, false
+	}
+	ev := b.held[0]
+	b.held[0] = transcript.Event{}
+	b.held = b.held[1:]
+	return ev, true
+}
+
+// Took counts a record the front took from the pipe itself; !ok: the pipe
+// was closed, and nothing is counted.
+func (b *Backlog) Took(ok bool) {
+	if ok {
+		b.got++
 	}
 }
 

@@ -139,7 +139,7 @@ type Process struct {
 	log    *slog.Logger
 	grace  time.Duration
 	stdin  *os.File
-	stdout *os.File
+	stdout *pipeReader
 
 	writeMu sync.Mutex
 
@@ -186,7 +186,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		log:     log,
 		grace:   grace,
 		stdin:   pipes.inW,
-		stdout:  pipes.outR,
+		stdout:  newPipeReader(pipes.outR),
 		events:  make(chan transcript.Event),
 		done:    make(chan struct{}),
 		exited:  make(chan struct{}),
@@ -280,6 +280,13 @@ func (p *Process) PID() int { return p.c.PID() }
 // someone else wrote to stdin (WriteLine) only. The
 // channel is closed after the last line.
 func (p *Process) Events() <-chan transcript.Event { return p.events }
+
+// Drained returns a channel that receives, once every byte the harness
+// wrote to stdout before the call has been read, how many records Events
+// had been given by then: those include every record the harness wrote
+// before the call. What the harness wrote before it ran a hook is so
+// known to be read, however far behind the reader was (DESIGN.md «Inbox»).
+func (p *Process) Drained() <-chan int { return p.stdout.Drained() }
 
 // Done is closed when the harness has exited and its output has been read.
 func (p *Process) Done() <-chan struct{} { return p.done }
@@ -484,6 +491,7 @@ func (p *Process) write(b []byte) error {
 func (p *Process) read(maxLine int, q *queue, done chan<- struct{}) {
 	defer close(done)
 	defer q.close()
+	defer p.stdout.ended()
 	defer p.stdout.Close()
 	lr := transcript.NewLineReader(p.stdout, maxLine)
 	for {
@@ -543,6 +551,7 @@ func (p *Process) read(maxLine int, q *queue, done chan<- struct{}) {
 			continue
 		}
 		q.push(ev)
+		p.stdout.counted()
 	}
 }
 

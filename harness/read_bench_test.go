@@ -44,7 +44,7 @@ func BenchmarkReadToFacts(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := &Process{log: slog.New(slog.DiscardHandler), stdout: r, pending: map[string]chan transcript.Event{}, fired: map[string]bool{}}
+		p := &Process{log: slog.New(slog.DiscardHandler), stdout: newPipeReader(r), pending: map[string]chan transcript.Event{}, fired: map[string]bool{}}
 		q, events, done := newQueue(), make(chan transcript.Event), make(chan struct{})
 		go p.read(0, q, done)
 		go q.pump(events)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -33,13 +34,18 @@ const (
 // script is what the scripted harness says: one list of steps per user
 // line. A step is a line to write, or waitInterrupt: the turn goes on only
 // once an interrupt request came (answered as the harness answers it), as
-// the real harness ends a turn at the next message boundary. Every control
-// request is answered with success; get_context_usage with a breakdown.
+// the real harness ends a turn at the next message boundary, or markWritten
+// and a path: the file is made once the lines before are written, as a
+// hook the harness runs after them would run. Every control request is
+// answered with success; get_context_usage with a breakdown.
 type script struct {
 	Turns [][]string `json:"turns"`
 }
 
-const waitInterrupt = "wait-interrupt"
+const (
+	waitInterrupt = "wait-interrupt"
+	markWritten   = "mark-written "
+)
 
 func scripted(path string) int {
 	b, err := os.ReadFile(path)
@@ -71,6 +77,10 @@ func scripted(path string) int {
 			if step == waitInterrupt {
 				waiting = true
 				return
+			}
+			if path, ok := strings.CutPrefix(step, markWritten); ok {
+				_ = os.WriteFile(path, nil, 0o644)
+				continue
 			}
 			emit(step)
 		}

@@ -56,6 +56,7 @@ type session struct {
 	// yet returned (the application's prompts come from its own reader),
 	// and after, what waits for the engine's decision on them.
 	stepMu sync.Mutex
+	back   front.Backlog // the lines Sync took; stepMu guards it
 	qMu    sync.Mutex
 	q      []front.Fact
 	eof    bool
@@ -72,6 +73,7 @@ type session struct {
 var (
 	_ front.Session = (*session)(nil)
 	_ front.Prober  = (*session)(nil)
+	_ front.Syncer  = (*session)(nil)
 )
 
 func newSession(ctx context.Context, r *Relay, p *harness.Process, spec front.Spec, kind launchKind, log *slog.Logger) *session {
@@ -155,14 +157,19 @@ func (s *session) Next(ctx context.Context) (front.Fact, error) {
 // or for another fact or the release (not ok); a line that is there
 // already comes first, even when ctx is done.
 func (s *session) receive(ctx context.Context) (*transcript.Event, bool, error) {
+	if ev, ok := s.back.Held(); ok {
+		return &ev, true, nil
+	}
 	events := s.p.Events()
 	select {
 	case ev, open := <-events:
+		s.back.Took(open)
 		return lineOf(ev, open), true, nil
 	default:
 	}
 	select {
 	case ev, open := <-events:
+		s.back.Took(open)
 		return lineOf(ev, open), true, nil
 	case <-s.added:
 		return nil, false, nil
@@ -178,6 +185,21 @@ func lineOf(ev transcript.Event, open bool) *transcript.Event {
 		return nil
 	}
 	return &ev
+}
+
+// Sync implements front.Syncer, as the headless front does: the harness's
+// stdout reader runs apart from Next, so what the harness wrote before its
+// hook ran is taken from it, untranslated, for Next (DESIGN.md «Inbox»).
+// Once the session is released nothing waits for it.
+func (s *session) Sync(ctx context.Context) error {
+	s.stepMu.Lock()
+	defer s.stepMu.Unlock()
+	select {
+	case <-s.released:
+		return nil
+	default:
+	}
+	return s.back.Sync(ctx, s.p.Events(), s.p.Drained(), s.released)
 }
 
 // nextReleased returns the facts pumpReleased reads, once the engine no
@@ -260,6 +282,11 @@ func (s *session) pumpReleased() {
 	for {
 		s.stepMu.Lock()
 		s.runAfter(true)
+		if ev, ok := s.back.Held(); ok {
+			s.take(ev)
+			s.stepMu.Unlock()
+			continue
+		}
 		s.stepMu.Unlock()
 		ev, open := <-s.p.Events()
 		if !open {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -340,6 +341,49 @@ func TestTurnFactsWaitForTheEngine(t *testing.T) {
 	e.rest()
 	if x := h.Exit(); !x.ByPerson {
 		t.Errorf("exit %+v: want ended by the application", x)
+	}
+}
+
+// What the harness wrote before it ran a hook is the engine's once the
+// session is synced, however far behind the harness's reader is (more
+// lines than its queue holds, nobody taking them): a Next with a done
+// context then returns the round before the hook (DESIGN.md «Inbox»).
+func TestSyncTakesWhatWasWritten(t *testing.T) {
+	g := newRig(t)
+	g.send(appTask)
+	mark := filepath.Join(g.dir, "hook-ran")
+	steps := []string{initLine("s-1")}
+	for range 60 {
+		steps = append(steps, `{"type":"system","subtype":"status","status":null,"session_id":"s-1"}`)
+	}
+	steps = append(steps, assistantLine("s-1", "m1", "working", 1200), markWritten+mark)
+	h := g.launch(1, "", script{Turns: [][]string{steps}})
+	if err := h.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(guard); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(mark); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("hang guard: the harness never got to its hook")
+		}
+	}
+	if err := h.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	var facts []front.Fact
+	for {
+		f, err := h.Next(done)
+		if err != nil {
+			break
+		}
+		facts = append(facts, f)
+	}
+	if !slices.ContainsFunc(facts, roundOf(1200)) {
+		t.Errorf("after the sync the facts are %s: want the round the harness wrote before its hook", describe(facts))
 	}
 }
 

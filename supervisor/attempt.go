@@ -14,7 +14,6 @@ import (
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/handoffwriter"
-	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 )
@@ -206,13 +205,7 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 				return out
 			}
 		case r := <-a.requests:
-			// What the harness said before it asked is folded in first:
-			// the request is judged against it (its context, its round).
-			if out, end := a.fold(); end {
-				inbox.Done(a.inboxDir, r.Name)
-				return out
-			}
-			if out, end := a.request(r); end {
+			if out, end := a.heard(r); end {
 				return out
 			}
 		case <-a.successorDue():

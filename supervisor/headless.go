@@ -21,6 +21,7 @@ var (
 	_ front.Launcher = Headless{}
 	_ front.Session  = (*headlessSession)(nil)
 	_ front.Prober   = (*headlessSession)(nil)
+	_ front.Syncer   = (*headlessSession)(nil)
 )
 
 // Capabilities implements front.Launcher: a stream-json harness waits for
@@ -60,6 +61,10 @@ type headlessSession struct {
 }
 
 func (h *headlessSession) Next(ctx context.Context) (front.Fact, error) { return h.rec.Next(ctx) }
+
+// Sync implements front.Syncer: the stdout reader runs apart from Next,
+// and may not have read yet what the harness wrote before its hook ran.
+func (h *headlessSession) Sync(ctx context.Context) error { return h.rec.Sync(ctx, h.p.Drained()) }
 
 func (h *headlessSession) Begin() error { return h.send(h.prompt) }
 

@@ -1,7 +1,9 @@
 package supervisor
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/inbox"
@@ -65,6 +67,47 @@ func (s *stepRun) hold() *front.Hold {
 		h.Hook = []string{rt.opts.HookBinary, "hook", "precompact", "--inbox", s.inboxDir}
 	}
 	return h
+}
+
+// syncWait bounds the wait for a front to read what its harness wrote
+// before a hook asked, well inside the hook's own wait (levers.HookWait):
+// a front that cannot (a harness that writes without pause) is judged on
+// what it has read.
+const syncWait = time.Second
+
+// heard acts on a request from the inbox. What the harness said before it
+// asked is folded in first: the request is judged against it (its context,
+// its round). A compaction's request comes from the hook the harness runs
+// and waits for, so everything the harness wrote before it is on its way
+// already: the front is synced to it before the fold (DESIGN.md «Inbox»).
+func (a *attemptRun) heard(r inbox.Request) (outcome, bool) {
+	if r.Kind == inbox.KindCompact {
+		a.syncFront()
+	}
+	if out, end := a.fold(); end {
+		inbox.Done(a.inboxDir, r.Name)
+		return out, true
+	}
+	return a.request(r)
+}
+
+// syncFront waits, up to syncWait on the engine's clock, until the front
+// holds every record its harness wrote before now (front.Syncer).
+func (a *attemptRun) syncFront() {
+	ctx, cancel := context.WithCancel(a.ctx)
+	defer cancel()
+	dl := a.rt.after(syncWait, "sync")
+	defer dl.stop()
+	go func() {
+		select {
+		case <-dl.C():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := a.pull.sync(ctx); err != nil {
+		a.log.Warn("the front did not read all its harness wrote before the hook ran; the request is judged on what it read", "err", err)
+	}
 }
 
 // request acts on one message from the inbox. Its poster waits until

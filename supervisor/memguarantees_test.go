@@ -353,8 +353,10 @@ func memGuaranteeTable() []memGuarantee {
 		{"window adopted from the harness", memWindow},
 		{"compaction hands off", memBackstop},
 		{"compact asked for hands off", memCompactAsked},
-		{"one automatic compaction blocked: recorded only", func(t *testing.T) { memAutoBlocked(t, 1) }},
-		{"a second automatic compaction blocked hands off", func(t *testing.T) { memAutoBlocked(t, 2) }},
+		{"one automatic compaction blocked: recorded only", func(t *testing.T) { memAutoBlocked(t, 1, 0) }},
+		{"a second automatic compaction blocked hands off", func(t *testing.T) { memAutoBlocked(t, 2, 0) }},
+		{"a blocked compaction is judged at the round before the hook, the front's reader behind", func(t *testing.T) { memAutoBlocked(t, 1, memBehind) }},
+		{"a second blocked compaction hands off at the round before the hook, the front's reader behind", func(t *testing.T) { memAutoBlocked(t, 2, memBehind) }},
 		{"overflow degrades", func(t *testing.T) {
 			r := newMemRun(t, [][]fronttest.Round{{memTool(100_000, "echo a >> work.txt"), {Overflow: true}}, {memDone(20_000)}}, memHandoff)
 			st, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask)
@@ -1126,14 +1128,25 @@ func memExitCost(t *testing.T) {
 	}
 }
 
+// memBehind is how far behind the harness the reader of a row's front is
+// (fronttest.Launcher.Behind): well inside the engine's wait for it.
+const memBehind = syncWait / 2
+
 // memAutoBlocked: every compaction flower's hook blocked is recorded; one
 // automatic attempt is only recorded, a second one in the same session
 // hands off, before flower's own threshold (DESIGN.md «Compaction asked
-// for»).
-func memAutoBlocked(t *testing.T, tries int) {
+// for»). Each is judged at the round the harness wrote before its hook
+// ran, also when the front's reader is behind and the hook's request
+// reaches the engine first (DESIGN.md «Inbox»).
+func memAutoBlocked(t *testing.T, tries int, behind time.Duration) {
+	first := memTool(100_000, "echo one >> work.txt")
+	if behind > 0 {
+		first.Tool.Took = behind / 5 // the hook runs while the round is unread
+	}
 	tried := memTool(120_000, "echo two >> work.txt")
 	tried.PreCompact = slices.Repeat([]string{"auto"}, tries)
-	r := newMemRun(t, [][]fronttest.Round{{memTool(100_000, "echo one >> work.txt"), tried, memDone(130_000)}, {memDone(20_000)}}, memHandoff)
+	r := newMemRun(t, [][]fronttest.Round{{first, tried, memDone(130_000)}, {memDone(20_000)}}, memHandoff)
+	r.front.Behind = behind
 	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
 		t.Fatalf("RunStep: %v", err)
 	}

@@ -18,6 +18,9 @@ type puller struct {
 	// cancel ends the Next under way; nil when none is.
 	cancel context.CancelFunc
 	eof    bool
+	// kept is the fact of a Next called off for a sync, which ready
+	// returns first.
+	kept front.Fact
 }
 
 type pulled struct {
@@ -32,6 +35,11 @@ func newPuller(s front.Session) *puller { return &puller{s: s, ch: make(chan pul
 func (p *puller) C() <-chan pulled {
 	if p.eof {
 		return nil
+	}
+	if p.cancel == nil && p.kept != nil {
+		// A fact a sync kept comes first.
+		p.ch <- pulled{f: p.kept}
+		p.kept, p.cancel = nil, func() {}
 	}
 	if p.cancel == nil {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -69,20 +77,13 @@ func (p *puller) next() (front.Fact, bool) {
 // is asked with a done context. false: none is there (or the session has
 // said all; C then reports it).
 func (p *puller) ready() (front.Fact, bool) {
+	if p.stop(); p.kept != nil {
+		f := p.kept
+		p.kept = nil
+		return f, true
+	}
 	if p.eof {
 		return nil, false
-	}
-	if p.cancel != nil {
-		p.cancel()
-		x := <-p.ch
-		p.cancel = nil
-		if x.err == nil {
-			return x.f, true
-		}
-		if x.err != context.Canceled {
-			p.eof = true
-			return nil, false
-		}
 	}
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -94,4 +95,35 @@ func (p *puller) ready() (front.Fact, bool) {
 		p.eof = true
 	}
 	return nil, false
+}
+
+// sync makes every record the harness wrote before now the session's own
+// (front.Syncer), so that ready returns its facts; a front that reads in
+// step with Next has nothing to do. The Next under way is called off
+// first, and its fact kept for ready.
+func (p *puller) sync(ctx context.Context) error {
+	s, ok := p.s.(front.Syncer)
+	if !ok {
+		return nil
+	}
+	if p.stop(); p.eof {
+		return nil
+	}
+	return s.Sync(ctx)
+}
+
+// stop calls off the Next under way, keeping its fact, or the end.
+func (p *puller) stop() {
+	if p.cancel == nil {
+		return
+	}
+	p.cancel()
+	x := <-p.ch
+	p.cancel = nil
+	switch {
+	case x.err == nil:
+		p.kept = x.f
+	case x.err != context.Canceled:
+		p.eof = true
+	}
 }

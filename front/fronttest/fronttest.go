@@ -188,6 +188,14 @@ type Launcher struct {
 	// (front.Exit.CostUSD), as the harness's own screen does; 0 says
 	// nothing.
 	ExitCost float64
+	// Behind: the front reads the harness's records on a reader of its
+	// own, which hands each on this long after it was written, as the
+	// headless front reads its harness's stdout apart from Next: the
+	// harness writes without waiting for the front, so a hook's request
+	// can reach the engine before the records written before it are read.
+	// The sessions sync (front.Syncer) as the headless front's do. 0: the
+	// front reads in step with the engine.
+	Behind time.Duration
 
 	mu       sync.Mutex
 	modelMu  sync.Mutex
@@ -205,6 +213,7 @@ var (
 	_ front.Launcher = (*Launcher)(nil)
 	_ front.Session  = (*session)(nil)
 	_ front.Prober   = (*probingSession)(nil)
+	_ front.Syncer   = (*session)(nil)
 )
 
 // Capabilities implements front.Launcher.
@@ -236,6 +245,10 @@ func (l *Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, err
 			s.Resume, func() { _ = ss.interrupt() })
 	} else {
 		ss.rec = front.NewRecords(ss.events)
+		if l.Behind > 0 {
+			ss.lag = newLagPipe(l.Behind)
+			go ss.read()
+		}
 	}
 	p.s = ss
 	if l.Codex {
@@ -368,6 +381,7 @@ type session struct {
 	// (Screen), as the interactive front does, and rec is nil.
 	events   chan transcript.Event
 	rec      *front.Records
+	lag      *lagPipe // the pipe before events of a front that is behind (Launcher.Behind)
 	scr      *interactive.Translation
 	cdx      *codexPipe
 	prompts  chan front.Turn
@@ -615,8 +629,9 @@ func (s *session) run(ctx context.Context) {
 // the front reads and translates it as the headless front does
 // (front.Records). The pipe is unbuffered and the front reads a record
 // only when the engine asks for a fact, after it decided on the one
-// before, so the session runs in step with the engine. A kill ends the
-// harness, with what it did not write lost.
+// before, so the session runs in step with the engine (unless the front
+// is behind, Launcher.Behind). A kill ends the harness, with what it did
+// not write lost.
 func (s *session) emit(v map[string]any) {
 	if s.cdx != nil {
 		s.cdx.emit(v)
@@ -624,6 +639,10 @@ func (s *session) emit(v map[string]any) {
 	}
 	if s.scr != nil {
 		s.screen(v)
+		return
+	}
+	if s.lag != nil {
+		s.lag.write(record(v))
 		return
 	}
 	select {
@@ -655,6 +674,10 @@ func (s *session) closeOutput() {
 	}
 	if s.scr != nil {
 		s.scr.Exited()
+		return
+	}
+	if s.lag != nil {
+		s.lag.close() // the reader closes events once it has read all
 		return
 	}
 	close(s.events)
