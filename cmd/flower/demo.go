@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,53 +61,17 @@ func demoFlags() []cli.Flag {
 const demoTimeout = 3 * time.Minute
 
 func demoAction(c *cli.Context, p proc) (err error) {
-	if c.NArg() > 0 {
-		return usagef("demo takes no arguments, got %q", c.Args().First())
-	}
-	if c.Duration("pace") < 0 {
-		return usagef("--pace must not be negative")
-	}
-	screen, isScreen := p.stdin.(*os.File)
-	if c.Bool("interactive") && (!isScreen || !isTerminal(screen)) {
-		return usageError{interactive.ErrNotTerminal}
-	}
-	// The script was observed on the pinned harness; prefer it to whatever
-	// claude is on PATH.
-	if c.String("harness") == "" && isExecutable(cachedHarness()) {
-		if err := c.Set("harness", cachedHarness()); err != nil {
-			return err
-		}
-	}
-	root, err := os.MkdirTemp("", "flower-demo-")
+	screen, err := demoArgs(c, p)
 	if err != nil {
-		return fmt.Errorf("demo directory: %w", err)
+		return err
 	}
-	workspace, home := filepath.Join(root, "workspace"), filepath.Join(root, "home")
-	// Kept for inspection once the job ran, unless --clean; a demo that
-	// never started leaves nothing behind.
-	keep, started := !c.Bool("clean"), false
-	defer func() {
-		if !started {
-			_ = os.RemoveAll(root)
-			return
-		}
-		if keep {
-			fmt.Fprintf(p.stderr, "workspace: %s (kept; remove it with rm -rf %s)\n", workspace, root)
-			return
-		}
-		if rerr := os.RemoveAll(root); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("remove the demo directory: %w", rerr))
-			return
-		}
-		fmt.Fprintf(p.stderr, "flower demo: removed %s (--clean)\n", root)
-	}()
-	for _, d := range []string{workspace, home} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return fmt.Errorf("demo directory: %w", err)
-		}
+	d, err := newDemoDirs(!c.Bool("clean"))
+	if err != nil {
+		return err
 	}
+	defer func() { err = d.close(err, p.stderr) }()
 
-	model := demo.NewModel(workspace, c.Duration("pace"))
+	model := demo.NewModel(d.workspace, c.Duration("pace"))
 	srv, err := scriptedapi.Start(model.Script)
 	if err != nil {
 		return fmt.Errorf("start the scripted model: %w", err)
@@ -115,7 +80,7 @@ func demoAction(c *cli.Context, p proc) (err error) {
 
 	// The settings the scripted model was written for.
 	set := jobSettings{
-		workspace: workspace, step: demo.Step,
+		workspace: d.workspace, step: demo.Step,
 		handoff: policy.HandoffPolicy{Enabled: true, Window: demo.Window,
 			Headroom: policy.DefaultHeadroom, MaxGenerations: policy.DefaultMaxGenerations},
 		harness: c.String("harness"), maxAttempts: supervisor.DefaultMaxAttempts, turnTimeout: time.Minute,
@@ -125,18 +90,88 @@ func demoAction(c *cli.Context, p proc) (err error) {
 		// it was, but for flower's registry entry, which flower ps lists
 		// while the demo runs (a run like any other) and which goes when
 		// it ends.
-		harnessEnv: demo.HarnessEnv(os.Environ(), home, srv.Env()),
+		harnessEnv: demo.HarnessEnv(os.Environ(), d.home, srv.Env()),
 		noContinue: true,
 	}
 	p.harnessArgs = demo.HarnessArgs
 	if c.Bool("interactive") {
-		if err := demo.SeedScreen(home, workspace, scriptedapi.APIKey); err != nil {
+		if err := demo.SeedScreen(d.home, d.workspace, scriptedapi.APIKey); err != nil {
 			return fmt.Errorf("demo directory: %w", err)
 		}
 		p.harnessArgs = demo.InteractiveArgs
-		started = true
-		return demoScreen(c, set, p, screen, srv.URL, workspace)
+		d.started = true
+		return demoScreen(c, set, p, screen, srv.URL, d.workspace)
 	}
+	return demoStream(c.Context, set, p, srv.URL, d)
+}
+
+// demoArgs checks the demo's command line and picks the pinned harness
+// when none is named; screen is the terminal -i runs on.
+func demoArgs(c *cli.Context, p proc) (screen *os.File, err error) {
+	if c.NArg() > 0 {
+		return nil, usagef("demo takes no arguments, got %q", c.Args().First())
+	}
+	if c.Duration("pace") < 0 {
+		return nil, usagef("--pace must not be negative")
+	}
+	screen, isScreen := p.stdin.(*os.File)
+	if c.Bool("interactive") && (!isScreen || !isTerminal(screen)) {
+		return nil, usageError{interactive.ErrNotTerminal}
+	}
+	// The script was observed on the pinned harness; prefer it to whatever
+	// claude is on PATH.
+	if c.String("harness") == "" && isExecutable(cachedHarness()) {
+		if err := c.Set("harness", cachedHarness()); err != nil {
+			return nil, err
+		}
+	}
+	return screen, nil
+}
+
+// demoDirs are the demo's workspace and the harness's HOME, in a temp
+// directory of their own.
+type demoDirs struct {
+	root, workspace, home string
+	// keep: left for inspection once the job ran (no --clean); started:
+	// the job ran, or began to. A demo that never started leaves nothing.
+	keep, started bool
+}
+
+func newDemoDirs(keep bool) (*demoDirs, error) {
+	root, err := os.MkdirTemp("", "flower-demo-")
+	if err != nil {
+		return nil, fmt.Errorf("demo directory: %w", err)
+	}
+	d := &demoDirs{root: root, workspace: filepath.Join(root, "workspace"), home: filepath.Join(root, "home"), keep: keep}
+	for _, dir := range []string{d.workspace, d.home} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			_ = os.RemoveAll(root)
+			return nil, fmt.Errorf("demo directory: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// close removes the directories, or says where they are kept; err is the
+// demo's, joined with a failure to remove them.
+func (d *demoDirs) close(err error, stderr io.Writer) error {
+	switch {
+	case !d.started:
+		_ = os.RemoveAll(d.root)
+	case d.keep:
+		fmt.Fprintf(stderr, "workspace: %s (kept; remove it with rm -rf %s)\n", d.workspace, d.root)
+	default:
+		if rerr := os.RemoveAll(d.root); rerr != nil {
+			return errors.Join(err, fmt.Errorf("remove the demo directory: %w", rerr))
+		}
+		fmt.Fprintf(stderr, "flower demo: removed %s (--clean)\n", d.root)
+	}
+	return err
+}
+
+// demoStream runs the demo's job headless, with the lines that say what it
+// is before and what it did after.
+func demoStream(ctx context.Context, set jobSettings, p proc, url string, d *demoDirs) error {
 	job, err := setupJob(set, p)
 	if err != nil {
 		return err
@@ -147,30 +182,31 @@ func demoAction(c *cli.Context, p proc) (err error) {
 	defer closeJob()
 
 	pol := job.rt.Policy()
-	fmt.Fprintf(p.stderr, "flower demo: the real harness (%s), a scripted model on %s: no API key, no network\n", job.harnessPath, srv.URL)
+	fmt.Fprintf(p.stderr, "flower demo: the real harness (%s), a scripted model on %s: no API key, no network\n", job.harnessPath, url)
 	fmt.Fprintf(p.stderr, "flower demo: window %s · near notice at %s · handoff at %s · workspace %s\n",
-		policy.FormatRound(pol.Window), policy.FormatRound(pol.WarnAt()), policy.FormatRound(pol.At()), workspace)
+		policy.FormatRound(pol.Window), policy.FormatRound(pol.WarnAt()), policy.FormatRound(pol.At()), d.workspace)
 	fmt.Fprintf(p.stderr, "flower demo: task: %s\n", demo.Task)
-	fmt.Fprintf(p.stderr, "flower demo: flower ps lists it while it runs; flower show, logs and ui -C %s show it\n\n", workspace)
+	fmt.Fprintf(p.stderr, "flower demo: flower ps lists it while it runs; flower show, logs and ui -C %s show it\n\n", d.workspace)
 
-	ctx, cancel := context.WithTimeout(c.Context, demoTimeout)
+	ctx, cancel := context.WithTimeout(ctx, demoTimeout)
 	defer cancel()
-	start, started := time.Now(), true
+	start := time.Now()
+	d.started = true
 	st, err := job.rt.RunStep(ctx, demo.Step, demo.Task)
 	job.finish(st, err)
 	closeJob()
 	if err != nil {
 		return err
 	}
-	if err := checkDemo(st, workspace); err != nil {
+	if err := checkDemo(st, d.workspace); err != nil {
 		return fmt.Errorf("demo: %w (the log is in %s)", err, job.runDir)
 	}
 	fmt.Fprintf(p.stderr, "flower demo: %d sessions, %d handoffs in %.1fs; the cost is the harness's reckoning of the scripted usage, nothing was billed\n",
 		len(st.Generations), len(st.Generations)-1, time.Since(start).Seconds())
-	if keep {
+	if d.keep {
 		fmt.Fprintf(p.stderr, "flower demo: the files it wrote: %s\n", strings.Join(demo.Files, " "))
-		fmt.Fprintf(p.stderr, "flower demo: earlier handoffs are kept in %s\n", filepath.Join(workbench.NotesDir(workbench.DirOf(workspace)), "archive"))
-		fmt.Fprintf(p.stderr, "flower demo: the harness's HOME (its session logs) is %s\n", home)
+		fmt.Fprintf(p.stderr, "flower demo: earlier handoffs are kept in %s\n", filepath.Join(workbench.NotesDir(workbench.DirOf(d.workspace)), "archive"))
+		fmt.Fprintf(p.stderr, "flower demo: the harness's HOME (its session logs) is %s\n", d.home)
 	}
 	return nil
 }
