@@ -706,8 +706,70 @@ func (s *session) wait(d time.Duration, until <-chan struct{}) bool {
 
 // turn plays one turn and returns the round that ended it.
 func (s *session) turn(t front.Turn) (last Round) {
+	p, prompt := s.p, t.Prompt
+	sid := p.session
+	if !s.begin(prompt) {
+		s.compact(prompt)
+		return Round{}
+	}
+	turnN := s.l.turnOf(sid, prompt)
+	turns := 0
+	for round := 1; ; round++ {
+		turns++
+		r := s.l.ask(Request{Session: sid, Proc: p.N, Turn: turnN, Round: round, Prompt: prompt, Writing: t.Kind == front.TurnWriting})
+		if r.Took > 0 && !s.wait(r.Took, nil) {
+			s.interrupted(turns)
+			return
+		}
+		for _, trigger := range r.PreCompact {
+			s.preCompact(trigger)
+		}
+		s.exit.Skipped += len(r.Malformed)
+		switch {
+		case r.Crash:
+			s.exit.Why = "the harness exited before the turn ended (exit status 3)"
+			panic(errKilled{})
+		case r.Hang:
+			<-s.kill
+			panic(errKilled{})
+		}
+		s.before(r)
+		switch {
+		case r.Overflow:
+			s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": nil, "error": "invalid_request",
+				"is_api_error_message": true, "message": map[string]any{"id": "msg_synthetic", "model": "<synthetic>",
+					"content": []any{map[string]any{"type": "text", "text": "Prompt is too long"}}}})
+			s.result(true, "Prompt is too long", "prompt_too_long", "", turns)
+			return
+		case r.Limit != nil:
+			s.limited(*r.Limit, turns)
+			return r // what the person does next applies
+		}
+		s.reply(r)
+		if r.Tool == nil {
+			s.unmarked = r.Unmarked
+			s.result(false, r.Text, "completed", "end_turn", turns)
+			return r
+		}
+		if r.Tool.Started != nil {
+			r.Tool.Started(p)
+		}
+		if !s.wait(cmp.Or(r.Tool.Took, time.Second), r.Tool.Until) {
+			s.interrupted(turns)
+			return
+		}
+		s.emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
+			"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result",
+				"tool_use_id": fmt.Sprintf("toolu_%d", s.msgSeq), "content": "ok"}}}})
+	}
+}
+
+// begin starts a turn on prompt as the harness does: an interrupt sent
+// while no turn ran is dropped, the prompt is recorded, and the init line
+// (and the prompt's own line, where the harness writes one) goes out.
+// false: the prompt is a /compact, which makes no request.
+func (s *session) begin(prompt string) bool {
 	l, p := s.l, s.p
-	prompt := t.Prompt
 	drop := func() error {
 		select {
 		case <-s.intr: // an interrupt sent while no turn ran
@@ -733,96 +795,67 @@ func (s *session) turn(t front.Turn) (last Round) {
 		s.emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
 			"message": map[string]any{"role": "user", "content": prompt}})
 	}
-	if strings.HasPrefix(strings.TrimSpace(prompt), "/compact") {
-		s.compact(prompt)
-		return Round{}
-	}
+	return !strings.HasPrefix(strings.TrimSpace(prompt), "/compact")
+}
+
+// turnOf counts a turn of session sid on prompt: its number, and the
+// prompt in the session's history.
+func (l *Launcher) turnOf(sid, prompt string) int {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.history == nil {
 		l.history, l.turns = map[string][]string{}, map[string]int{}
 	}
 	l.turns[sid]++
-	turnN := l.turns[sid]
 	l.history[sid] = append(l.history[sid], "user: "+prompt)
-	l.mu.Unlock()
-	turns := 0
-	for round := 1; ; round++ {
-		turns++
-		l.modelMu.Lock()
-		l.mu.Lock()
-		l.seq++
-		req := Request{Seq: l.seq, Session: sid, Proc: p.N, Turn: turnN, Round: round, Prompt: prompt,
-			Writing: t.Kind == front.TurnWriting, History: slices.Clone(l.history[sid])}
-		l.requests = append(l.requests, req)
-		if !slices.Contains(l.order, sid) {
-			l.order = append(l.order, sid)
-		}
-		l.logf("request %d %s turn %d round %d", p.N, sid, turnN, round)
-		l.mu.Unlock()
-		r := l.Model(req)
-		l.modelMu.Unlock()
-		if r.Took > 0 && !s.wait(r.Took, nil) {
-			s.interrupted(turns)
-			return
-		}
-		for _, trigger := range r.PreCompact {
-			s.preCompact(trigger)
-		}
-		s.exit.Skipped += len(r.Malformed)
-		switch {
-		case r.Crash:
-			s.exit.Why = "the harness exited before the turn ended (exit status 3)"
-			panic(errKilled{})
-		case r.Hang:
-			<-s.kill
-			panic(errKilled{})
-		}
-		for i, c := range r.Subagents {
-			s.msgSeq++
-			s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": "toolu_task",
-				"message": s.message(c, fmt.Sprintf("subagent round %d", i+1), nil)})
-		}
-		if r.Compacted {
-			s.emit(map[string]any{"type": "system", "subtype": "compact_boundary", "session_id": sid,
-				"compact_metadata": map[string]any{"trigger": "auto", "pre_tokens": s.context, "post_tokens": r.Context}})
-		}
-		if r.Overflow {
-			s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": nil, "error": "invalid_request",
-				"is_api_error_message": true, "message": map[string]any{"id": "msg_synthetic", "model": "<synthetic>",
-					"content": []any{map[string]any{"type": "text", "text": "Prompt is too long"}}}})
-			s.result(true, "Prompt is too long", "prompt_too_long", "", turns)
-			return
-		}
-		if r.Limit != nil {
-			s.limited(*r.Limit, turns)
-			return r // what the person does next applies
-		}
-		s.msgSeq++
-		l.mu.Lock()
-		s.context = r.Context
-		l.history[sid] = append(l.history[sid], "assistant: "+r.Text)
-		if r.Tool != nil {
-			l.history[sid] = append(l.history[sid], "tool: "+r.Tool.Command)
-		}
-		l.mu.Unlock()
-		s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": nil,
-			"message": s.message(r.Context, r.Text, r.Tool)})
-		if r.Tool == nil {
-			s.unmarked = r.Unmarked
-			s.result(false, r.Text, "completed", "end_turn", turns)
-			return r
-		}
-		if r.Tool.Started != nil {
-			r.Tool.Started(p)
-		}
-		if !s.wait(cmp.Or(r.Tool.Took, time.Second), r.Tool.Until) {
-			s.interrupted(turns)
-			return
-		}
-		s.emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
-			"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result",
-				"tool_use_id": fmt.Sprintf("toolu_%d", s.msgSeq), "content": "ok"}}}})
+	return l.turns[sid]
+}
+
+// ask records req (its sequence number and the session's history filled
+// in) and returns the model's round for it.
+func (l *Launcher) ask(req Request) Round {
+	l.modelMu.Lock()
+	defer l.modelMu.Unlock()
+	l.mu.Lock()
+	l.seq++
+	req.Seq, req.History = l.seq, slices.Clone(l.history[req.Session])
+	l.requests = append(l.requests, req)
+	if !slices.Contains(l.order, req.Session) {
+		l.order = append(l.order, req.Session)
 	}
+	l.logf("request %d %s turn %d round %d", req.Proc, req.Session, req.Turn, req.Round)
+	l.mu.Unlock()
+	return l.Model(req)
+}
+
+// before writes what comes ahead of a round's reply: its subagents'
+// rounds, and a compaction the harness made.
+func (s *session) before(r Round) {
+	sid := s.p.session
+	for i, c := range r.Subagents {
+		s.msgSeq++
+		s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": "toolu_task",
+			"message": s.message(c, fmt.Sprintf("subagent round %d", i+1), nil)})
+	}
+	if r.Compacted {
+		s.emit(map[string]any{"type": "system", "subtype": "compact_boundary", "session_id": sid,
+			"compact_metadata": map[string]any{"trigger": "auto", "pre_tokens": s.context, "post_tokens": r.Context}})
+	}
+}
+
+// reply writes the round's reply, and keeps it in the session's history.
+func (s *session) reply(r Round) {
+	l, sid := s.l, s.p.session
+	s.msgSeq++
+	l.mu.Lock()
+	s.context = r.Context
+	l.history[sid] = append(l.history[sid], "assistant: "+r.Text)
+	if r.Tool != nil {
+		l.history[sid] = append(l.history[sid], "tool: "+r.Tool.Command)
+	}
+	l.mu.Unlock()
+	s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": nil,
+		"message": s.message(r.Context, r.Text, r.Tool)})
 }
 
 // compact is the harness's /compact: flower's PreCompact hook runs (it
