@@ -332,6 +332,9 @@ func (rt *Runtime) RunGeneration(ctx context.Context, in GenerationInput) (*Gene
 			s.abandon(launch{early: g.out.early, predecessor: g.out.predecessor})
 		}
 	}
+	// The harnesses let go are stopped before the result is read: what
+	// they tell as they exit (a cost, skipped lines) is this generation's.
+	s.reap()
 	res.fill(st, g, rt)
 	res.CostUSD, res.NumTurns = st.CostUSD-cost0, st.NumTurns-turns0
 	res.Retired = append([]string{}, st.Retired[retired0:]...)

@@ -646,6 +646,7 @@ func memWritingTool(t *testing.T) {
 // early, on a front that could; RunStep on the same front does (memWarm).
 func memGenerationNotEarly(t *testing.T) {
 	r := newMemRun(t, memTwoGens, memHandoff)
+	r.front.ExitCost = 1.5 // told as the harness exits, after the handoff
 	res, err := r.runtime(Options{Handoff: window(200_000)}).RunGeneration(t.Context(), GenerationInput{Step: memStep, Task: memTask})
 	if err != nil {
 		t.Fatalf("RunGeneration: %v", err)
@@ -655,6 +656,11 @@ func memGenerationNotEarly(t *testing.T) {
 	}
 	if procs := r.front.Procs(); len(procs) != 1 {
 		t.Errorf("%d harnesses launched: want only the generation's own, no successor", len(procs))
+	}
+	// Its harness is gone when the call returns, and what it told at its
+	// exit is in the result and on disk.
+	if st := r.step(); res.CostUSD != 1.5 || st.CostUSD != 1.5 || st.Generations[0].CostUSD != 1.5 {
+		t.Errorf("cost $%v in the result, $%v on disk: want the $1.5 the harness told at its exit", res.CostUSD, st.CostUSD)
 	}
 }
 
