@@ -156,8 +156,9 @@
 // transcript shows running, and the commands it carried out whose effect
 // has not shown yet (a typed prompt not yet in the transcript, an Esc
 // whose turn has not ended). It watches the state file's and transcript's
-// folders with fsnotify (with a slow look beside it, for file systems that
-// send no notifications) on a goroutine of its own, which queues what it
+// folders with fsnotify on a goroutine of its own (with a slow look beside
+// it only until every folder is watched, or where a file system may send no
+// notifications: logfollow.Notified), which queues what it
 // reads; Next translates it (pull.go), once the engine has decided on the
 // fact before (DESIGN.md «Screen turns» says why the reading cannot wait
 // for Next). The only waits are the typing pace and the screen's

@@ -142,8 +142,10 @@ func (t *Translation) Typing(kind front.TurnKind, prompt string) (typed func(err
 	t.mu.Unlock()
 	return func(err error) {
 		t.mu.Lock()
-		defer t.mu.Unlock()
 		t.u.typed(p, err, t.clock.Now())
+		t.mu.Unlock()
+		// A Next waiting for input learns of the submit timeout now due.
+		t.in.poke()
 	}
 }
 

@@ -369,7 +369,7 @@ func (s *session) follow() {
 			// An overflow lost events: look now for what they said.
 			s.log.Debug("watch", "err", err)
 			s.look()
-		case <-w.look.C:
+		case <-w.looks:
 			w.ensure()
 			s.look()
 		case <-s.wake:

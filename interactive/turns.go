@@ -260,6 +260,11 @@ func (u *turns) reply(ev *transcript.Event, now time.Time, add func(front.Fact))
 	if ev.Text != "" {
 		t.lastText = ev.Text
 	}
+	if u.status == "idle" && t.lastStop == "end_turn" && u.idleAt.IsZero() {
+		// The state file said idle before this reply was read: the file
+		// and the transcript are read apart, and either may come first.
+		u.idleAt, t.idled = now.Add(idleSettle), true
+	}
 }
 
 // user takes a main-thread user line: an interrupt's note ends the turn, a

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/flowerhq/flower/logfollow"
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -14,8 +15,10 @@ import (
 // at the harness's files when no notification came. A notification is
 // prompt where it works; it does not on every file system (a home folder
 // on NFS or a FUSE mount sends none), nor before a folder exists to be
-// watched, nor after the kernel's queue overflowed. logfollow keeps the
-// same net for the transcript itself.
+// watched. So the look runs until every folder is watched, and stays only
+// where one is on such a file system (logfollow.Notified); an overflow of
+// the kernel's queue is an error, which makes a look of its own.
+// logfollow keeps the same net for the transcript itself.
 const lookEvery = time.Second
 
 // watch tells the session when to look at the harness's state file and
@@ -29,17 +32,22 @@ type watch struct {
 	parent string            // watched until the config dir exists
 	added  map[string]bool
 	look   *time.Ticker
+	// looks is look's channel while the look is needed, nil once fsnotify
+	// alone tells of every change (ensure).
+	looks <-chan time.Time
 	// projects is <config dir>/projects: a folder made in it (a project
 	// folder named otherwise than flower's slug) is watched too.
 	projects string
 }
 
 func newWatch(configDir, cwd string) *watch {
+	look := time.NewTicker(lookEvery)
 	w := &watch{
 		dirs:     []string{configDir, filepath.Join(configDir, "sessions"), filepath.Join(configDir, "projects"), transcript.ProjectDir(configDir, cwd)},
 		parent:   filepath.Dir(configDir),
 		added:    map[string]bool{},
-		look:     time.NewTicker(lookEvery),
+		look:     look,
+		looks:    look.C,
 		projects: filepath.Join(configDir, "projects"),
 	}
 	if fw, err := fsnotify.NewWatcher(); err == nil {
@@ -68,6 +76,12 @@ func (w *watch) ensure() {
 		_ = w.w.Remove(w.parent)
 		delete(w.added, w.parent)
 	}
+	w.looks = nil
+	for _, d := range w.dirs {
+		if !w.added[d] || !logfollow.Notified(d) {
+			w.looks = w.look.C
+		}
+	}
 }
 
 // events is nil without fsnotify (a nil channel never delivers).
@@ -90,6 +104,11 @@ func (w *watch) errors() <-chan error {
 // file, or something made (a folder, a transcript); lines appended to a
 // transcript are its follower's.
 func (w *watch) saw(ev fsnotify.Event) bool {
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		// A watched folder that goes loses its watch: watched again once
+		// it is back, and looked for meanwhile.
+		delete(w.added, ev.Name)
+	}
 	if ev.Has(fsnotify.Create) && filepath.Dir(ev.Name) == w.projects && !w.added[ev.Name] {
 		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() && w.w.Add(ev.Name) == nil {
 			w.added[ev.Name] = true

@@ -5,7 +5,9 @@
 // finishes the old one, then reads the new one); a file, or a folder, that
 // appears later is waited for. It watches the file's directory with
 // fsnotify, so it sees a replacement, and also looks at the file on a slow
-// timer, for file systems whose notifications never arrive. The file is
+// timer where notifications may never arrive: before the directory exists,
+// and on a network or userspace file system (Notified). On a local one
+// nothing wakes it while the file stays as it is. The file is
 // opened as flower opens its own (DESIGN.md «Territory»: never through a
 // link, never a FIFO or a device), and one line is bounded (DESIGN.md
 // «Input caps»). Its callers are `flower logs -f` (a run's flower.log) and
@@ -78,16 +80,20 @@ func Follow(ctx context.Context, path string, opts Options, line func([]byte) er
 	}
 	var events <-chan fsnotify.Event
 	var errs <-chan error
+	tick := time.NewTicker(opts.Poll)
+	defer tick.Stop()
+	looks := tick.C // nil once the watch alone tells of every change
 	watch := func() {
 		// The directory, not the file: a file's watch dies with the file
 		// when it is replaced, while its directory sees the new one. A
 		// directory that does not exist yet is watched once it does.
 		if w != nil && events == nil && w.Add(filepath.Dir(path)) == nil {
 			events, errs = w.Events, w.Errors
+			if Notified(filepath.Dir(path)) {
+				looks = nil
+			}
 		}
 	}
-	tick := time.NewTicker(opts.Poll)
-	defer tick.Stop()
 
 	for {
 		watch()
@@ -103,7 +109,7 @@ func Follow(ctx context.Context, path string, opts Options, line func([]byte) er
 				// is rewritten through temp files); only ours matters.
 				due = !ok || filepath.Clean(ev.Name) == path
 				if !ok {
-					events, w = nil, nil
+					events, w, looks = nil, nil, tick.C
 				}
 			case _, ok := <-errs:
 				// An overflow lost events; a look makes up for them.
@@ -111,12 +117,15 @@ func Follow(ctx context.Context, path string, opts Options, line func([]byte) er
 				if !ok {
 					errs = nil
 				}
-			case <-tick.C:
+			case <-looks:
 				due = true
 			}
 		}
 	}
 }
+
+// checked, when set (by tests), is called at each look at the file.
+var checked func()
 
 // follower is Follow's state; only Follow's goroutine touches it.
 type follower struct {
@@ -135,6 +144,9 @@ type follower struct {
 // check reads whatever is new: the rest of the open file, then, if another
 // file now has the name, that one from the top.
 func (f *follower) check() error {
+	if checked != nil {
+		checked()
+	}
 	named, err := os.Stat(f.path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("follow %s: %w", f.path, err)

@@ -338,3 +338,50 @@ func TestFollowLooksOnceMoreAtTheEnd(t *testing.T) {
 		t.Errorf("lines = %q, want %q", got, want)
 	}
 }
+
+// TestFollowLooksOnlyWhenTold: on a local file system the watch tells of
+// every change, so nothing wakes Follow while the file stays as it is,
+// however short its fallback interval; an appended line is still read.
+func TestFollowLooksOnlyWhenTold(t *testing.T) {
+	dir := t.TempDir()
+	if !Notified(dir) {
+		t.Skipf("%s is on a file system fsnotify may not tell of (Notified is false): the slow look is kept there", dir)
+	}
+	var mu sync.Mutex
+	n := 0
+	checked = func() {
+		mu.Lock()
+		n++
+		mu.Unlock()
+	}
+	t.Cleanup(func() { checked = nil })
+	path := filepath.Join(dir, "flower.log")
+	writeFile(t, path, "one\n")
+	c := &collector{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Follow(ctx, path, Options{Poll: time.Millisecond}, c.add) }()
+	c.waitFor(t, []string{"one"}, 5*time.Second)
+	time.Sleep(200 * time.Millisecond) // 200 looks, had the 1 ms timer run
+	mu.Lock()
+	idle := n
+	mu.Unlock()
+	appendTo(t, path, "two\n")
+	c.waitFor(t, []string{"one", "two"}, second)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if idle > 3 {
+		t.Errorf("Follow looked at the file %d times while it stayed as it was: want no look but the first", idle)
+	}
+}
+
+func TestNotifiedOnLocalFileSystems(t *testing.T) {
+	if !Notified(t.TempDir()) && !Notified("/dev/shm") {
+		t.Errorf("neither the temp dir nor /dev/shm counts as a local file system")
+	}
+	if Notified(filepath.Join(t.TempDir(), "missing")) {
+		t.Errorf("a folder that cannot be asked counts as notified")
+	}
+}
