@@ -13,12 +13,14 @@ import (
 )
 
 // input is one thing the harness stated, as follow read it, with the
-// moment it was read: a transcript line, its state file's status, a new
-// session in the same process (a person's /clear), or its exit.
+// moment it was read: a transcript line, its state file's status, the
+// session its state file names, a new session in the same process (a
+// person's /clear), or its exit.
 type input struct {
 	at       time.Time
 	ev       *transcript.Event
 	status   string
+	named    string
 	switched *front.SessionSwitched
 	exit     bool
 }
@@ -115,6 +117,11 @@ func (t *Translation) Line(ev transcript.Event) { t.in.add(input{at: t.clock.Now
 // Status queues what the state file says of the harness now ("busy",
 // "idle", …).
 func (t *Translation) Status(status string) { t.in.add(input{at: t.clock.Now(), status: status}) }
+
+// Named queues the session the harness's state file names now.
+func (t *Translation) Named(sessionID string) {
+	t.in.add(input{at: t.clock.Now(), named: sessionID})
+}
 
 // Exited queues the harness's exit, after which no input follows.
 func (t *Translation) Exited() {
@@ -241,6 +248,8 @@ func (s *Translation) take(in input) {
 		s.left = append(s.left, facts...)
 	case in.status != "":
 		s.u.sawStatus(in.status, in.at)
+	case in.named != "":
+		s.left = append(s.left, s.u.named(in.named)...)
 	case in.switched != nil:
 		s.u.switched(in.switched.To)
 		s.left = append(s.left, *in.switched)

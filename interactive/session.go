@@ -94,6 +94,7 @@ type session struct {
 	following string // the session whose transcript fol reads
 	drained   bool
 	ready     bool // the harness's state file has appeared
+	named     bool // the session its state file names is queued
 	released  bool // the person's keys go to this harness
 	status    string
 
@@ -460,6 +461,10 @@ func (s *session) look() {
 	if err == nil {
 		s.ready = true
 		s.sawStatus(st.Status)
+		if st.SessionID != "" && !s.named {
+			s.named = true
+			s.Named(st.SessionID)
+		}
 		if s.following != "" && st.SessionID != "" && st.SessionID != s.following {
 			s.switchSession(st.SessionID)
 		}

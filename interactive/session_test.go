@@ -557,3 +557,52 @@ func TestSessionTypesALongFirstPrompt(t *testing.T) {
 	}
 	fc.person.waitFor("the held keys in the input", func() bool { return fc.record().Input == "HELD" })
 }
+
+// TestSessionNamedBeforeThePrompt: the harness's state file names its
+// session as it starts, before any prompt; its transcript comes only with
+// the first prompt (2.1.332 has it on disk only about when that prompt's
+// request leaves). The session is named (Init) from the state file, before
+// any line of the transcript, so the engine has it on record before the API
+// sees it; the turn that follows runs in that session, named once.
+func TestSessionNamedBeforeThePrompt(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}}}, "", Options{})
+	fs := fc.waitFor("the session named", func(fs []front.Fact) bool { return namedSession(fs) != "" })
+	sid := namedSession(fs)
+	for _, f := range fs {
+		if _, ok := f.(front.Output); ok {
+			t.Fatalf("a transcript line came before the session was named:\n%s", describe(fs))
+		}
+		if _, ok := f.(front.Init); ok {
+			break
+		}
+	}
+	if !strings.HasPrefix(sid, "fake-1-") {
+		t.Errorf("session %q, want the fake's", sid)
+	}
+	fc.person.waitFor("raw mode", fc.person.raw)
+	fc.person.typeKeys("go on\r")
+	fs = fc.waitFor("the turn's end", nEnds(1))
+	if e := ends(fs)[0]; e.SessionID != sid {
+		t.Errorf("the turn's session %q, want %q", e.SessionID, sid)
+	}
+	var named []string
+	for _, f := range fs {
+		if i, ok := f.(front.Init); ok && (len(named) == 0 || named[len(named)-1] != i.SessionID) {
+			named = append(named, i.SessionID)
+		}
+	}
+	if len(named) != 1 {
+		t.Errorf("sessions named %q, want %q once", named, sid)
+	}
+}
+
+// namedSession is the session the first Init among fs names.
+func namedSession(fs []front.Fact) string {
+	for _, f := range fs {
+		if i, ok := f.(front.Init); ok {
+			return i.SessionID
+		}
+	}
+	return ""
+}

@@ -74,6 +74,19 @@ func (u *turns) resumed(sid string) {
 	u.tr.Facts(&transcript.Event{Kind: transcript.KindInit, SessionID: sid}, func(front.Fact) {})
 }
 
+// named takes the session the harness's state file names, when no line
+// has named one yet: the harness names its session there as it starts,
+// before any prompt, while its transcript is on disk only about when the
+// first prompt's request leaves (DESIGN.md «Screen turns»). The
+// transcript's lines name it again, with the model and version.
+func (u *turns) named(sid string) (facts []front.Fact) {
+	if u.tr.SessionID() != "" {
+		return nil
+	}
+	u.tr.Facts(&transcript.Event{Kind: transcript.KindInit, SessionID: sid}, func(f front.Fact) { facts = append(facts, f) })
+	return facts
+}
+
 // interrupt says whether the running turn gets an Esc now: "" for yes,
 // else why not (see session.interrupt).
 func (u *turns) interrupt() (skip string) {
