@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,9 @@ import (
 // SIGKILL) leaves the session the API saw on record to resume
 // (DESIGN.md «Screen turns»). The harness names its session in its state
 // file as it starts; 2.1.332 has its transcript on disk only about when
-// that request leaves, too late to learn the session from.
+// that request leaves, too late to learn the session from. flower stop
+// then, before the prompt is in the transcript flower reads, still ends
+// the turn with an Esc, and the harness exits on its own.
 func TestInteractiveSessionOnRecordBeforeItsRequest(t *testing.T) {
 	t.Parallel()
 	const tool = "timeout 91 tail -f /dev/null"
@@ -57,6 +60,13 @@ func TestInteractiveSessionOnRecordBeforeItsRequest(t *testing.T) {
 	}
 	if st := onlyStep(t, r.workspace); st.SessionID != apiSession {
 		t.Errorf("after flower stop the manifest's session is %q (status %s), want the API's %q", st.SessionID, st.Status, apiSession)
+	}
+	log, err := os.ReadFile(filepath.Join(filepath.Dir(manifests(t, r.workspace)[0]), "flower.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(log), "the harness did not exit after the interrupt") {
+		t.Errorf("flower had to stop the harness: no Esc ended its first turn")
 	}
 }
 

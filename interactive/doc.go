@@ -144,7 +144,9 @@
 // running turn, pressed once: none when no turn runs (its TurnEnded went
 // out before the command) or the turn's last reply already ended it, and
 // never a second one (Esc twice goes up the conversation); a turn that
-// does not stop is the engine's cut timeout to judge. From a Cut on, the
+// does not stop is the engine's cut timeout to judge. A turn whose prompt
+// is on its way (typed, or given on the command line and not yet in the
+// transcript) gets its Esc when the prompt shows up. From a Cut on, the
 // person's keys are held (not dropped) until the next harness has its
 // first request answered. Send waits until the state file no longer says
 // the harness is at work (keys typed into a busy harness are lost, and a

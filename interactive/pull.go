@@ -138,6 +138,20 @@ func (t *Translation) Interrupt() (skip string) {
 	return t.u.interrupt()
 }
 
+// Given tells the translation the harness got its first prompt on its
+// command line: that prompt is on its way, as a typed one is, until the
+// transcript's first prompt line shows up (within the submit timeout), so
+// that an Esc asked for meanwhile goes when it does and the exit keys wait
+// for its turn. The harness's request for it can leave before its
+// transcript is on disk (2.1.332; DESIGN.md «Screen turns»).
+func (t *Translation) Given() {
+	p := &pendingPrompt{kind: front.TurnWork, first: true}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.u.pending = p
+	t.u.typed(p, nil, t.clock.Now())
+}
+
 // Typing tells the translation the front is typing prompt as a turn of
 // kind; typed, called once the typing is over, says how it went: a prompt
 // that could not be typed is no longer awaited, one typed is awaited for

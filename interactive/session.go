@@ -117,6 +117,9 @@ var (
 func newSession(ctx context.Context, f *Front, p *proc, log *slog.Logger, cfg sessionConfig) *session {
 	s := &session{f: f, p: p, log: log, cfg: cfg, ctx: ctx, typed: cfg.typed, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.translate(cfg.resumed)
+	if cfg.argPrompt && cfg.resumed == "" {
+		s.Given()
+	}
 	go f.guard(s.follow)
 	return s
 }

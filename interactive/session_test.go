@@ -606,3 +606,24 @@ func namedSession(fs []front.Fact) string {
 	}
 	return ""
 }
+
+// TestSessionCancelBeforeTheFirstPromptShows: the first prompt, given on
+// the harness's command line, is on its way until it shows up in the
+// transcript (2.1.332 has the file on disk only as its request leaves):
+// Cancel before then presses Esc once it does, and the turn ends
+// interrupted.
+func TestSessionCancelBeforeTheFirstPromptShows(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000, Tool: true}}, SlowTyped: "SLOW", SlowBy: time.Second}, "SLOW first", Options{})
+	if err := fc.sess.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	if r := fc.record(); len(r.Prompts) != 0 || r.Escs != 0 {
+		t.Fatalf("the prompt arrived (%q) or Esc went (%d) before the test could look", r.Prompts, r.Escs)
+	}
+	fs := fc.waitFor("the turn's end", nEnds(1))
+	if e := ends(fs)[0]; e.How != front.EndedInterrupted {
+		t.Errorf("the turn ended %+v, want interrupted", e)
+	}
+	fc.person.waitFor("the fake's record of the Esc", func() bool { return fc.record().Escs == 1 })
+}

@@ -67,6 +67,9 @@ type pendingPrompt struct {
 	kind front.TurnKind
 	text string    // as typed, spaces squeezed (promptText)
 	by   time.Time // it must have shown up by then; zero while typing
+	// first: the prompt given on the harness's command line, which the
+	// first prompt line is, whatever the harness made of its text.
+	first bool
 }
 
 // resumed makes sid the session running until a line says otherwise.
@@ -296,7 +299,7 @@ func (u *turns) user(ev *transcript.Event, add func(front.Fact)) (esc bool) {
 			// the turn is over, as the idle sign would have told.
 			add(u.endOnIdle(t))
 		}
-		if p := u.pending; p != nil && promptArrived(p.text, text) {
+		if p := u.pending; p != nil && (p.first || promptArrived(p.text, text)) {
 			u.pending = nil
 			u.log.Info("the typed prompt arrived; its turn runs", "turn", p.kind.String())
 		}
