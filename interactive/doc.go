@@ -103,8 +103,9 @@
 // Each line of the session's transcript goes through a front.Translator,
 // which makes the facts a line says on its own: Output (the line, for
 // programs following the run), Init (the session and the harness's version,
-// which every line carries; the session comes first from the state file,
-// which names it before any line is written), Round (a reply; the main thread's moves the
+// which every line carries; for a harness flower gave its first prompt,
+// the session comes first from the state file, which names it before any
+// line is written), Round (a reply; the main thread's moves the
 // meter), UserMessage, Compacted, Retrying. The file has no result lines,
 // so the end of each turn is this front's to report, once, as a
 // front.TurnEnded that says what the transcript showed:

@@ -464,7 +464,10 @@ func (s *session) look() {
 	if err == nil {
 		s.ready = true
 		s.sawStatus(st.Status)
-		if st.SessionID != "" && !s.named {
+		if st.SessionID != "" && !s.named && (s.cfg.argPrompt || s.cfg.typed != "") {
+			// flower gave the harness its first prompt, which it
+			// submits at once: its session is the one named here
+			// (DESIGN.md «Screen turns»).
 			s.named = true
 			s.Named(st.SessionID)
 		}

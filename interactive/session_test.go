@@ -561,12 +561,13 @@ func TestSessionTypesALongFirstPrompt(t *testing.T) {
 // TestSessionNamedBeforeThePrompt: the harness's state file names its
 // session as it starts, before any prompt; its transcript comes only with
 // the first prompt (2.1.332 has it on disk only about when that prompt's
-// request leaves). The session is named (Init) from the state file, before
-// any line of the transcript, so the engine has it on record before the API
-// sees it; the turn that follows runs in that session, named once.
+// request leaves; here the fake takes a second to show it). For a harness
+// given its first prompt, the session is named (Init) from the state file,
+// before any line of the transcript, so the engine has it on record before
+// the API sees it; the turn runs in that session, named once.
 func TestSessionNamedBeforeThePrompt(t *testing.T) {
 	t.Parallel()
-	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}}}, "", Options{})
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}, {Context: 2000}}, SlowTyped: "SLOW", SlowBy: time.Second}, "SLOW first", Options{})
 	fs := fc.waitFor("the session named", func(fs []front.Fact) bool { return namedSession(fs) != "" })
 	sid := namedSession(fs)
 	for _, f := range fs {
@@ -580,8 +581,6 @@ func TestSessionNamedBeforeThePrompt(t *testing.T) {
 	if !strings.HasPrefix(sid, "fake-1-") {
 		t.Errorf("session %q, want the fake's", sid)
 	}
-	fc.person.waitFor("raw mode", fc.person.raw)
-	fc.person.typeKeys("go on\r")
 	fs = fc.waitFor("the turn's end", nEnds(1))
 	if e := ends(fs)[0]; e.SessionID != sid {
 		t.Errorf("the turn's session %q, want %q", e.SessionID, sid)
@@ -594,6 +593,30 @@ func TestSessionNamedBeforeThePrompt(t *testing.T) {
 	}
 	if len(named) != 1 {
 		t.Errorf("sessions named %q, want %q once", named, sid)
+	}
+}
+
+// TestSessionOfAPersonsFirstPrompt: a harness given no first prompt waits
+// for the person, who may type none; its session is named by the
+// transcript of the prompt they type, not by the state file, so that a
+// run the person ended at an empty screen names no session it could not
+// resume.
+func TestSessionOfAPersonsFirstPrompt(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}}}, "", Options{})
+	fc.person.waitFor("raw mode", fc.person.raw)
+	fc.person.typeKeys("go on\r")
+	fs := fc.waitFor("the turn's end", nEnds(1))
+	for _, f := range fs {
+		if _, ok := f.(front.Output); ok {
+			break
+		}
+		if i, ok := f.(front.Init); ok {
+			t.Fatalf("session %q named before any transcript line:\n%s", i.SessionID, describe(fs))
+		}
+	}
+	if sid := namedSession(fs); sid == "" || ends(fs)[0].SessionID != sid {
+		t.Errorf("session named %q, the turn's %q", sid, ends(fs)[0].SessionID)
 	}
 }
 

@@ -80,7 +80,8 @@ func (u *turns) resumed(sid string) {
 // named takes the session the harness's state file names, when no line
 // has named one yet: the harness names its session there as it starts,
 // before any prompt, while its transcript is on disk only about when the
-// first prompt's request leaves (DESIGN.md «Screen turns»). The
+// first prompt's request leaves (DESIGN.md «Screen turns»; the session
+// passes it on only for a harness flower gave its first prompt). The
 // transcript's lines name it again, with the model and version.
 func (u *turns) named(sid string) (facts []front.Fact) {
 	if u.tr.SessionID() != "" {
