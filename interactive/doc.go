@@ -72,7 +72,12 @@
 // PreCompact hook), with no transcript line until the command is done. The transcript
 // $HOME/.claude/projects/<cwd slug>/<sessionId>.jsonl appears with the first
 // prompt ($CLAUDE_CONFIG_DIR replaces $HOME/.claude when set; the slug turns
-// every character but ASCII letters and digits into "-"). In it a turn that
+// every character but ASCII letters and digits into "-"), some 0.15–0.45 s
+// after the prompt line's own timestamp: 2.1.328 sends the prompt's request
+// about 0.7 s after that line, so the file is there before the request;
+// 2.1.332 sends it after about 0.15 s, and the file shows up only as the
+// request leaves. The state file names the same session a second or so
+// earlier, before any prompt. In the transcript a turn that
 // ends on its own closes with {"type":"system","subtype":"turn_duration"}; an
 // interrupt during a tool leaves a user line "[Request interrupted by user
 // for tool use]" and no turn_duration; an API overflow leaves a synthetic
@@ -98,7 +103,9 @@
 // Each line of the session's transcript goes through a front.Translator,
 // which makes the facts a line says on its own: Output (the line, for
 // programs following the run), Init (the session and the harness's version,
-// which every line carries), Round (a reply; the main thread's moves the
+// which every line carries; for a harness flower gave its first prompt,
+// the session comes first from the state file, which names it before any
+// line is written), Round (a reply; the main thread's moves the
 // meter), UserMessage, Compacted, Retrying. The file has no result lines,
 // so the end of each turn is this front's to report, once, as a
 // front.TurnEnded that says what the transcript showed:
@@ -138,7 +145,9 @@
 // running turn, pressed once: none when no turn runs (its TurnEnded went
 // out before the command) or the turn's last reply already ended it, and
 // never a second one (Esc twice goes up the conversation); a turn that
-// does not stop is the engine's cut timeout to judge. From a Cut on, the
+// does not stop is the engine's cut timeout to judge. A turn whose prompt
+// is on its way (typed, or given on the command line and not yet in the
+// transcript) gets its Esc when the prompt shows up. From a Cut on, the
 // person's keys are held (not dropped) until the next harness has its
 // first request answered. Send waits until the state file no longer says
 // the harness is at work (keys typed into a busy harness are lost, and a

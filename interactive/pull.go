@@ -13,12 +13,14 @@ import (
 )
 
 // input is one thing the harness stated, as follow read it, with the
-// moment it was read: a transcript line, its state file's status, a new
-// session in the same process (a person's /clear), or its exit.
+// moment it was read: a transcript line, its state file's status, the
+// session its state file names, a new session in the same process (a
+// person's /clear), or its exit.
 type input struct {
 	at       time.Time
 	ev       *transcript.Event
 	status   string
+	named    string
 	switched *front.SessionSwitched
 	exit     bool
 }
@@ -116,6 +118,11 @@ func (t *Translation) Line(ev transcript.Event) { t.in.add(input{at: t.clock.Now
 // "idle", …).
 func (t *Translation) Status(status string) { t.in.add(input{at: t.clock.Now(), status: status}) }
 
+// Named queues the session the harness's state file names now.
+func (t *Translation) Named(sessionID string) {
+	t.in.add(input{at: t.clock.Now(), named: sessionID})
+}
+
 // Exited queues the harness's exit, after which no input follows.
 func (t *Translation) Exited() {
 	t.in.add(input{at: t.clock.Now(), exit: true})
@@ -129,6 +136,20 @@ func (t *Translation) Interrupt() (skip string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.u.interrupt()
+}
+
+// Given tells the translation the harness got its first prompt on its
+// command line: that prompt is on its way, as a typed one is, until the
+// transcript's first prompt line shows up (within the submit timeout), so
+// that an Esc asked for meanwhile goes when it does and the exit keys wait
+// for its turn. The harness's request for it can leave before its
+// transcript is on disk (2.1.332; DESIGN.md «Screen turns»).
+func (t *Translation) Given() {
+	p := &pendingPrompt{kind: front.TurnWork, first: true}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.u.pending = p
+	t.u.typed(p, nil, t.clock.Now())
 }
 
 // Typing tells the translation the front is typing prompt as a turn of
@@ -243,6 +264,8 @@ func (s *Translation) take(in input) {
 		s.left = append(s.left, facts...)
 	case in.status != "":
 		s.u.sawStatus(in.status, in.at)
+	case in.named != "":
+		s.left = append(s.left, s.u.named(in.named)...)
 	case in.switched != nil:
 		s.u.switched(in.switched.To)
 		s.left = append(s.left, *in.switched)

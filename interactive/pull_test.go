@@ -3,6 +3,8 @@ package interactive
 import (
 	"context"
 	"io"
+	"log/slog"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -91,4 +93,42 @@ func TestNextEndsOnTheIdleSignOnTheClock(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestNextNamesTheSessionFromTheStateFile: the session the state file
+// names before any line is the translation's first fact; once a session is
+// named, the state file naming another changes nothing (a person's /clear
+// is a SessionSwitched, once its transcript exists).
+func TestNextNamesTheSessionFromTheStateFile(t *testing.T) {
+	tr := NewTranslation(front.WallClock{}, slog.New(slog.DiscardHandler), DefaultSubmitTimeout, "", nil)
+	tr.Named("s1")
+	ev, err := transcript.Decode([]byte(promptLine("go on")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Line(ev)
+	tr.Named("s2")
+	tr.Exited()
+	var got []string
+	for {
+		f, err := tr.Next(context.Background())
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch f := f.(type) {
+		case front.Init:
+			got = append(got, "Init "+f.SessionID)
+		case front.UserMessage:
+			got = append(got, "UserMessage "+f.Text)
+		case front.TurnEnded:
+			got = append(got, "TurnEnded "+f.SessionID)
+		}
+	}
+	want := []string{"Init s1", "UserMessage go on", "TurnEnded s1"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("facts %q, want %q", got, want)
+	}
 }

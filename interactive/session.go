@@ -94,6 +94,7 @@ type session struct {
 	following string // the session whose transcript fol reads
 	drained   bool
 	ready     bool // the harness's state file has appeared
+	named     bool // the session its state file names is queued
 	released  bool // the person's keys go to this harness
 	status    string
 
@@ -116,6 +117,9 @@ var (
 func newSession(ctx context.Context, f *Front, p *proc, log *slog.Logger, cfg sessionConfig) *session {
 	s := &session{f: f, p: p, log: log, cfg: cfg, ctx: ctx, typed: cfg.typed, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.translate(cfg.resumed)
+	if cfg.argPrompt && cfg.resumed == "" {
+		s.Given()
+	}
 	go f.guard(s.follow)
 	return s
 }
@@ -469,6 +473,13 @@ func (s *session) look() {
 	if err == nil {
 		s.ready = true
 		s.sawStatus(st.Status)
+		if st.SessionID != "" && !s.named && (s.cfg.argPrompt || s.cfg.typed != "") {
+			// flower gave the harness its first prompt, which it
+			// submits at once: its session is the one named here
+			// (DESIGN.md «Screen turns»).
+			s.named = true
+			s.Named(st.SessionID)
+		}
 		if s.following != "" && st.SessionID != "" && st.SessionID != s.following {
 			s.switchSession(st.SessionID)
 		}

@@ -557,3 +557,96 @@ func TestSessionTypesALongFirstPrompt(t *testing.T) {
 	}
 	fc.person.waitFor("the held keys in the input", func() bool { return fc.record().Input == "HELD" })
 }
+
+// TestSessionNamedBeforeThePrompt: the harness's state file names its
+// session as it starts, before any prompt; its transcript comes only with
+// the first prompt (2.1.332 has it on disk only about when that prompt's
+// request leaves; here the fake takes a second to show it). For a harness
+// given its first prompt, the session is named (Init) from the state file,
+// before any line of the transcript, so the engine has it on record before
+// the API sees it; the turn runs in that session, named once.
+func TestSessionNamedBeforeThePrompt(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}, {Context: 2000}}, SlowTyped: "SLOW", SlowBy: time.Second}, "SLOW first", Options{})
+	fs := fc.waitFor("the session named", func(fs []front.Fact) bool { return namedSession(fs) != "" })
+	sid := namedSession(fs)
+	for _, f := range fs {
+		if _, ok := f.(front.Output); ok {
+			t.Fatalf("a transcript line came before the session was named:\n%s", describe(fs))
+		}
+		if _, ok := f.(front.Init); ok {
+			break
+		}
+	}
+	if !strings.HasPrefix(sid, "fake-1-") {
+		t.Errorf("session %q, want the fake's", sid)
+	}
+	fs = fc.waitFor("the turn's end", nEnds(1))
+	if e := ends(fs)[0]; e.SessionID != sid {
+		t.Errorf("the turn's session %q, want %q", e.SessionID, sid)
+	}
+	var named []string
+	for _, f := range fs {
+		if i, ok := f.(front.Init); ok && (len(named) == 0 || named[len(named)-1] != i.SessionID) {
+			named = append(named, i.SessionID)
+		}
+	}
+	if len(named) != 1 {
+		t.Errorf("sessions named %q, want %q once", named, sid)
+	}
+}
+
+// TestSessionOfAPersonsFirstPrompt: a harness given no first prompt waits
+// for the person, who may type none; its session is named by the
+// transcript of the prompt they type, not by the state file, so that a
+// run the person ended at an empty screen names no session it could not
+// resume.
+func TestSessionOfAPersonsFirstPrompt(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}}}, "", Options{})
+	fc.person.waitFor("raw mode", fc.person.raw)
+	fc.person.typeKeys("go on\r")
+	fs := fc.waitFor("the turn's end", nEnds(1))
+	for _, f := range fs {
+		if _, ok := f.(front.Output); ok {
+			break
+		}
+		if i, ok := f.(front.Init); ok {
+			t.Fatalf("session %q named before any transcript line:\n%s", i.SessionID, describe(fs))
+		}
+	}
+	if sid := namedSession(fs); sid == "" || ends(fs)[0].SessionID != sid {
+		t.Errorf("session named %q, the turn's %q", sid, ends(fs)[0].SessionID)
+	}
+}
+
+// namedSession is the session the first Init among fs names.
+func namedSession(fs []front.Fact) string {
+	for _, f := range fs {
+		if i, ok := f.(front.Init); ok {
+			return i.SessionID
+		}
+	}
+	return ""
+}
+
+// TestSessionCancelBeforeTheFirstPromptShows: the first prompt, given on
+// the harness's command line, is on its way until it shows up in the
+// transcript (2.1.332 has the file on disk only as its request leaves):
+// Cancel before then presses Esc once it does, and the turn ends
+// interrupted.
+func TestSessionCancelBeforeTheFirstPromptShows(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000, Tool: true}}, SlowTyped: "SLOW", SlowBy: time.Second}, "SLOW first", Options{})
+	if err := fc.sess.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	if r := fc.record(); len(r.Prompts) != 0 || r.Escs != 0 {
+		t.Fatalf("the prompt arrived (%q) or Esc went (%d) before the test could look", r.Prompts, r.Escs)
+	}
+	fs := fc.waitFor("the turn's end", nEnds(1))
+	if e := ends(fs)[0]; e.How != front.EndedInterrupted {
+		t.Errorf("the turn ended %+v, want interrupted", e)
+	}
+	fc.person.waitFor("the fake's record of the Esc", func() bool { return fc.record().Escs == 1 })
+}

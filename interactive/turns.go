@@ -67,11 +67,28 @@ type pendingPrompt struct {
 	kind front.TurnKind
 	text string    // as typed, spaces squeezed (promptText)
 	by   time.Time // it must have shown up by then; zero while typing
+	// first: the prompt given on the harness's command line, which the
+	// first prompt line is, whatever the harness made of its text.
+	first bool
 }
 
 // resumed makes sid the session running until a line says otherwise.
 func (u *turns) resumed(sid string) {
 	u.tr.Facts(&transcript.Event{Kind: transcript.KindInit, SessionID: sid}, func(front.Fact) {})
+}
+
+// named takes the session the harness's state file names, when no line
+// has named one yet: the harness names its session there as it starts,
+// before any prompt, while its transcript is on disk only about when the
+// first prompt's request leaves (DESIGN.md «Screen turns»; the session
+// passes it on only for a harness flower gave its first prompt). The
+// transcript's lines name it again, with the model and version.
+func (u *turns) named(sid string) (facts []front.Fact) {
+	if u.tr.SessionID() != "" {
+		return nil
+	}
+	u.tr.Facts(&transcript.Event{Kind: transcript.KindInit, SessionID: sid}, func(f front.Fact) { facts = append(facts, f) })
+	return facts
 }
 
 // interrupt says whether the running turn gets an Esc now: "" for yes,
@@ -288,7 +305,7 @@ func (u *turns) user(ev *transcript.Event, add func(front.Fact)) (esc bool) {
 			// the turn is over, as the idle sign would have told.
 			add(u.endOnIdle(t))
 		}
-		if p := u.pending; p != nil && promptArrived(p.text, text) {
+		if p := u.pending; p != nil && (p.first || promptArrived(p.text, text)) {
 			u.pending = nil
 			u.log.Info("the typed prompt arrived; its turn runs", "turn", p.kind.String())
 		}
