@@ -392,6 +392,7 @@ func memGuaranteeTable() []memGuarantee {
 		{"the harness's screen marks no turn's end: its idle ends them", func(t *testing.T) { memPersonDriven(t, unmarked) }},
 		{"window moved under an idle session: writes at once", func(t *testing.T) { memIdleWindow(t, personTypes) }},
 		{"a burned harness's cost at its exit is its own generation's", memExitCost},
+		{"stopped before the harness's first line is read: its session is on record", memStoppedUnread},
 		{"application-driven front (the relay's)", func(t *testing.T) { memPersonDriven(t, applicationSends) }},
 		{"application-driven: window moved under an idle session", func(t *testing.T) { memIdleWindow(t, applicationSends) }},
 	}, memUnattendedRows()...)
@@ -1131,6 +1132,26 @@ func memExitCost(t *testing.T) {
 	}
 	if st.CostUSD != 3 {
 		t.Errorf("the step's cost $%v, want $3", st.CostUSD)
+	}
+}
+
+// memStoppedUnread: flower is stopped before it read the line that names
+// the session (its reader behind the harness); the line comes while the
+// step is stopping, and the session is on record all the same, so that a
+// continue resumes it.
+func memStoppedUnread(t *testing.T) {
+	r := newMemRun(t, [][]fronttest.Round{{memTool(100_000, "echo one >> work.txt"), memDone(110_000)}}, memHandoff)
+	r.front.Behind = memBehind
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	time.AfterFunc(memBehind/5, cancel)
+	st, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(ctx, memStep, memTask)
+	if err == nil || st.Status != manifest.StatusInterrupted {
+		t.Fatalf("RunStep: %v, status %s: want interrupted", err, st.Status)
+	}
+	disk := r.step()
+	if disk.SessionID == "" || len(disk.Generations) != 1 || disk.Generations[0].SessionID != disk.SessionID {
+		t.Errorf("on disk: session %q, generations %+v: want the session the harness named while the step stopped", disk.SessionID, disk.Generations)
 	}
 }
 

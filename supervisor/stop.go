@@ -30,7 +30,11 @@ func (a *attemptRun) interrupted(ctx context.Context) outcome {
 				out.sessionID = a.meter.SessionID
 				return out
 			}
+			prev := a.meter.SessionID
 			a.meter.observe(f)
+			// A session first named while the step stops is on record:
+			// a continue resumes it.
+			a.sessionNamed(prev)
 			if te, ok := f.(front.TurnEnded); ok {
 				a.bookInterrupted(te)
 			}
