@@ -719,8 +719,9 @@ func (a *attemptRun) writingEnded(w *writing, f front.TurnEnded) (outcome, bool)
 	if f.How == front.EndedOverflow {
 		return a.handoff(w.at, handoffwriter.Handoff{}, "the writing turn overflowed: "+firstNonEmpty(f.Text, f.Detail)), true
 	}
-	if f.How == front.EndedLimited && !a.rt.caps.OutsideTurns {
-		// unattended: the writing turn met a limit; it is asked again once the limit lifts, so the handoff is not degraded for it
+	if f.How == front.EndedLimited {
+		// unattended: the writing turn met a limit; it is asked again once the limit lifts, so the handoff is not degraded for it.
+		// The writing turn is flower's on every front, a person's screen too.
 		a.rt.save(a.st)
 		return a.limited(f, afterLimit{resumes: resumeWritingAgain, at: w.at, w: w})
 	}

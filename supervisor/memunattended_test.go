@@ -23,6 +23,7 @@ func memUnattendedRows() []memGuarantee {
 	return []memGuarantee{
 		{"limit waited out: the same session goes on, no attempt", memLimitWaited},
 		{"limit on the writing turn: waited out, the handoff whole", memLimitWriting},
+		{"limit on the writing turn at the harness's own screen: waited out, the handoff whole", memLimitWritingScreen},
 		{"limit past --max-wait: degraded handoff on disk, session live, continue finishes", memMaxWait},
 		{"budget reached mid-turn: cut, the writing turn exempt, continue raises it", memBudget},
 		{"deadline reached mid-tool: cut on the clock's timer", memDeadline},
@@ -123,6 +124,37 @@ func memLimitWriting(t *testing.T) {
 		t.Errorf("%d writing asks: want the first and the one after the wait", r.writings())
 	}
 	r.checkLineage(st)
+}
+
+// memLimitWritingScreen is memLimitWriting where a person types the work
+// turns (the interactive front): the writing turn is flower's there too,
+// and is asked again once the limit lifts.
+func memLimitWritingScreen(t *testing.T) {
+	first := memDone(100_000)
+	first.PersonNext = "PERSON-TURN-MARK: now the second part"
+	last := memDone(20_000)
+	last.PersonExits = true
+	asked := 0
+	r := newMemRun(t, [][]fronttest.Round{{first, memTool(155_000, "echo two >> work.txt")}, {last}}, func(g int) fronttest.Round {
+		if asked++; asked == 1 {
+			return memUsageLimit(2 * time.Minute)
+		}
+		return memHandoff(g)
+	})
+	personTypes(r.front)
+	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	st := r.step()
+	if h := st.Generations[0].Handoff; len(st.Generations) != 2 || h == nil || h.Degraded {
+		t.Fatalf("%d generations, receipt %+v: want a whole handoff", len(st.Generations), h)
+	}
+	if w := st.Generations[0].LimitWaits; len(w) != 1 || !w[0].Writing || w[0].End == nil {
+		t.Errorf("limit waits %+v: want one, of the writing turn, ended", w)
+	}
+	if r.writings() != 2 {
+		t.Errorf("%d writing asks: want the first and the one after the wait", r.writings())
+	}
 }
 
 func memMaxWait(t *testing.T) {
