@@ -330,6 +330,7 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 			return nil, err
 		}
 		held.open()
+		p.Resize(f.term.Size()) // a resize during the hand-over went to the old one
 	}
 	p.start, p.clock = f.opts.Clock.Now(), f.opts.Clock
 	f.mu.Lock()
