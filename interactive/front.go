@@ -289,48 +289,11 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 			return nil, err
 		}
 	}
-	args := append([]string(nil), s.Args...)
-	if s.Model != "" {
-		args = append([]string{"--model", s.Model}, args...)
-	}
-	if s.Resume != "" {
-		args = append(args, "--resume", s.Resume)
-	}
-	argPrompt, typed := s.Prompt, ""
-	if len(s.Prompt) > maxArgPrompt {
-		argPrompt, typed = "", s.Prompt
-	}
-	grace := s.Grace
-	if grace <= 0 {
-		grace = DefaultGrace
-	}
+	cfg, typed := procFor(s, log)
 	launched := time.Now()
-	var screen io.Writer = f.screen
-	held := &heldScreen{w: f.screen}
-	if prev != nil {
-		screen = held
-	}
-	// The harness is stopped by the engine, gracefully, not by ctx.
-	p, err := startProc(context.WithoutCancel(ctx), procConfig{
-		Path: s.Path, Args: args, Prompt: argPrompt, Dir: s.Dir, Env: s.Env,
-		Size: f.term.Size(), Grace: grace, Logger: log,
-	}, screen)
+	p, err := f.startOnScreen(ctx, cfg, prev)
 	if err != nil {
-		if prev == nil {
-			_ = f.term.Restore()
-		}
 		return nil, err
-	}
-	if prev != nil {
-		// Its start-up overlaps the burned harness's exit.
-		f.handOver(prev)
-		if err := f.takeScreen(); err != nil {
-			p.Kill()
-			<-p.Exited()
-			return nil, err
-		}
-		held.open()
-		p.Resize(f.term.Size()) // a resize during the hand-over went to the old one
 	}
 	p.start, p.clock = f.opts.Clock.Now(), f.opts.Clock
 	f.mu.Lock()
@@ -343,12 +306,66 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 	f.gate.Attach(p.pty)
 	configDir := transcript.ConfigDir(s.Env)
 	g := newSession(ctx, f, p, log, sessionConfig{
-		configDir: configDir, cwd: s.Dir, typed: typed, argPrompt: argPrompt != "", resumed: s.Resume,
+		configDir: configDir, cwd: s.Dir, typed: typed, argPrompt: cfg.Prompt != "", resumed: s.Resume,
 		loc:   locator{configDir: configDir, cwd: s.Dir, pid: p.PID(), since: launched.Add(-time.Second), used: f.used},
-		probe: harness.Config{Path: s.Path, Args: s.Args, Model: s.Model, Dir: s.Dir, Env: s.Env, Logger: log, Grace: grace},
+		probe: harness.Config{Path: s.Path, Args: s.Args, Model: s.Model, Dir: s.Dir, Env: s.Env, Logger: log, Grace: cfg.Grace},
 	})
 	log.Info("harness started", "pid", p.PID(), "interactive", true)
 	return g, nil
+}
+
+// procFor is how to start the harness s asks for; typed is a first prompt
+// too long for the command line, to be typed instead.
+func procFor(s front.Spec, log *slog.Logger) (cfg procConfig, typed string) {
+	args := append([]string(nil), s.Args...)
+	if s.Model != "" {
+		args = append([]string{"--model", s.Model}, args...)
+	}
+	if s.Resume != "" {
+		args = append(args, "--resume", s.Resume)
+	}
+	argPrompt := s.Prompt
+	if len(s.Prompt) > maxArgPrompt {
+		argPrompt, typed = "", s.Prompt
+	}
+	grace := s.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	return procConfig{Path: s.Path, Args: args, Prompt: argPrompt, Dir: s.Dir, Env: s.Env, Grace: grace, Logger: log}, typed
+}
+
+// startOnScreen starts the harness of cfg on the person's terminal. With
+// prev, the burned generation's harness that still has the screen, its
+// start-up overlaps prev's exit: what it draws is held until prev is gone
+// (handOver), then passed on.
+func (f *Front) startOnScreen(ctx context.Context, cfg procConfig, prev *proc) (*proc, error) {
+	var screen io.Writer = f.screen
+	held := &heldScreen{w: f.screen}
+	if prev != nil {
+		screen = held
+	}
+	cfg.Size = f.term.Size()
+	// The harness is stopped by the engine, gracefully, not by ctx.
+	p, err := startProc(context.WithoutCancel(ctx), cfg, screen)
+	if err != nil {
+		if prev == nil {
+			_ = f.term.Restore()
+		}
+		return nil, err
+	}
+	if prev == nil {
+		return p, nil
+	}
+	f.handOver(prev)
+	if err := f.takeScreen(); err != nil {
+		p.Kill()
+		<-p.Exited()
+		return nil, err
+	}
+	held.open()
+	p.Resize(f.term.Size()) // a resize during the hand-over went to the old one
+	return p, nil
 }
 
 // handoffKey posts the person's request for a handoff to the step's
