@@ -108,21 +108,10 @@ func (s *stepRun) continuation(message string) (launch, error) {
 	if slices.Contains(st.Retired, session) {
 		session = "" // DESIGN.md «Continuation» holds even for a hand-edited manifest
 	}
-	withMessage := func(prompt string) string {
-		if m := strings.TrimSpace(message); m != "" {
-			return prompt + "\n\n" + m
-		}
-		return prompt
-	}
-	note := func(msg string) {
-		st.AddError(msg)
-		s.log.Warn(msg)
-		rt.emit(Event{Kind: KindNotice, Step: st.Name, Text: msg})
-	}
 	begin := func() {
 		s.begin()
 		if crashed {
-			note("flower stopped while this step was running (it was killed or crashed); continuing it")
+			s.noteError("flower stopped while this step was running (it was killed or crashed); continuing it")
 		}
 	}
 
@@ -130,32 +119,10 @@ func (s *stepRun) continuation(message string) (launch, error) {
 	case gen == nil:
 		begin()
 		task, _ := s.books().Task() // as a person may have edited it
-		return launch{prompt: withMessage(task), newGeneration: true, fallback: s.taskFallback}, nil
+		return launch{prompt: appendMessage(task, message), newGeneration: true, fallback: s.taskFallback}, nil
 
 	case gen.Handoff != nil || session == "":
-		// Stopped after a handoff was recorded, or before this
-		// generation's session said who it is: its successor (or it)
-		// starts fresh from the lineage's handoff.
-		prompt, from, err := s.handoffFallback()
-		if err != nil {
-			return launch{}, err
-		}
-		if s.lastHandoff() == nil {
-			prompt, _ = s.books().Task() // nothing was done yet
-			from = "the task"
-		}
-		begin()
-		// A generation that never had a session runs on; one whose
-		// session was set aside makes way for a new one.
-		fresh := gen.Handoff != nil || gen.SessionID != ""
-		n := gen.N
-		if fresh {
-			n++
-		} else {
-			gen.EndedAt = nil // this generation runs on
-		}
-		note(fmt.Sprintf("generation %d has no session to resume; it starts fresh from %s", n, from))
-		return launch{prompt: withMessage(prompt), newGeneration: fresh, fallback: s.handoffFallback}, nil
+		return s.freshFromHandoff(gen, begin, message)
 
 	case st.Status == manifest.StatusLimited && rt.policy.Enabled && gen.Context >= rt.policy.At(): // unattended: a step a limit stopped mid-handoff resumes its live session in the writing turn
 		return s.resumeWriting(gen, session, begin), nil
@@ -163,32 +130,83 @@ func (s *stepRun) continuation(message string) (launch, error) {
 	case rt.policy.Enabled && gen.Context >= rt.policy.At():
 		// The generation's last result was at the threshold: it had been
 		// cut for a handoff (its context is saved at each result).
-		return s.recoverHandoff(gen, begin, withMessage)
+		return s.recoverHandoff(gen, begin, message)
 
 	default:
-		begin()
-		gen.EndedAt = nil // this generation runs on
-		if message == "" {
-			message = ContinueMessage
-		}
-		s.log.Info("resuming", "resume", session)
-		fallback := func() (string, string, error) {
-			prompt, from, err := s.handoffFallback()
-			if message != ContinueMessage {
-				prompt = withMessage(prompt)
-			}
-			return prompt, from, err
-		}
-		return launch{prompt: message, resume: session, fallback: fallback}, nil
+		return s.resumeSession(gen, session, message, begin), nil
 	}
+}
+
+// appendMessage returns prompt with message, a person's, after it; a
+// blank message adds nothing.
+func appendMessage(prompt, message string) string {
+	if m := strings.TrimSpace(message); m != "" {
+		return prompt + "\n\n" + m
+	}
+	return prompt
+}
+
+// noteError says msg as a notice and records it in the step's errors.
+func (s *stepRun) noteError(msg string) {
+	s.st.AddError(msg)
+	s.note(msg)
+}
+
+// freshFromHandoff is how Continue starts a step stopped after a handoff
+// was recorded, or before its latest generation gen's session said who it
+// is: its successor (or it) starts fresh from the lineage's handoff, or
+// from the task when nothing was handed off yet, message (a person's)
+// after it. A generation that never had a session runs on; one whose
+// session was set aside makes way for a new one.
+func (s *stepRun) freshFromHandoff(gen *manifest.Generation, begin func(), message string) (launch, error) {
+	prompt, from, err := s.handoffFallback()
+	if err != nil {
+		return launch{}, err
+	}
+	if s.lastHandoff() == nil {
+		prompt, _ = s.books().Task() // nothing was done yet
+		from = "the task"
+	}
+	begin()
+	fresh := gen.Handoff != nil || gen.SessionID != ""
+	n := gen.N
+	if fresh {
+		n++
+	} else {
+		gen.EndedAt = nil // this generation runs on
+	}
+	s.noteError(fmt.Sprintf("generation %d has no session to resume; it starts fresh from %s", n, from))
+	return launch{prompt: appendMessage(prompt, message), newGeneration: fresh, fallback: s.handoffFallback}, nil
+}
+
+// resumeSession is how Continue resumes the live session of the step's
+// latest generation gen, which runs on: it is sent message
+// (ContinueMessage when empty). Should the harness refuse to resume it,
+// the fresh session from the handoff gets a person's message too.
+func (s *stepRun) resumeSession(gen *manifest.Generation, session, message string, begin func()) launch {
+	begin()
+	gen.EndedAt = nil // this generation runs on
+	if message == "" {
+		message = ContinueMessage
+	}
+	s.log.Info("resuming", "resume", session)
+	fallback := func() (string, string, error) {
+		prompt, from, err := s.handoffFallback()
+		if message != ContinueMessage {
+			prompt = appendMessage(prompt, message)
+		}
+		return prompt, from, err
+	}
+	return launch{prompt: message, resume: session, fallback: fallback}
 }
 
 // recoverHandoff finishes the handoff a stopped flower was in the middle of:
 // the session had been cut at the threshold, so resuming it would only cut
 // it again. If this generation's handoff reached the file, the successor
 // starts from it (frozen again, the file as found kept in the archive);
-// otherwise from a degraded handoff built from the task.
-func (s *stepRun) recoverHandoff(gen *manifest.Generation, begin func(), withMessage func(string) string) (launch, error) {
+// otherwise from a degraded handoff built from the task. message, a
+// person's, follows its first prompt.
+func (s *stepRun) recoverHandoff(gen *manifest.Generation, begin func(), message string) (launch, error) {
 	rt, st := s.rt, s.st
 	path := rt.wb.HandoffPath(st.Name)
 	cut := handoff.Cut{Reason: manifest.ReasonThreshold, Context: gen.Context}
@@ -216,7 +234,7 @@ func (s *stepRun) recoverHandoff(gen *manifest.Generation, begin func(), withMes
 	if err != nil {
 		return launch{}, err
 	}
-	return launch{prompt: withMessage(prompt), newGeneration: true, fallback: s.handoffFallback}, nil
+	return launch{prompt: appendMessage(prompt, message), newGeneration: true, fallback: s.handoffFallback}, nil
 }
 
 // writtenBy reports whether the handoff file at path was written while gen

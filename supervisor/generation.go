@@ -29,115 +29,144 @@ type genEnd struct {
 // «Launch from disk»), a remote front in a generation of its own.
 // failedBefore is the step's attempt count when the call began.
 func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) genEnd {
-	rt, st := s.rt, s.st
 	for {
 		if err := s.boundBefore(); err != nil { // unattended: a bound reached already starts nothing
 			s.abandon(*l)
-			return genEnd{gen: st.Current(), err: err}
+			return genEnd{gen: s.st.Current(), err: err}
 		}
 		s.beginGeneration(l)
-		gen := st.Current()
-		if l.resume != "" && !rt.caps.Resumes {
+		gen := s.st.Current()
+		if l.resume != "" && !s.rt.caps.Resumes {
 			// This front cannot start a session again by its id: go on
 			// from the step's latest handoff (or its task) instead.
-			next, err := s.resumeRefused(gen, *l, "this front cannot resume a session")
-			if err != nil {
-				s.failStep(err)
+			if err := s.relaunchRefused(gen, l, "this front cannot resume a session"); err != nil {
 				return genEnd{gen: gen, err: err, out: outcome{kind: outcomeFailed, why: err.Error()}}
 			}
-			*l = next
 			continue
 		}
-		var out outcome
-		if ctx.Err() != nil {
-			// Stopped between attempts (during a handoff, say): start
-			// nothing more.
-			s.abandon(*l)
-			out = outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error()}
-		} else {
-			out = s.attempt(ctx, gen, *l)
-		}
-		rt.flushReceipts()
-		l.spent()
-		if out.kind == outcomeFailed && ctx.Err() != nil {
-			// The harness went because flower is stopping (a second
-			// signal kills it at once): that is no failure of the step.
-			out = outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error() + " (" + out.why + ")", sessionID: out.sessionID}
-		}
-		end := genEnd{out: out, gen: gen}
-		switch out.kind {
-		case outcomeDone:
-			st.Finish(manifest.StatusSucceeded, rt.clock.Now())
-			rt.save(st)
-			return end
-
-		case outcomeInterrupted:
-			// The session stays the step's latest (DESIGN.md «Continuation»): continue resumes it.
-			st.AddError("interrupted: " + out.why)
-			st.Finish(manifest.StatusInterrupted, rt.clock.Now())
-			rt.save(st)
-			end.err = fmt.Errorf("step %s interrupted: %w", st.Name, context.Cause(ctx))
-			return end
-
-		case outcomeFailed:
-			if l.resume != "" && harness.ResumeRefused(out.why) {
-				next, err := s.resumeRefused(gen, *l, out.why)
-				if err != nil {
-					s.failStep(err)
-					end.err = err
-					return end
-				}
-				*l = next
-				continue
-			}
-			st.Attempts++
-			st.AddError(fmt.Sprintf("attempt %d: %s", st.Attempts, out.why))
-			s.log.Warn("attempt failed", "attempts", st.Attempts, "why", out.why)
-			if st.Attempts-failedBefore >= rt.opts.MaxAttempts {
-				st.Finish(manifest.StatusFailed, rt.clock.Now())
-				rt.save(st)
-				end.err = fmt.Errorf("%w: %s after %d attempts: %s", ErrStepFailed, st.Name, st.Attempts-failedBefore, out.why)
-				return end
-			}
-			rt.save(st)
-			rt.emit(Event{Kind: KindRetry, Step: st.Name, Generation: gen.N, Text: out.why})
-			// Resume the same session when there is one: its context is
-			// what this generation has built up.
-			if out.sessionID != "" {
-				l.resume = out.sessionID
-				l.prompt = "The harness process running this session stopped unexpectedly (" + out.why + "). Continue the task from where you were."
-			}
-
-		case outcomeFutile:
-			// A fresh session at or above the threshold would
-			// hand off forever; stop now with the measured floor (DESIGN.md «Runaway guard»).
-			err := &policy.GenerationLimitError{Futile: true, Max: rt.policy.MaxGenerations, Window: rt.policy.Window, At: rt.policy.At(), Floor: out.floor, Knobs: rt.policy.Knobs}
-			st.AddError(err.Error())
-			st.Finish(manifest.StatusGenerationLimit, rt.clock.Now())
-			rt.save(st)
-			end.err = err
-			return end
-
-		case outcomeHandoff:
-			if out.early != nil {
-				rt.holdReceipts() // until the successor has its prompt (launch, attempt)
-			}
-			end.frozen, end.err = s.books().Freeze(gen, handoff.Cut{Handoff: out.handoff, Why: out.why, Reason: out.reason,
-				Context: out.context, WritingSeconds: out.writingSeconds, WritingCostUSD: out.writingCost, Outcome: out.writeOutcome})
-			if end.err == nil {
-				end.err = s.boundStop(out.reason) // unattended: past the budget or deadline, the step stops after the handoff
-			}
-			return end
-
-		case outcomeLimited: // unattended: a limit past --max-wait stops the step; its session stays live for continue
-			end.err = s.limitStop(gen, out)
-			return end
-
-		case outcomeAuth: // refused credentials: no attempt would fare better
-			end.err = s.authStop(out)
+		out := s.runAttempt(ctx, gen, l)
+		if end, again := s.afterAttempt(ctx, gen, l, out, failedBefore); !again {
 			return end
 		}
 	}
+}
+
+// relaunchRefused replaces l, whose session the front refused to resume
+// (why), with a launch from the step's latest handoff or its task. If
+// there is none to go on from, the step ends failed with the error.
+func (s *stepRun) relaunchRefused(gen *manifest.Generation, l *launch, why string) error {
+	next, err := s.resumeRefused(gen, *l, why)
+	if err != nil {
+		s.failStep(err)
+		return err
+	}
+	*l = next
+	return nil
+}
+
+// runAttempt runs one attempt of l in gen and forgets what served that
+// attempt only (spent). Stopped already (between attempts, during a
+// handoff, say), it starts nothing and the outcome is an interruption; a
+// harness that failed because flower is stopping (a second signal kills
+// it at once) is an interruption too, no failure of the step.
+func (s *stepRun) runAttempt(ctx context.Context, gen *manifest.Generation, l *launch) outcome {
+	var out outcome
+	if ctx.Err() != nil {
+		s.abandon(*l)
+		out = outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error()}
+	} else {
+		out = s.attempt(ctx, gen, *l)
+	}
+	s.rt.flushReceipts()
+	l.spent()
+	if out.kind == outcomeFailed && ctx.Err() != nil {
+		out = outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error() + " (" + out.why + ")", sessionID: out.sessionID}
+	}
+	return out
+}
+
+// afterAttempt records what out, the outcome of an attempt in gen, does to
+// the step. again reports that another attempt of the generation follows
+// (a retry, or a session the front would not resume launched afresh);
+// otherwise end is how the generation ended.
+func (s *stepRun) afterAttempt(ctx context.Context, gen *manifest.Generation, l *launch, out outcome, failedBefore int) (end genEnd, again bool) {
+	end = genEnd{out: out, gen: gen}
+	switch out.kind {
+	case outcomeDone:
+		s.finishStep(manifest.StatusSucceeded)
+	case outcomeInterrupted:
+		// The session stays the step's latest (DESIGN.md «Continuation»): continue resumes it.
+		s.st.AddError("interrupted: " + out.why)
+		s.finishStep(manifest.StatusInterrupted)
+		end.err = fmt.Errorf("step %s interrupted: %w", s.st.Name, context.Cause(ctx))
+	case outcomeFailed:
+		again, end.err = s.failedAttempt(gen, l, out, failedBefore)
+	case outcomeFutile:
+		end.err = s.futileStop(out)
+	case outcomeHandoff:
+		end.frozen, end.err = s.freezeHandoff(gen, out)
+	case outcomeLimited: // unattended: a limit past --max-wait stops the step; its session stays live for continue
+		end.err = s.limitStop(gen, out)
+	case outcomeAuth: // refused credentials: no attempt would fare better
+		end.err = s.authStop(out)
+	}
+	return end, again
+}
+
+// failedAttempt records an attempt in gen that failed (out). A session the
+// front refused to resume goes on from the step's latest handoff or task
+// (relaunchRefused). Any other failure counts: at the attempt limit
+// (DESIGN.md «Retries») the step ends failed with the error; below it
+// another attempt follows (again), resuming the session when there is one,
+// since its context is what this generation has built up.
+func (s *stepRun) failedAttempt(gen *manifest.Generation, l *launch, out outcome, failedBefore int) (again bool, err error) {
+	if l.resume != "" && harness.ResumeRefused(out.why) {
+		err := s.relaunchRefused(gen, l, out.why)
+		return err == nil, err
+	}
+	rt, st := s.rt, s.st
+	st.Attempts++
+	st.AddError(fmt.Sprintf("attempt %d: %s", st.Attempts, out.why))
+	s.log.Warn("attempt failed", "attempts", st.Attempts, "why", out.why)
+	if st.Attempts-failedBefore >= rt.opts.MaxAttempts {
+		s.finishStep(manifest.StatusFailed)
+		return false, fmt.Errorf("%w: %s after %d attempts: %s", ErrStepFailed, st.Name, st.Attempts-failedBefore, out.why)
+	}
+	rt.save(st)
+	rt.emit(Event{Kind: KindRetry, Step: st.Name, Generation: gen.N, Text: out.why})
+	if out.sessionID != "" {
+		l.resume = out.sessionID
+		l.prompt = "The harness process running this session stopped unexpectedly (" + out.why + "). Continue the task from where you were."
+	}
+	return true, nil
+}
+
+// futileStop ends the step at the generation limit for a futile outcome:
+// a fresh session at or above the threshold would hand off forever, so it
+// stops now with the measured floor (DESIGN.md «Runaway guard»).
+func (s *stepRun) futileStop(out outcome) error {
+	rt := s.rt
+	err := &policy.GenerationLimitError{Futile: true, Max: rt.policy.MaxGenerations, Window: rt.policy.Window, At: rt.policy.At(),
+		Floor: out.floor, Knobs: rt.policy.Knobs}
+	s.st.AddError(err.Error())
+	s.finishStep(manifest.StatusGenerationLimit)
+	return err
+}
+
+// freezeHandoff freezes the handoff out carries as gen's. A successor
+// started early holds the receipts until it has its prompt (launch,
+// attempt). Unattended, a step past its budget or deadline stops after the
+// handoff: the error says so.
+func (s *stepRun) freezeHandoff(gen *manifest.Generation, out outcome) (handoff.Frozen, error) {
+	if out.early != nil {
+		s.rt.holdReceipts()
+	}
+	f, err := s.books().Freeze(gen, handoff.Cut{Handoff: out.handoff, Why: out.why, Reason: out.reason,
+		Context: out.context, WritingSeconds: out.writingSeconds, WritingCostUSD: out.writingCost, Outcome: out.writeOutcome})
+	if err == nil {
+		err = s.boundStop(out.reason)
+	}
+	return f, err
 }
 
 // beginGeneration begins the generation l asks for, if it does. A
@@ -169,7 +198,12 @@ func (l *launch) spent() {
 // failStep ends the step failed for err, recorded.
 func (s *stepRun) failStep(err error) {
 	s.st.AddError(err.Error())
-	s.st.Finish(manifest.StatusFailed, s.rt.clock.Now())
+	s.finishStep(manifest.StatusFailed)
+}
+
+// finishStep ends the step with status (a manifest status) and saves it.
+func (s *stepRun) finishStep(status string) {
+	s.st.Finish(status, s.rt.clock.Now())
 	s.rt.save(s.st)
 }
 

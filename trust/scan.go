@@ -163,13 +163,43 @@ var commandKeys = []string{"apiKeyHelper", "awsAuthRefresh", "awsCredentialExpor
 // names are shown.
 var listKeys = []string{"enabledPlugins", "extraKnownMarketplaces", "enabledMcpjsonServers"}
 
+// jsonRisks reads a settings file's JSON for what it can do (risks, names
+// only) and the commands it runs (masked). A file that is not valid JSON
+// is a risk of its own.
 func jsonRisks(b []byte) (risks, commands []string) {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return []string{"not valid JSON (the harness may still read part of it)"}, nil
 	}
+	var f jsonFindings
 	if names := keysOf(doc["env"]); len(names) > 0 {
-		risks = append(risks, "env "+strings.Join(names, ","))
+		f.risks = append(f.risks, "env "+strings.Join(names, ","))
+	}
+	f.hooks(doc)
+	f.commandSettings(doc)
+	for _, k := range listKeys {
+		if raw, ok := doc[k]; ok {
+			f.risks = append(f.risks, k+" "+strings.Join(namesOf(raw), ","))
+		}
+	}
+	if _, ok := doc["enableAllProjectMcpServers"]; ok {
+		f.risks = append(f.risks, "enableAllProjectMcpServers")
+	}
+	f.permissions(doc)
+	f.mcpServers(doc)
+	return f.risks, f.commands
+}
+
+// jsonFindings is what jsonRisks has found so far, in the order it says
+// them.
+type jsonFindings struct{ risks, commands []string }
+
+// hooks finds the hooks doc sets: their events, and each hook's command
+// (or URL, or type). Hooks it cannot read are a risk too.
+func (f *jsonFindings) hooks(doc map[string]json.RawMessage) {
+	raw, ok := doc["hooks"]
+	if !ok {
+		return
 	}
 	var hooks map[string][]struct {
 		Matcher string `json:"matcher"`
@@ -179,27 +209,30 @@ func jsonRisks(b []byte) (risks, commands []string) {
 			URL     string `json:"url"`
 		} `json:"hooks"`
 	}
-	if raw, ok := doc["hooks"]; ok {
-		_ = json.Unmarshal(raw, &hooks)
-		events := sortedKeys(hooks)
-		if len(events) == 0 {
-			events = []string{"(unreadable)"}
-		}
-		risks = append(risks, "hooks "+strings.Join(events, ","))
-		for _, ev := range events {
-			for _, m := range hooks[ev] {
-				for _, h := range m.Hooks {
-					commands = append(commands, fmt.Sprintf("hook %s: %s", ev, Mask(firstNonEmpty(h.Command, h.URL, h.Type))))
-				}
+	_ = json.Unmarshal(raw, &hooks)
+	events := sortedKeys(hooks)
+	if len(events) == 0 {
+		events = []string{"(unreadable)"}
+	}
+	f.risks = append(f.risks, "hooks "+strings.Join(events, ","))
+	for _, ev := range events {
+		for _, m := range hooks[ev] {
+			for _, h := range m.Hooks {
+				f.commands = append(f.commands, fmt.Sprintf("hook %s: %s", ev, Mask(firstNonEmpty(h.Command, h.URL, h.Type))))
 			}
 		}
 	}
+}
+
+// commandSettings finds the settings of commandKeys doc sets, and their
+// commands.
+func (f *jsonFindings) commandSettings(doc map[string]json.RawMessage) {
 	for _, k := range commandKeys {
 		raw, ok := doc[k]
 		if !ok {
 			continue
 		}
-		risks = append(risks, k)
+		f.risks = append(f.risks, k)
 		var s string
 		var o struct {
 			Command string `json:"command"`
@@ -207,42 +240,47 @@ func jsonRisks(b []byte) (risks, commands []string) {
 		if json.Unmarshal(raw, &s) != nil && json.Unmarshal(raw, &o) == nil {
 			s = o.Command
 		}
-		commands = append(commands, fmt.Sprintf("%s: %s", k, Mask(s)))
+		f.commands = append(f.commands, fmt.Sprintf("%s: %s", k, Mask(s)))
 	}
-	for _, k := range listKeys {
-		if raw, ok := doc[k]; ok {
-			risks = append(risks, k+" "+strings.Join(namesOf(raw), ","))
-		}
-	}
-	if _, ok := doc["enableAllProjectMcpServers"]; ok {
-		risks = append(risks, "enableAllProjectMcpServers")
-	}
+}
+
+// permissions finds the tools doc's permissions allow and the permission
+// mode it sets.
+func (f *jsonFindings) permissions(doc map[string]json.RawMessage) {
 	var perms struct {
 		Allow       []string `json:"allow"`
 		DefaultMode string   `json:"defaultMode"`
 	}
-	if raw, ok := doc["permissions"]; ok && json.Unmarshal(raw, &perms) == nil {
-		if len(perms.Allow) > 0 {
-			risks = append(risks, "permissions.allow "+strings.Join(perms.Allow, ","))
-		}
-		if perms.DefaultMode != "" {
-			risks = append(risks, "permissions.defaultMode "+perms.DefaultMode)
-		}
+	raw, ok := doc["permissions"]
+	if !ok || json.Unmarshal(raw, &perms) != nil {
+		return
+	}
+	if len(perms.Allow) > 0 {
+		f.risks = append(f.risks, "permissions.allow "+strings.Join(perms.Allow, ","))
+	}
+	if perms.DefaultMode != "" {
+		f.risks = append(f.risks, "permissions.defaultMode "+perms.DefaultMode)
+	}
+}
+
+// mcpServers finds the MCP servers doc declares, and what each runs (its
+// command line, or its URL).
+func (f *jsonFindings) mcpServers(doc map[string]json.RawMessage) {
+	raw, ok := doc["mcpServers"]
+	if !ok {
+		return
 	}
 	var servers map[string]struct {
 		Command string   `json:"command"`
 		Args    []string `json:"args"`
 		URL     string   `json:"url"`
 	}
-	if raw, ok := doc["mcpServers"]; ok {
-		_ = json.Unmarshal(raw, &servers)
-		for _, name := range sortedKeys(servers) {
-			sv := servers[name]
-			risks = append(risks, "MCP server "+name)
-			commands = append(commands, fmt.Sprintf("MCP server %s: %s", name, Mask(strings.TrimSpace(firstNonEmpty(sv.URL, sv.Command+" "+strings.Join(sv.Args, " "))))))
-		}
+	_ = json.Unmarshal(raw, &servers)
+	for _, name := range sortedKeys(servers) {
+		sv := servers[name]
+		f.risks = append(f.risks, "MCP server "+name)
+		f.commands = append(f.commands, fmt.Sprintf("MCP server %s: %s", name, Mask(strings.TrimSpace(firstNonEmpty(sv.URL, sv.Command+" "+strings.Join(sv.Args, " "))))))
 	}
-	return risks, commands
 }
 
 // definitionRisks names what an agent, skill or command file can do.

@@ -156,93 +156,123 @@ func loadManifest(dir string) (*manifest.Manifest, error) {
 // is escaped (console.Escape): a workspace wrote the task, the errors
 // quote its files, and the manifest itself may be planted.
 func writeShow(w io.Writer, m *manifest.Manifest, dir string) error {
-	var b strings.Builder
-	kv := func(indent, label, format string, a ...any) {
-		fmt.Fprintf(&b, "%s%-10s %s\n", indent, label, fmt.Sprintf(format, a...))
-	}
-	kv("", "run", "%s", dir)
+	var b showText
+	b.kv("", "run", "%s", dir)
 	if m.Workspace != "" {
-		kv("", "workspace", "%s", m.Workspace)
+		b.kv("", "workspace", "%s", m.Workspace)
 	}
-	kv("", "started", "%s", clock(m.CreatedAt))
-	kv("", "updated", "%s", clock(m.UpdatedAt))
+	b.kv("", "started", "%s", clock(m.CreatedAt))
+	b.kv("", "updated", "%s", clock(m.UpdatedAt))
 	if len(m.Steps) == 0 {
 		b.WriteString("\nno steps yet\n")
 	}
 	for _, s := range m.Steps {
 		fmt.Fprintf(&b, "\nstep %s: %s\n", s.Name, s.Status)
-		const in = "  "
-		if s.Task != "" {
-			kv(in, "task", "%s", firstLine(s.Task))
-		}
-		switch {
-		case s.TaskPath != "":
-			kv(in, "task file", "%s", underWorkspace(m, s.TaskPath))
-		case s.TaskSHA256 != "":
-			kv(in, "task file", "none: the task is kept in the manifest (no workbench)")
-		}
-		kv(in, "attempts", "%d failed (handoffs are not attempts)", s.Attempts)
-		kv(in, "cost", "%s over %d turns", dollars(s.CostUSD), s.NumTurns)
-		if line := budgetLine(s); line != "" {
-			kv(in, "budget", "%s", line) // unattended: spent against the budget, and the deadline
-		}
-		kv(in, "context", "%s", contextOf(s))
-		if s.Model != "" {
-			kv(in, "model", "%s", s.Model)
-		}
-		kv(in, "session", "%s", orDash(s.SessionID))
-		kv(in, "retired", "%s", retired(s.Retired))
-		if s.HandoffPath != "" {
-			kv(in, "handoff", "%s", underWorkspace(m, s.HandoffPath))
-		}
-		kv(in, "started", "%s", clock(s.StartedAt))
-		if s.EndedAt != nil {
-			kv(in, "ended", "%s (took %s)", clock(*s.EndedAt), s.EndedAt.Sub(s.StartedAt).Round(time.Second))
-		}
-		if len(s.Errors) == 0 {
-			kv(in, "errors", "none")
-		}
-		for i, e := range s.Errors {
-			label := ""
-			if i == 0 {
-				label = "errors"
-			}
-			kv(in, label, "%s", e)
-		}
+		b.writeStep(m, s)
 		b.WriteString("\n")
 		if len(s.Generations) == 0 {
-			b.WriteString(in + "no generations yet\n")
+			b.WriteString(showIndent + "no generations yet\n")
 			continue
 		}
-		files := handoffFiles(m, dir, s)
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, in+"GEN\tSESSION\tCONTEXT AT HANDOFF\tCOST\tTURNS\tDEGRADED\tHANDOFF FILE")
-		for _, g := range s.Generations {
-			ctx, degraded, file := "—", "—", "—"
-			if h := g.Handoff; h != nil {
-				ctx = policy.FormatUsed(h.Context) + " (" + h.Reason + ")"
-				degraded = "no"
-				if h.Degraded {
-					degraded = "yes: " + h.Why
-				}
-				if now, ok := files[g.N]; ok {
-					file = underWorkspace(m, now)
-				} else if h.Path != "" {
-					file = underWorkspace(m, h.Path)
-				}
-			}
-			fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%d\t%s\t%s\n", in, g.N, orDash(shortID(g.SessionID)), ctx,
-				dollars(g.CostUSD), g.NumTurns, degraded, file)
-		}
-		if err := tw.Flush(); err != nil {
+		if err := b.writeGenerations(m, dir, s); err != nil {
 			return err
 		}
 		for _, line := range compactionLines(s) {
-			b.WriteString(in + line + "\n")
+			b.WriteString(showIndent + line + "\n")
 		}
 	}
 	_, err := io.WriteString(w, console.Escape(b.String()))
 	return err
+}
+
+// showText is what writeShow writes, built before it is escaped.
+type showText struct{ strings.Builder }
+
+// showIndent indents a step's lines under its heading.
+const showIndent = "  "
+
+// kv writes one labelled line, the values after a column of labels.
+func (b *showText) kv(indent, label, format string, a ...any) {
+	fmt.Fprintf(b, "%s%-10s %s\n", indent, label, fmt.Sprintf(format, a...))
+}
+
+// writeStep writes step s's labelled lines: its task, attempts, cost,
+// context, sessions, times and errors.
+func (b *showText) writeStep(m *manifest.Manifest, s *manifest.StepResult) {
+	const in = showIndent
+	if s.Task != "" {
+		b.kv(in, "task", "%s", firstLine(s.Task))
+	}
+	switch {
+	case s.TaskPath != "":
+		b.kv(in, "task file", "%s", underWorkspace(m, s.TaskPath))
+	case s.TaskSHA256 != "":
+		b.kv(in, "task file", "none: the task is kept in the manifest (no workbench)")
+	}
+	b.kv(in, "attempts", "%d failed (handoffs are not attempts)", s.Attempts)
+	b.kv(in, "cost", "%s over %d turns", dollars(s.CostUSD), s.NumTurns)
+	if line := budgetLine(s); line != "" {
+		b.kv(in, "budget", "%s", line) // unattended: spent against the budget, and the deadline
+	}
+	b.kv(in, "context", "%s", contextOf(s))
+	if s.Model != "" {
+		b.kv(in, "model", "%s", s.Model)
+	}
+	b.kv(in, "session", "%s", orDash(s.SessionID))
+	b.kv(in, "retired", "%s", retired(s.Retired))
+	if s.HandoffPath != "" {
+		b.kv(in, "handoff", "%s", underWorkspace(m, s.HandoffPath))
+	}
+	b.kv(in, "started", "%s", clock(s.StartedAt))
+	if s.EndedAt != nil {
+		b.kv(in, "ended", "%s (took %s)", clock(*s.EndedAt), s.EndedAt.Sub(s.StartedAt).Round(time.Second))
+	}
+	if len(s.Errors) == 0 {
+		b.kv(in, "errors", "none")
+	}
+	for i, e := range s.Errors {
+		label := ""
+		if i == 0 {
+			label = "errors"
+		}
+		b.kv(in, label, "%s", e)
+	}
+}
+
+// writeGenerations writes step s's table of generations, one row each.
+func (b *showText) writeGenerations(m *manifest.Manifest, dir string, s *manifest.StepResult) error {
+	files := handoffFiles(m, dir, s)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, showIndent+"GEN\tSESSION\tCONTEXT AT HANDOFF\tCOST\tTURNS\tDEGRADED\tHANDOFF FILE")
+	for _, g := range s.Generations {
+		ctx, degraded, file := generationHandoff(m, files, g)
+		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%d\t%s\t%s\n", showIndent, g.N, orDash(shortID(g.SessionID)), ctx,
+			dollars(g.CostUSD), g.NumTurns, degraded, file)
+	}
+	return tw.Flush()
+}
+
+// generationHandoff is what a row of writeGenerations says of g's handoff:
+// the context it was cut at and why, whether it was degraded and why, and
+// its file where it is now (files, by generation), else where it was
+// frozen. A generation that did not hand off has a dash for each.
+func generationHandoff(m *manifest.Manifest, files map[int]string, g manifest.Generation) (ctx, degraded, file string) {
+	ctx, degraded, file = "—", "—", "—"
+	h := g.Handoff
+	if h == nil {
+		return ctx, degraded, file
+	}
+	ctx = policy.FormatUsed(h.Context) + " (" + h.Reason + ")"
+	degraded = "no"
+	if h.Degraded {
+		degraded = "yes: " + h.Why
+	}
+	if now, ok := files[g.N]; ok {
+		file = underWorkspace(m, now)
+	} else if h.Path != "" {
+		file = underWorkspace(m, h.Path)
+	}
+	return ctx, degraded, file
 }
 
 // compactionLines say, per generation, which compactions flower's hook
