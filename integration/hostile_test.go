@@ -663,8 +663,11 @@ func writeJSONManifest(t *testing.T, path string, m *manifest.Manifest) {
 		}
 		from, _ := jsonString(c.RunDir)
 		to, _ := jsonString(dir)
-		b = bytes.Replace(b, []byte(`"run_dir": `+from), []byte(`"run_dir": `+to), 1)
-		writeFile(t, path, string(b))
+		forged := bytes.Replace(b, []byte(`"run_dir":`+from), []byte(`"run_dir":`+to), 1)
+		if bytes.Equal(forged, b) {
+			t.Fatalf("no run_dir %s in the manifest as saved", from)
+		}
+		writeFile(t, path, string(forged))
 	}
 }
 

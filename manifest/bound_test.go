@@ -43,7 +43,7 @@ func TestLoadBound(t *testing.T) {
 				if err := c.Save(); err != nil {
 					t.Fatal(err)
 				}
-				rewrite(t, runDir, `"run_dir": "`+runDir+`"`, `"run_dir": ""`)
+				rewrite(t, runDir, `"run_dir":"`+runDir+`"`, `"run_dir":""`)
 			} else {
 				save := *m
 				save.RunDir = runDir
@@ -51,7 +51,7 @@ func TestLoadBound(t *testing.T) {
 					t.Fatal(err)
 				}
 				if m.RunDir != runDir {
-					rewrite(t, runDir, `"run_dir": "`+runDir+`"`, `"run_dir": "`+m.RunDir+`"`)
+					rewrite(t, runDir, `"run_dir":"`+runDir+`"`, `"run_dir":"`+m.RunDir+`"`)
 				}
 			}
 			_, err := LoadBound(runDir)

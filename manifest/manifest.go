@@ -391,8 +391,8 @@ func (m *Manifest) Save() error {
 	return nil
 }
 
-// encoder writes a manifest into a buffer it keeps, with an indenting
-// json.Encoder that keeps its own: reused from save to save (encoders), a
+// encoder writes a manifest into a buffer it keeps, with a json.Encoder
+// that keeps its own: reused from save to save (encoders), a
 // long step's manifest (hundreds of generations, a third of a MB) costs
 // its encoding on each save, not a heap's worth of garbage.
 type encoder struct {
@@ -403,11 +403,10 @@ type encoder struct {
 var encoders = sync.Pool{New: func() any {
 	e := &encoder{}
 	e.enc = json.NewEncoder(&e.buf)
-	e.enc.SetIndent("", "  ")
 	return e
 }}
 
-// encode is m as Save writes it (indented, a newline at the end), in e's
+// encode is m as Save writes it (compact, a newline at the end), in e's
 // buffer: valid until e's next encode. The steps are written as
 // plainStep, without StepResult.MarshalJSON, whose normalizing is done
 // here once: the encoder then copies no step's encoding of its own.
