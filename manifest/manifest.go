@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -380,12 +381,17 @@ func (m *Manifest) Save() error {
 	if err != nil {
 		return fmt.Errorf("save manifest: %w", err)
 	}
-	if err := os.MkdirAll(m.RunDir, 0o755); err != nil {
-		return fmt.Errorf("save manifest: %w", err)
-	}
 	// Private to the user: it holds the task and the errors of the run
-	// (DESIGN.md «Durable or loud»).
-	if err := atomicfile.WriteFile(Path(m.RunDir), data, 0o600); err != nil {
+	// (DESIGN.md «Durable or loud»). The run dir is made only when it is
+	// missing: after the first save it is there, and a save costs no walk
+	// of its path.
+	err = atomicfile.WriteFile(Path(m.RunDir), data, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(m.RunDir, 0o755); err == nil {
+			err = atomicfile.WriteFile(Path(m.RunDir), data, 0o600)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("save manifest: %w", err)
 	}
 	return nil

@@ -474,3 +474,21 @@ func TestSavedManifestIsManifest(t *testing.T) {
 		t.Fatalf("loaded %+v, %v", back, err)
 	}
 }
+
+// A run dir removed after the first save is made again by the next one.
+func TestSaveMakesAMissingRunDirAgain(t *testing.T) {
+	runDir := filepath.Join(t.TempDir(), "runs", "r1")
+	m := fullManifest(runDir)
+	if err := m.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Dir(runDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Save(); err != nil {
+		t.Fatalf("save after the run dir went: %v", err)
+	}
+	if back, err := Load(Path(runDir)); err != nil || len(back.Steps) != len(m.Steps) {
+		t.Fatalf("loaded %+v, %v", back, err)
+	}
+}
