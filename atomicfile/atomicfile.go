@@ -2,15 +2,18 @@
 // process or a person may read at any moment (handoff markdown,
 // manifest.json): temp file in the same directory, fsync, rename over the
 // target, fsync the directory. A crash leaves the old file or the new one,
-// never half of one. WriteNew is the same for a file that must only be
-// created, never replaced (a file a person may have written first).
+// never half of one. WriteNew (and CopyNew, of what a reader gives) is the
+// same for a file that must only be created, never replaced (a file a
+// person may have written first, an archive).
 package atomicfile
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,7 +28,7 @@ import (
 // directory sync fails (the new contents are then in place but their
 // durability across a crash is not guaranteed).
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	dir, tmp, err := writeTemp(path, data, perm)
+	dir, tmp, err := writeTemp(path, bytes.NewReader(data), perm)
 	if err != nil {
 		return err
 	}
@@ -47,7 +50,13 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 // where a crash mid-write can leave a short file. As with WriteFile, only a
 // failed final directory sync leaves the file in place with an error.
 func WriteNew(path string, data []byte, perm os.FileMode) error {
-	dir, tmp, err := writeTemp(path, data, perm)
+	return CopyNew(path, bytes.NewReader(data), perm)
+}
+
+// CopyNew is WriteNew of what r gives until EOF: a copy of another file
+// (an archive) that no reader ever sees half of.
+func CopyNew(path string, r io.Reader, perm os.FileMode) error {
+	dir, tmp, err := writeTemp(path, r, perm)
 	if err != nil {
 		return err
 	}
@@ -58,7 +67,7 @@ func WriteNew(path string, data []byte, perm os.FileMode) error {
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("create %s: %w", path, err)
 	case err != nil:
-		if err := writeExcl(path, data, perm); err != nil {
+		if err := copyExcl(path, tmp, perm); err != nil {
 			return fmt.Errorf("create %s: %w", path, err)
 		}
 	}
@@ -68,10 +77,10 @@ func WriteNew(path string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
-// writeTemp writes data to a synced temp file next to path, created with
-// mode perm (less the umask), and returns the directory and the temp file's
-// name. On error nothing is left behind.
-func writeTemp(path string, data []byte, perm os.FileMode) (dir, tmp string, err error) {
+// writeTemp writes what r gives to a synced temp file next to path,
+// created with mode perm (less the umask), and returns the directory and
+// the temp file's name. On error nothing is left behind.
+func writeTemp(path string, r io.Reader, perm os.FileMode) (dir, tmp string, err error) {
 	dir, base := filepath.Split(path)
 	if base == "" {
 		return "", "", fmt.Errorf("write %s: empty file name", path)
@@ -92,7 +101,7 @@ func writeTemp(path string, data []byte, perm os.FileMode) (dir, tmp string, err
 		_ = os.Remove(name)
 		return "", "", fmt.Errorf("%s: %w", what, err)
 	}
-	if _, err := f.Write(data); err != nil {
+	if _, err := io.Copy(f, r); err != nil {
 		return fail("write temp", err)
 	}
 	if err := f.Sync(); err != nil {
@@ -124,14 +133,19 @@ func createTemp(dir, prefix string, perm os.FileMode) (*os.File, string, error) 
 	return nil, "", fmt.Errorf("no free temp name in %s after %d tries", dir, maxTempTries)
 }
 
-// writeExcl creates path with O_EXCL and writes data to it, removing its
-// own file again if the write fails.
-func writeExcl(path string, data []byte, perm os.FileMode) error {
+// copyExcl creates path with O_EXCL and copies the file src into it,
+// removing its own file again if the copy fails.
+func copyExcl(path, src string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
-	_, werr := f.Write(data)
+	_, werr := io.Copy(f, in)
 	if werr == nil {
 		werr = f.Sync()
 	}

@@ -184,6 +184,9 @@ func (w *watcher) checkArchive() {
 	}
 	present := map[string]bool{}
 	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue // a temp file, not yet an archive (atomicfile.CopyNew)
+		}
 		p := filepath.Join(w.archive, e.Name())
 		b, err := os.ReadFile(p)
 		if err != nil {

@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -186,9 +185,6 @@ func (w *Workbench) preserve(dir, cur, safe string, now time.Time) (string, erro
 		if err != nil {
 			return "", fmt.Errorf("archive %s: %w", dst, err)
 		}
-		if err := syncDir(dir); err != nil {
-			return "", fmt.Errorf("archive: sync dir: %w", err)
-		}
 		return dst, nil
 	}
 	return "", fmt.Errorf("archive: no free name for %s-%s after %d tries", safe, stamp, maxArchiveTries)
@@ -197,41 +193,16 @@ func (w *Workbench) preserve(dir, cur, safe string, now time.Time) (string, erro
 // copyExcl makes dst hold src's contents, failing with fs.ErrExist if dst
 // exists. It copies rather than links: a second name would give the
 // current file two links until it is replaced, and flower refuses a file of
-// its own with two (DESIGN.md «Territory»).
-func copyExcl(src, dst string) (err error) {
+// its own with two (DESIGN.md «Territory»). The copy is whole before it
+// has its name (atomicfile.CopyNew): a person or a tool listing the
+// archive never reads half of one.
+func copyExcl(src, dst string) error {
 	in, err := safefile.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			// Only our own half-written copy is removed, never a name we
-			// did not create.
-			_ = os.Remove(dst)
-		}
-	}()
-	if _, err := io.Copy(out, in); err != nil {
-		_ = out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		_ = out.Close()
-		return err
-	}
-	return out.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
+	return atomicfile.CopyNew(dst, in, 0o644)
 }
 
 // TaskPath is where step's task lives: dir/notes/任务-<SafeStepName(step)>.md.

@@ -1,6 +1,7 @@
 package workbench
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -324,5 +325,47 @@ func TestCopyExcl(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "d2")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("failed copy left d2 behind: %v", err)
+	}
+}
+
+// An archive has its name only once it is whole: a reader polling the
+// archive folder while a large file is archived never reads part of it.
+func TestCopyExclIsNeverSeenHalfWritten(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	want := bytes.Repeat([]byte("a line of a handoff document\n"), 1<<18) // 7.5 MB
+	if err := os.WriteFile(src, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(dir, "archive")
+	if err := os.Mkdir(archive, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(archive, "main-1.md")
+	done := make(chan struct{})
+	var reads, partial int
+	go func() {
+		defer close(done)
+		for {
+			b, err := os.ReadFile(dst)
+			if err == nil {
+				reads++
+				if len(b) != len(want) {
+					partial++
+				}
+				return
+			}
+		}
+	}()
+	if err := copyExcl(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if partial > 0 {
+		t.Fatalf("read the archive %d times while it was written, %d of them short", reads, partial)
+	}
+	ents, err := os.ReadDir(archive)
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("archive folder holds %v (%v), want the archive alone", ents, err)
 	}
 }
