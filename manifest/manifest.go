@@ -397,51 +397,32 @@ func (m *Manifest) Save() error {
 	return nil
 }
 
-// encoder writes a manifest into a buffer it keeps, with a json.Encoder
-// that keeps its own: reused from save to save (encoders), a
-// long step's manifest (hundreds of generations, a third of a MB) costs
-// its encoding on each save, not a heap's worth of garbage.
+// encoder writes a manifest into a buffer it keeps, reused from save to
+// save (encoders): a long step's manifest (hundreds of generations, a
+// third of a MB) costs its encoding on each save, not a heap's worth of
+// garbage.
 type encoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
+	buf []byte
 }
 
-var encoders = sync.Pool{New: func() any {
-	e := &encoder{}
-	e.enc = json.NewEncoder(&e.buf)
-	return e
-}}
+var encoders = sync.Pool{New: func() any { return &encoder{} }}
 
 // encode is m as Save writes it (compact, a newline at the end), in e's
-// buffer: valid until e's next encode. The steps are written as
-// plainStep, without StepResult.MarshalJSON, whose normalizing is done
-// here once: the encoder then copies no step's encoding of its own.
+// buffer: valid until e's next encode. It is the bytes of encoding/json's
+// Marshal of m (encode.go), with each step normalized here once.
 func (e *encoder) encode(m *Manifest) ([]byte, error) {
-	steps := make([]*plainStep, len(m.Steps))
-	for i, s := range m.Steps {
-		s.normalize()
-		steps[i] = (*plainStep)(s)
+	for _, s := range m.Steps {
+		if s != nil {
+			s.normalize()
+		}
 	}
-	e.buf.Reset()
-	err := e.enc.Encode(savedManifest{Version: m.Version, RunDir: m.RunDir, Workspace: m.Workspace, CreatedAt: m.CreatedAt,
-		UpdatedAt: m.UpdatedAt, HarnessKind: m.HarnessKind, Probe: m.Probe, Steps: steps})
-	return e.buf.Bytes(), err
-}
-
-// plainStep is StepResult without its MarshalJSON.
-type plainStep StepResult
-
-// savedManifest is Manifest as encode writes it: every field of Manifest's,
-// by the same names (TestSavedManifestIsManifest holds them together).
-type savedManifest struct {
-	Version     int          `json:"version"`
-	RunDir      string       `json:"run_dir"`
-	Workspace   string       `json:"workspace"`
-	CreatedAt   time.Time    `json:"created_at"`
-	UpdatedAt   time.Time    `json:"updated_at"`
-	HarnessKind string       `json:"harness_kind,omitempty"`
-	Probe       *Probe       `json:"probe,omitempty"`
-	Steps       []*plainStep `json:"steps"`
+	w := jsonw{b: e.buf[:0]}
+	w.manifest(m)
+	e.buf = append(w.b, '\n')
+	if w.err != nil {
+		return nil, w.err
+	}
+	return e.buf, nil
 }
 
 // Step returns the step called name, or nil.
