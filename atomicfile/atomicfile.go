@@ -17,6 +17,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/flowerhq/flower/diskfile"
 )
 
 // WriteFile replaces path with data so that readers see either the previous
@@ -124,7 +126,7 @@ func createTemp(dir, prefix string, perm os.FileMode) (*os.File, string, error) 
 	for range maxTempTries {
 		_, _ = rand.Read(b[:])
 		name := filepath.Join(dir, prefix+hex.EncodeToString(b[:]))
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm.Perm())
+		f, err := diskfile.Open(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm.Perm())
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -136,12 +138,12 @@ func createTemp(dir, prefix string, perm os.FileMode) (*os.File, string, error) 
 // copyExcl creates path with O_EXCL and copies the file src into it,
 // removing its own file again if the copy fails.
 func copyExcl(path, src string, perm os.FileMode) error {
-	in, err := os.Open(src)
+	in, err := diskfile.Open(src, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	f, err := diskfile.Open(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
@@ -159,7 +161,7 @@ func copyExcl(path, src string, perm os.FileMode) error {
 // syncDir makes the rename itself durable: without it a crash may bring
 // back the old directory entry even though the new data reached the disk.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := diskfile.Open(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/flowerhq/flower/diskfile"
 )
 
 // ErrUnsafe is wrapped by every *Error: a path in flower's territory is not
@@ -220,7 +222,7 @@ func CheckEntries(dir string) error {
 // entriesOf lists dir for the checks above: a missing dir, or a file
 // where it was expected, has no entries.
 func entriesOf(dir string) ([]os.DirEntry, error) {
-	entries, err := os.ReadDir(dir)
+	entries, err := diskfile.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil, nil
 	}
@@ -254,7 +256,7 @@ func CheckSpecial(dir string) error {
 // component and without blocking on a FIFO, and makes sure it is a regular
 // file. Combine it with Check for the components above.
 func Open(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, err := diskfile.Open(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			if fi, lerr := os.Lstat(path); lerr == nil {
@@ -341,7 +343,7 @@ func OpenAppend(path string, perm os.FileMode) (*os.File, error) {
 // only a regular file with one name. Nothing is truncated before the
 // checks. Combine it with Check for the components above.
 func OpenOwn(path string, flag int, perm os.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
+	f, err := diskfile.Open(path, flag|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			if fi, lerr := os.Lstat(path); lerr == nil {
@@ -407,7 +409,7 @@ func MkdirAll(anchor, path string, perm os.FileMode) error {
 // never blocking on a FIFO, and never more than limit bytes (an *Error
 // wrapping ErrTooLarge past it).
 func ReadGiven(path string, limit int64, what string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, err := diskfile.Open(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}

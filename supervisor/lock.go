@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowerhq/flower/diskfile"
 	"github.com/flowerhq/flower/runlog"
 	"github.com/flowerhq/flower/safefile"
 	"github.com/flowerhq/flower/workbench"
@@ -286,7 +287,7 @@ func StepOwner(workspace, runDir, step string) (o Owner, running bool) {
 // heldBy reads the lock file at path and tries a shared lock on it, which
 // only a holder's exclusive lock refuses.
 func heldBy(path string) (h lockHolder, running bool) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := diskfile.Open(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return h, false
 	}

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/flowerhq/flower/diskfile"
 )
 
 // SettingsFiles are the files of a workspace the harness reads as its
@@ -110,7 +112,7 @@ const maxParse = 1 << 20
 func scanOne(ws, rel string) (File, error) {
 	p := filepath.Join(ws, filepath.FromSlash(rel))
 	f := File{Rel: printable(rel)}
-	fh, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	fh, err := diskfile.Open(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			if _, lerr := os.Lstat(p); lerr == nil {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/atomicfile"
+	"github.com/flowerhq/flower/diskfile"
 )
 
 // Store is the trust store: a folder only the person can write.
@@ -172,7 +173,7 @@ func (s *Store) update(file string, v any, change func() (remove bool)) error {
 const maxRecord = 1 << 20
 
 func (s *Store) read(file string, v any) error {
-	b, err := os.ReadFile(file)
+	b, err := diskfile.ReadFile(file)
 	if err != nil {
 		return err
 	}
@@ -187,7 +188,7 @@ func (s *Store) read(file string, v any) error {
 
 // lock takes the store's lock (flock(2) on its lock file).
 func (s *Store) lock() (func(), error) {
-	f, err := os.OpenFile(filepath.Join(s.dir, lockName), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	f, err := diskfile.Open(filepath.Join(s.dir, lockName), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("trust store: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowerhq/flower/diskfile"
 	"github.com/flowerhq/flower/safefile"
 )
 
@@ -138,7 +139,7 @@ func writeGitignore(dir, content string) error {
 	// nothing the next run does not write again, and a sync here would
 	// delay the first harness of a run in a new workspace (DESIGN.md
 	// «Warm successor»).
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := diskfile.Open(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
 	}

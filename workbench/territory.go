@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowerhq/flower/diskfile"
 	"github.com/flowerhq/flower/safefile"
 )
 
@@ -116,7 +117,7 @@ func (t Territory) checkWorkbench() error {
 	}
 	// Other folders of the workbench (a lock folder, say): not links, and
 	// nothing in them a link or a special file.
-	if entries, err := os.ReadDir(wb); err == nil {
+	if entries, err := diskfile.ReadDir(wb); err == nil {
 		for _, e := range entries {
 			p := filepath.Join(wb, e.Name())
 			if err := safefile.Check(anchor, p, kindOf(e)); err != nil && e.Name() != GitignoreName {
@@ -258,7 +259,7 @@ func (w *Workbench) setAside(dir, cur, step string, now time.Time) (string, erro
 // and files are passed over, never followed.
 func RunDirs(workbenchDir string) []string {
 	runs := RunsDir(workbenchDir)
-	entries, err := os.ReadDir(runs)
+	entries, err := diskfile.ReadDir(runs)
 	if err != nil {
 		return nil
 	}

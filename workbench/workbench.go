@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/atomicfile"
+	"github.com/flowerhq/flower/diskfile"
 	"github.com/flowerhq/flower/safefile"
 )
 
@@ -290,7 +291,7 @@ func (w *Workbench) Archive(step string) ([]string, error) {
 		return nil, ErrNoWorkbench
 	}
 	dir := w.archiveDir()
-	entries, err := os.ReadDir(dir)
+	entries, err := diskfile.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []string{}, nil
 	}
