@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/flowerhq/flower/jsonenc"
 )
 
 // Reason is what the blocking PreCompact hook tells the harness; the
@@ -151,7 +153,7 @@ func settingsError(v, path string, err error) error {
 // variadic flag before it (--allowedTools a b) can take it for a value.
 func Args(args []string, own Own, hook string) []string {
 	merged := Merge(own.settings, Settings(hook))
-	b, _ := json.Marshal(merged)
+	b, _ := jsonenc.Marshal(merged) // encoding/json's bytes, without its reflection
 	return append(without(args), flag+"="+string(b))
 }
 

@@ -1,11 +1,10 @@
 package manifest
 
 import (
-	"errors"
-	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/flowerhq/flower/jsonenc"
 )
 
 // The manifest is written on every decision of a step (DESIGN.md
@@ -13,7 +12,7 @@ import (
 // it by reflection cost more than its write. This encoder writes the same
 // bytes as encoding/json's Marshal of the same value (compact, HTML-safe
 // strings, []/null as the struct tags say), field by field, with no
-// reflection; TestEncoderIsEncodingJSON fills every field of every type at
+// reflection (its strings, numbers and times by jsonenc); TestEncoderIsEncodingJSON fills every field of every type at
 // random and holds the two together, so a field added to a type and not
 // here fails it.
 
@@ -47,7 +46,7 @@ func (w *jsonw) key(k string) {
 
 func (w *jsonw) str(k, v string) {
 	w.key(k)
-	w.b = appendString(w.b, v)
+	w.b = jsonenc.AppendString(w.b, v)
 }
 
 func (w *jsonw) strOmit(k, v string) {
@@ -118,7 +117,7 @@ func (w *jsonw) strs(k string, v []string) {
 		if i > 0 {
 			w.b = append(w.b, ',')
 		}
-		w.b = appendString(w.b, s)
+		w.b = jsonenc.AppendString(w.b, s)
 	}
 	w.b = append(w.b, ']')
 }
@@ -150,38 +149,22 @@ func list[T any](w *jsonw, k string, v []T, omit bool, each func(*jsonw, *T)) {
 	w.b = append(w.b, ']')
 }
 
-// appendTime is time.Time's MarshalJSON: RFC 3339 with nanoseconds, and
-// the same error for a year it cannot write.
 func (w *jsonw) appendTime(t time.Time) {
-	w.b = append(w.b, '"')
-	b, err := t.AppendText(w.b)
+	b, err := jsonenc.AppendTime(w.b, t)
 	if err != nil {
 		w.fail(err)
 		return
 	}
-	w.b = append(b, '"')
+	w.b = b
 }
 
-// appendFloat is encoding/json's float64: the shortest form that reads
-// back, exponent form only for the very small and very large, and no
-// NaN or infinity.
 func (w *jsonw) appendFloat(f float64) {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		w.fail(errors.New("json: unsupported value: " + strconv.FormatFloat(f, 'g', -1, 64)))
+	b, err := jsonenc.AppendFloat(w.b, f)
+	if err != nil {
+		w.fail(err)
 		return
 	}
-	abs, format := math.Abs(f), byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	w.b = strconv.AppendFloat(w.b, f, format, -1, 64)
-	if format == 'e' {
-		// e-09 is written e-9
-		if n := len(w.b); n >= 4 && w.b[n-4] == 'e' && w.b[n-3] == '-' && w.b[n-2] == '0' {
-			w.b[n-2] = w.b[n-1]
-			w.b = w.b[:n-1]
-		}
-	}
+	w.b = b
 }
 
 func (w *jsonw) fail(err error) {
@@ -189,60 +172,6 @@ func (w *jsonw) fail(err error) {
 		w.err = err
 	}
 	w.b = append(w.b, "null"...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString is encoding/json's string with HTML escaping on: ", \,
-// control characters, <, > and &, U+2028 and U+2029 escaped, and bytes
-// that are not UTF-8 written as U+FFFD.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // manifest is m as Save writes it; the steps must be normalized.

@@ -2,7 +2,6 @@ package fronttest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/flowerhq/flower/codexrpc"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/jsonenc"
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -185,7 +185,7 @@ func (p *codexPipe) completed(thread, turn string, v map[string]any) codexrpc.Tu
 }
 
 func codexItem(thread, turn string, item map[string]any) codexrpc.Notification {
-	raw, _ := json.Marshal(map[string]any{"threadId": thread, "turnId": turn, "item": item})
+	raw, _ := jsonenc.Marshal(map[string]any{"threadId": thread, "turnId": turn, "item": item})
 	kind, _ := item["type"].(string)
 	return codexrpc.Notification{Method: codexrpc.NoteItemCompleted, Params: raw, Value: codexrpc.Item{ThreadID: thread, TurnID: turn, Type: kind}}
 }

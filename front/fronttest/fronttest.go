@@ -26,7 +26,6 @@ package fronttest
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,6 +39,7 @@ import (
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/interactive"
+	"github.com/flowerhq/flower/jsonenc"
 	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/transcript"
 )
@@ -528,7 +528,7 @@ func (s *probingSession) Probe(ctx context.Context) (transcript.ContextUsage, er
 	s.l.mu.Lock()
 	msgs := max(s.context-s.l.Floor, 0)
 	s.l.mu.Unlock()
-	b, _ := json.Marshal(map[string]any{"totalTokens": s.l.Floor + msgs, "maxTokens": s.l.Window,
+	b, _ := jsonenc.Marshal(map[string]any{"totalTokens": s.l.Floor + msgs, "maxTokens": s.l.Window,
 		"isAutoCompactEnabled": s.l.AutoCompact, "model": s.model(),
 		"categories": []any{
 			map[string]any{"id": "system_prompt", "tokens": s.l.Floor},
@@ -654,7 +654,7 @@ func (s *session) emit(v map[string]any) {
 
 // record is v as the harness package decodes a line of it.
 func record(v map[string]any) transcript.Event {
-	b, err := json.Marshal(v)
+	b, err := jsonenc.Marshal(v)
 	if err != nil {
 		panic(err)
 	}
@@ -870,7 +870,7 @@ func (s *session) compact(prompt string) {
 // hook precompact` runs) for a compaction the harness tries.
 func (s *session) preCompact(trigger string) {
 	if dir := s.p.Spec.Inbox; dir != "" {
-		in, _ := json.Marshal(map[string]any{"trigger": trigger, "session_id": s.p.session, "hook_event_name": "PreCompact"})
+		in, _ := jsonenc.Marshal(map[string]any{"trigger": trigger, "session_id": s.p.session, "hook_event_name": "PreCompact"})
 		_ = levers.RunHook(strings.NewReader(string(in)), io.Discard, dir)
 	}
 }
