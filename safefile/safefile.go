@@ -134,13 +134,74 @@ func refuse(path string, fi fs.FileInfo, want Kind) *Error {
 // its parents are theirs and are not checked. A path not under anchor is
 // checked as a single component.
 func Check(anchor, path string, want Kind) error {
+	return (*Seen)(nil).Check(anchor, path, want)
+}
+
+// Seen remembers, for one check of many paths (Territory.Check's), what
+// each Lstat and each listing of a folder gave: a folder above several of
+// the paths is looked at once per check, not once per path. Its methods
+// are the package's functions of the same names; a nil *Seen looks every
+// time. A Seen is for one check: what it remembers is not looked at again.
+type Seen struct {
+	stats map[string]seenStat
+	dirs  map[string]seenDir
+}
+
+type seenStat struct {
+	fi  fs.FileInfo
+	err error
+}
+
+type seenDir struct {
+	entries []os.DirEntry
+	err     error
+}
+
+func (s *Seen) lstat(path string) (fs.FileInfo, error) {
+	if s == nil {
+		return os.Lstat(path)
+	}
+	if r, ok := s.stats[path]; ok {
+		return r.fi, r.err
+	}
+	fi, err := os.Lstat(path)
+	if s.stats == nil {
+		s.stats = map[string]seenStat{}
+	}
+	s.stats[path] = seenStat{fi, err}
+	return fi, err
+}
+
+func (s *Seen) entriesOf(dir string) ([]os.DirEntry, error) {
+	if s == nil {
+		return entriesOf(dir)
+	}
+	if r, ok := s.dirs[dir]; ok {
+		return r.entries, r.err
+	}
+	entries, err := entriesOf(dir)
+	if s.dirs == nil {
+		s.dirs = map[string]seenDir{}
+	}
+	s.dirs[dir] = seenDir{entries, err}
+	return entries, err
+}
+
+// Entries lists dir as the checks see it: a missing dir, or a file where
+// it was expected, has no entries.
+func (s *Seen) Entries(dir string) ([]os.DirEntry, error) {
+	return s.entriesOf(dir)
+}
+
+// Check is the package's Check.
+func (s *Seen) Check(anchor, path string, want Kind) error {
 	anchor, path = filepath.Clean(anchor), filepath.Clean(path)
 	rel, err := filepath.Rel(anchor, path)
 	if err != nil || !filepath.IsLocal(rel) {
 		if path == anchor {
 			return nil
 		}
-		return checkOne(path, want)
+		return s.checkOne(path, want)
 	}
 	parts := strings.Split(rel, string(filepath.Separator))
 	cur := anchor
@@ -150,7 +211,7 @@ func Check(anchor, path string, want Kind) error {
 		if i == len(parts)-1 {
 			k = want
 		}
-		fi, err := os.Lstat(cur)
+		fi, err := s.lstat(cur)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			// Missing, or below a file of the person's: making it says why not.
 			return nil
@@ -168,8 +229,8 @@ func Check(anchor, path string, want Kind) error {
 	return nil
 }
 
-func checkOne(path string, want Kind) error {
-	fi, err := os.Lstat(path)
+func (s *Seen) checkOne(path string, want Kind) error {
+	fi, err := s.lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -196,7 +257,12 @@ func is(fi fs.FileInfo, k Kind) bool {
 // (a FIFO, a device, a socket) or a file with a second hard link: a folder
 // of flower's holds only its own files and folders. A missing dir is fine.
 func CheckEntries(dir string) error {
-	entries, err := entriesOf(dir)
+	return (*Seen)(nil).CheckEntries(dir)
+}
+
+// CheckEntries is the package's CheckEntries.
+func (s *Seen) CheckEntries(dir string) error {
+	entries, err := s.entriesOf(dir)
 	if err != nil {
 		return err
 	}
@@ -205,7 +271,7 @@ func CheckEntries(dir string) error {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		fi, err := os.Lstat(p)
+		fi, err := s.lstat(p)
 		if err != nil {
 			continue // gone meanwhile
 		}
@@ -237,14 +303,19 @@ func entriesOf(dir string) ([]os.DirEntry, error) {
 // .gitignore it meets), such a thing blocks or answers. Links and files are
 // passed over; a missing dir is fine.
 func CheckSpecial(dir string) error {
-	entries, err := entriesOf(dir)
+	return (*Seen)(nil).CheckSpecial(dir)
+}
+
+// CheckSpecial is the package's CheckSpecial.
+func (s *Seen) CheckSpecial(dir string) error {
+	entries, err := s.entriesOf(dir)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
 		if t := e.Type(); t&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0 {
 			p := filepath.Join(dir, e.Name())
-			if fi, err := os.Lstat(p); err == nil {
+			if fi, err := s.lstat(p); err == nil {
 				return refuse(p, fi, File)
 			}
 		}
@@ -376,7 +447,7 @@ func MkdirAll(anchor, path string, perm os.FileMode) error {
 		if path == anchor {
 			return nil
 		}
-		if err := checkOne(path, Dir); err != nil {
+		if err := (*Seen)(nil).checkOne(path, Dir); err != nil {
 			return err
 		}
 		return os.MkdirAll(path, perm)

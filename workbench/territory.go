@@ -70,23 +70,24 @@ func (t Territory) anchor(path string) string {
 // the files in it. Anything missing is fine (flower makes it); anything
 // that is not what flower makes gives a *safefile.Error naming it.
 func (t Territory) Check() error {
+	seen := &safefile.Seen{} // one look at each folder, however many paths lie under it
 	if t.Workspace != "" || t.Dir != "" {
-		if err := t.checkWorkbench(); err != nil {
+		if err := t.checkWorkbench(seen); err != nil {
 			return err
 		}
 	}
 	if t.RunDir != "" {
-		if err := safefile.Check(t.anchor(t.RunDir), t.RunDir, safefile.Dir); err != nil {
+		if err := seen.Check(t.anchor(t.RunDir), t.RunDir, safefile.Dir); err != nil {
 			return err
 		}
-		if err := safefile.CheckEntries(t.RunDir); err != nil {
+		if err := seen.CheckEntries(t.RunDir); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (t Territory) checkWorkbench() error {
+func (t Territory) checkWorkbench(seen *safefile.Seen) error {
 	wb := t.dir()
 	anchor := t.anchor(wb)
 	dirs := []string{
@@ -95,14 +96,14 @@ func (t Territory) checkWorkbench() error {
 		RunsDir(wb),
 	}
 	for _, d := range dirs {
-		if err := safefile.Check(anchor, d, safefile.Dir); err != nil {
+		if err := seen.Check(anchor, d, safefile.Dir); err != nil {
 			return err
 		}
 	}
 	if t.Step != "" {
 		w := &Workbench{Dir: wb}
 		for _, f := range []string{w.HandoffPath(t.Step), w.TaskPath(t.Step)} {
-			if err := safefile.Check(anchor, f, safefile.File); err != nil {
+			if err := seen.Check(anchor, f, safefile.File); err != nil {
 				return err
 			}
 		}
@@ -111,20 +112,20 @@ func (t Territory) checkWorkbench() error {
 	// git opens the workbench's .gitignore, a person's file flower passes
 	// over otherwise, and would block on a FIFO.
 	for _, d := range append(dirs, wb, NotesDir(wb), filepath.Join(wb, notesDir, "archive")) {
-		if err := safefile.CheckSpecial(d); err != nil {
+		if err := seen.CheckSpecial(d); err != nil {
 			return err
 		}
 	}
 	// Other folders of the workbench (a lock folder, say): not links, and
 	// nothing in them a link or a special file.
-	if entries, err := diskfile.ReadDir(wb); err == nil {
+	if entries, err := seen.Entries(wb); err == nil {
 		for _, e := range entries {
 			p := filepath.Join(wb, e.Name())
-			if err := safefile.Check(anchor, p, kindOf(e)); err != nil && e.Name() != GitignoreName {
+			if err := seen.Check(anchor, p, kindOf(e)); err != nil && e.Name() != GitignoreName {
 				return err
 			}
 			if e.IsDir() && e.Name() != notesDir && e.Name() != RunsName {
-				if err := safefile.CheckEntries(p); err != nil {
+				if err := seen.CheckEntries(p); err != nil {
 					return err
 				}
 			}
