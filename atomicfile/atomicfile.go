@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/flowerhq/flower/diskfile"
 )
@@ -123,9 +124,13 @@ const maxTempTries = 100
 // 0600 files, and a chmod after it would ignore the umask.
 func createTemp(dir, prefix string, perm os.FileMode) (*os.File, string, error) {
 	var b [8]byte
+	sep := string(filepath.Separator) // dir is the Split of a path: it ends in one, or is "."
+	if strings.HasSuffix(dir, sep) {
+		sep = ""
+	}
 	for range maxTempTries {
 		_, _ = rand.Read(b[:])
-		name := filepath.Join(dir, prefix+hex.EncodeToString(b[:]))
+		name := dir + sep + prefix + hex.EncodeToString(b[:])
 		f, err := diskfile.Open(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm.Perm())
 		if errors.Is(err, fs.ErrExist) {
 			continue
