@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/flowerhq/flower/diskfile"
 )
@@ -35,7 +36,9 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	// rename(2) itself, not os.Rename, which first looks whether path is a
+	// directory to say EEXIST: rename says EISDIR of one all the same.
+	if err := rename(tmp, path); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("rename %s: %w", path, err)
 	}
@@ -171,4 +174,17 @@ func syncDir(dir string) error {
 		return err
 	}
 	return errors.Join(d.Sync(), d.Close())
+}
+
+func rename(from, to string) error {
+	for {
+		err := syscall.Rename(from, to)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+		}
+		return nil
+	}
 }

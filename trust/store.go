@@ -23,6 +23,7 @@ import (
 
 	"github.com/flowerhq/flower/atomicfile"
 	"github.com/flowerhq/flower/diskfile"
+	"github.com/flowerhq/flower/jsonenc"
 )
 
 // Store is the trust store: a folder only the person can write.
@@ -159,7 +160,12 @@ func (s *Store) update(file string, v any, change func() (remove bool)) error {
 		}
 		return nil
 	}
-	b, err := json.MarshalIndent(v, "", "  ")
+	var b []byte
+	if a, ok := v.(appender); ok {
+		b, err = a.appendJSON(nil)
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		return err
 	}
@@ -208,6 +214,26 @@ type Receipt struct {
 	// first; none for a run dir, whose manifest is its book, not its proof.
 	SHA256 []string  `json:"sha256"`
 	At     time.Time `json:"at"`
+}
+
+// appender is a record that writes its own JSON: a receipt is written at
+// every write of a notes file, so without encoding/json's reflection.
+type appender interface {
+	appendJSON(b []byte) ([]byte, error)
+}
+
+// appendJSON is encoding/json's Marshal of r, by jsonenc (its test holds
+// the two together).
+func (r *Receipt) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"path":`...)
+	b = jsonenc.AppendString(b, r.Path)
+	b = append(b, `,"what":`...)
+	b = jsonenc.AppendString(b, r.What)
+	b = append(b, `,"sha256":`...)
+	b, _ = jsonenc.AppendValue(b, r.SHA256)
+	b = append(b, `,"at":`...)
+	b, err := jsonenc.AppendTime(b, r.At)
+	return append(b, '}'), err
 }
 
 // Record adds a receipt: flower wrote (or the person adopted) data at path.

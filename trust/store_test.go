@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func newStore(t *testing.T) *Store {
@@ -227,5 +229,23 @@ func TestMask(t *testing.T) {
 	}
 	if !strings.Contains(got, "curl -H") || !strings.Contains(got, "h.example:8443") || !strings.HasSuffix(got, " ok") {
 		t.Errorf("Mask hid too much: %q", got)
+	}
+}
+
+// A receipt writes what encoding/json writes of it.
+func TestReceiptIsEncodingJSON(t *testing.T) {
+	for _, r := range []Receipt{
+		{},
+		{Path: "/w/.flower/notes/交接-main.md", What: "handoff file", SHA256: []string{"ab", "cd"}, At: time.Date(2026, 12, 2, 1, 2, 3, 4, time.UTC)},
+		{Path: "<&>\"\\\n\xff", SHA256: []string{}, At: time.Unix(1, 0).In(time.FixedZone("", 3600))},
+	} {
+		want, err := json.Marshal(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.appendJSON(nil)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("got %s, %v; want %s", got, err, want)
+		}
 	}
 }
