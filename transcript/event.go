@@ -169,18 +169,53 @@ func decode(line []byte, root gjson.Result) (Event, error) {
 	if !root.IsObject() {
 		return Event{}, ErrNotJSON
 	}
-	ev := Event{
-		Type:      root.Get("type").String(),
-		Subtype:   root.Get("subtype").String(),
-		SessionID: root.Get("session_id").String(),
-		Sidechain: root.Get("isSidechain").Bool(),
-		Raw:       line,
+	ev := Event{Raw: line}
+	// The keys every line is asked for, in one pass over it: a Get of
+	// each scanned the whole line again for every key it lacks (a stream
+	// line has no isSidechain, sessionId or version). The first of a key
+	// wins, as with Get.
+	var sessionID string
+	var seen uint8
+	first := func(bit uint8) bool {
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
 	}
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "type":
+			if first(1) {
+				ev.Type = v.String()
+			}
+		case "subtype":
+			if first(2) {
+				ev.Subtype = v.String()
+			}
+		case "session_id":
+			if first(4) {
+				ev.SessionID = v.String()
+			}
+		case "sessionId":
+			if first(8) {
+				sessionID = v.String()
+			}
+		case "isSidechain":
+			if first(16) {
+				ev.Sidechain = v.Bool()
+			}
+		case "version":
+			if first(32) {
+				ev.Version = v.String()
+			}
+		}
+		return true
+	})
 	if ev.SessionID == "" {
 		// Transcript files spell it sessionId.
-		ev.SessionID = root.Get("sessionId").String()
+		ev.SessionID = sessionID
 	}
-	ev.Version = root.Get("version").String()
 	ev.Thrashing = ev.Type != "assistant" && bytes.Contains(line, []byte("Autocompact is thrashing"))
 	switch ev.Type {
 	case "system":
