@@ -132,7 +132,7 @@ func newMemRun(t *testing.T, plans [][]fronttest.Round, handoff func(int) frontt
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &memRun{t: t, ws: ws, runDir: filepath.Join(ws, ".flower", "runs", "guar"), job: &memJob{plans: plans, handoff: handoff}, trust: store}
+	r := &memRun{t: t, ws: ws, runDir: filepath.Join(ws, ".flower", "runs", "guar"), job: &memJob{plans: plans, handoff: handoff}, trust: store, events: make([]Event, 0, 128)}
 	r.front = &fronttest.Launcher{Model: r.job.model, Window: 200_000, Floor: 1_000, ResultWindow: 200_000}
 	if strings.HasPrefix(path.Base(t.Name()), codexRow) {
 		r.front.Codex = true // the Codex front's session reads the sessions (codexRows)
