@@ -291,7 +291,7 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 	}
 	cfg, typed := procFor(s, log)
 	launched := time.Now()
-	p, err := f.startOnScreen(ctx, cfg, prev)
+	p, handOver, err := f.startOnScreen(ctx, cfg, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -311,6 +311,13 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 		probe: harness.Config{Path: s.Path, Args: s.Args, Model: s.Model, Dir: s.Dir, Env: s.Env, Logger: log, Grace: cfg.Grace},
 	})
 	log.Info("harness started", "pid", p.PID(), "interactive", true)
+	if handOver != nil {
+		// The burned harness is stopped beside this session, not before
+		// Launch returns: the engine hears this session from its first
+		// line on (its name, its turns), however long the old one takes
+		// to go.
+		go handOver()
+	}
 	return g, nil
 }
 
@@ -339,7 +346,7 @@ func procFor(s front.Spec, log *slog.Logger) (cfg procConfig, typed string) {
 // prev, the burned generation's harness that still has the screen, its
 // start-up overlaps prev's exit: what it draws is held until prev is gone
 // (handOver), then passed on.
-func (f *Front) startOnScreen(ctx context.Context, cfg procConfig, prev *proc) (*proc, error) {
+func (f *Front) startOnScreen(ctx context.Context, cfg procConfig, prev *proc) (p *proc, handOver func(), err error) {
 	var screen io.Writer = f.screen
 	held := &heldScreen{w: f.screen}
 	if prev != nil {
@@ -347,25 +354,26 @@ func (f *Front) startOnScreen(ctx context.Context, cfg procConfig, prev *proc) (
 	}
 	cfg.Size = f.term.Size()
 	// The harness is stopped by the engine, gracefully, not by ctx.
-	p, err := startProc(context.WithoutCancel(ctx), cfg, screen)
+	p, err = startProc(context.WithoutCancel(ctx), cfg, screen)
 	if err != nil {
 		if prev == nil {
 			_ = f.term.Restore()
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if prev == nil {
-		return p, nil
+		return p, nil, nil
 	}
-	f.handOver(prev)
-	if err := f.takeScreen(); err != nil {
-		p.Kill()
-		<-p.Exited()
-		return nil, err
-	}
-	held.open()
-	p.Resize(f.term.Size()) // a resize during the hand-over went to the old one
-	return p, nil
+	return p, func() {
+		f.handOver(prev)
+		if err := f.takeScreen(); err != nil {
+			p.log.Warn("the successor's harness cannot have the screen; it is stopped", "err", err)
+			p.Kill()
+			return
+		}
+		held.open()
+		p.Resize(f.term.Size()) // a resize during the hand-over went to the old one
+	}, nil
 }
 
 // handoffKey posts the person's request for a handoff to the step's
@@ -428,12 +436,12 @@ func (f *Front) takeScreen() error {
 // handOver ends prev, the burned generation's harness, once its
 // successor's harness has started beside it: stopped as a session's Stop
 // stops it (its exit keys typed into its own pty, then signals), and the
-// terminal given back as between two harnesses. The successor's screen is
-// held until then (heldScreen).
+// terminal given back as between two harnesses (the successor already has
+// the gate and is the running harness: Launch returned it). The
+// successor's screen is held until then (heldScreen).
 func (f *Front) handOver(prev *proc) {
-	f.gate.Hold()
 	prev.Stop(prev.typeExit)
-	f.detach(prev)
+	_ = f.term.Restore()
 }
 
 // keyReader copies the person's keys into the gate for as long as the

@@ -486,3 +486,53 @@ func TestRunAdoptsTheHarnessWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestRunHearsTheSuccessorBesideTheOldExit: a burned harness slow to exit
+// does not hide its successor from the engine: the successor's session is
+// named (and so in the manifest) while the old harness is still going, not
+// only once it is gone (DESIGN.md «Warm successor»). A launch that waited
+// for the old exit left a flower killed meanwhile with a manifest that
+// lacked the session the API had seen.
+func TestRunHearsTheSuccessorBesideTheOldExit(t *testing.T) {
+	t.Parallel()
+	f := newFakeRun(t,
+		fakeScript{Replies: []fakeReply{{Context: 140_000}, {Context: 155_000, Tool: true}}, Writing: goodDoc, ExitTakes: 1900 * time.Millisecond},
+		fakeScript{Replies: []fakeReply{{Context: 20_000}}})
+	var mu sync.Mutex
+	var named time.Time
+	onEvent := f.opts.OnEvent
+	f.opts.OnEvent = func(ev event.Event) {
+		if ev.Kind == event.KindSession && ev.Generation == 2 && ev.SessionID != "" {
+			mu.Lock()
+			if named.IsZero() {
+				named = time.Now()
+			}
+			mu.Unlock()
+		}
+		onEvent(ev)
+	}
+	wait := f.start(context.Background())
+	f.generationUp(1)
+	f.person.waitFor("raw mode", f.person.raw)
+	f.person.typeKeys("port the parser\r")
+	f.person.waitFor("the near notice", func() bool { return len(f.handoffs(event.PhaseNear)) == 1 })
+	f.person.typeKeys("go on\r")
+	f.generationUp(2)
+	f.person.waitFor("generation 1's exit", func() bool { return f.record(1).Exited != 0 })
+	f.person.typeKeys("\x03\x03")
+	st, err := wait()
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	exited := time.Unix(0, f.record(1).Exited)
+	if named.IsZero() || !named.Before(exited) {
+		t.Fatalf("generation 2's session was named at %v, generation 1's harness exited at %v: the successor went unheard until the old harness was gone",
+			named.Format(time.StampMilli), exited.Format(time.StampMilli))
+	}
+	if len(st.Generations) != 2 || st.Generations[1].SessionID == "" || len(st.Retired) != 1 {
+		t.Fatalf("generations %+v, retired %q", st.Generations, st.Retired)
+	}
+	t.Logf("generation 2 named %v before generation 1's harness exited", exited.Sub(named).Round(time.Millisecond))
+}
