@@ -486,7 +486,7 @@ var limitWords = []string{"rate limit", "rate_limit", "hit your", "usage limit",
 // one, no handoff is degraded for one, and after a limit that reached
 // flower the session it hit sends the next request (on the interactive
 // front once the person typed on) — unless a process fault landed while
-// flower waited. On the headless front the wait is recorded in that
+// the limit was answered or flower waited. On the headless front the wait is recorded in that
 // session's generation.
 func (r *round) checkLimits(st *manifest.StepResult) {
 	for _, e := range st.Errors {
@@ -511,9 +511,14 @@ func (r *round) checkLimits(st *manifest.StepResult) {
 		default:
 			continue
 		}
+		// A process fault from the limit's first answer on: a harness
+		// killed between two of its answers never passed the limit on
+		// (the next one retried the rest itself), and one killed while
+		// flower waited leaves the wait to the next flower.
+		q0, ok0 := r.requestBySeq(f.firstSeq)
 		q, ok := r.requestBySeq(f.lastSeq)
-		if !ok || r.processFaultNear(q.Time, 5*time.Second) {
-			r.note("limit: %s not checked: a process fault landed while flower waited", f)
+		if !ok || !ok0 || r.processFaultNear(q0.Time, q.Time.Sub(q0.Time)+5*time.Second) {
+			r.note("limit: %s not checked: a process fault landed while the limit was answered or flower waited", f)
 			continue
 		}
 		i := slices.IndexFunc(st.Generations, func(g manifest.Generation) bool { return g.SessionID == f.session })

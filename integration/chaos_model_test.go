@@ -77,6 +77,9 @@ func (m *chaosModel) reply(r *scriptedapi.Request) scriptedapi.Reply {
 	sessionN := slices.Index(m.sessions, r.SessionID) + 1
 	if f := m.faults[ord]; f != nil {
 		f.hits++
+		if f.hits == 1 {
+			f.firstSeq = r.Seq
+		}
 		f.session, f.lastSeq = r.SessionID, r.Seq
 		return f.kind.reply()
 	}

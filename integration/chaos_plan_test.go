@@ -96,9 +96,9 @@ type fault struct {
 	// What happened.
 	hits int // API faults: requests answered with it
 	// API faults: the session and the request seq of the last request
-	// answered with it.
-	session string
-	lastSeq int
+	// answered with it, and of the first.
+	session           string
+	firstSeq, lastSeq int
 	// process faults: when injected.
 	injectedAt time.Time
 	injected   bool   // process faults and edits
