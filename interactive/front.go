@@ -344,8 +344,11 @@ func procFor(s front.Spec, log *slog.Logger) (cfg procConfig, typed string) {
 
 // startOnScreen starts the harness of cfg on the person's terminal. With
 // prev, the burned generation's harness that still has the screen, its
-// start-up overlaps prev's exit: what it draws is held until prev is gone
-// (handOver), then passed on.
+// start-up overlaps prev's exit: what it draws is held until prev is gone,
+// then passed on. handOver does that, beside the new session: it stops prev
+// as a session's Stop stops it (its exit keys typed into its own pty, then
+// signals), gives the terminal back as between two harnesses and takes it
+// for the new one, which by then has the gate and is the running harness.
 func (f *Front) startOnScreen(ctx context.Context, cfg procConfig, prev *proc) (p *proc, handOver func(), err error) {
 	var screen io.Writer = f.screen
 	held := &heldScreen{w: f.screen}
@@ -365,7 +368,15 @@ func (f *Front) startOnScreen(ctx context.Context, cfg procConfig, prev *proc) (
 		return p, nil, nil
 	}
 	return p, func() {
-		f.handOver(prev)
+		prev.Stop(prev.typeExit)
+		if !f.holds(p) {
+			// The successor is gone already (stopped, or it died): the
+			// screen is not its to take, and may be a later harness's.
+			return
+		}
+		// The terminal given back as between two harnesses, then taken
+		// for the successor.
+		_ = f.term.Restore()
 		if err := f.takeScreen(); err != nil {
 			p.log.Warn("the successor's harness cannot have the screen; it is stopped", "err", err)
 			p.Kill()
@@ -392,7 +403,7 @@ func (f *Front) handoffKey() {
 }
 
 // detach forgets the stopped harness p and gives the terminal back, when p
-// has it still: not once a successor took it (handOver).
+// has it still: not once a successor took it (startOnScreen).
 func (f *Front) detach(p *proc) {
 	if !f.detached(p) {
 		return
@@ -431,17 +442,6 @@ func (f *Front) takeScreen() error {
 	}
 	f.screen.Reset()
 	return nil
-}
-
-// handOver ends prev, the burned generation's harness, once its
-// successor's harness has started beside it: stopped as a session's Stop
-// stops it (its exit keys typed into its own pty, then signals), and the
-// terminal given back as between two harnesses (the successor already has
-// the gate and is the running harness: Launch returned it). The
-// successor's screen is held until then (heldScreen).
-func (f *Front) handOver(prev *proc) {
-	prev.Stop(prev.typeExit)
-	_ = f.term.Restore()
 }
 
 // keyReader copies the person's keys into the gate for as long as the
