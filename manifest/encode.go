@@ -108,18 +108,7 @@ func (w *jsonw) timePtrOmit(k string, t *time.Time) {
 // strs writes a list that has no omitempty: nil is null.
 func (w *jsonw) strs(k string, v []string) {
 	w.key(k)
-	if v == nil {
-		w.b = append(w.b, "null"...)
-		return
-	}
-	w.b = append(w.b, '[')
-	for i, s := range v {
-		if i > 0 {
-			w.b = append(w.b, ',')
-		}
-		w.b = jsonenc.AppendString(w.b, s)
-	}
-	w.b = append(w.b, ']')
+	w.b, _ = jsonenc.AppendValue(w.b, v) // a list of strings cannot fail
 }
 
 func (w *jsonw) strsOmit(k string, v []string) {
