@@ -42,8 +42,14 @@ type Spec struct {
 	// harness started early (Capabilities.StartEarly): the engine then sends the
 	// first prompt with Session.Send once it is known.
 	Prompt string
-	Dir    string
-	Env    []string
+	// Early: the harness is started before its first prompt is known
+	// (Capabilities.StartEarly), as a successor beside the writing turn;
+	// its first turn is the first Send, of kind TurnFirst. A front whose
+	// harness can also start with no prompt for a person to type into (its
+	// own screen) tells the two apart by it.
+	Early bool
+	Dir   string
+	Env   []string
 	// Inbox is the step's inbox directory (package inbox), where a front
 	// that takes a person's keys posts a handoff asked for; "" for none.
 	Inbox string
@@ -76,9 +82,7 @@ type Capabilities struct {
 	// known. Launch with an empty Spec.Prompt starts it idle, and the
 	// engine's first Send is its first turn. The engine starts a successor
 	// this way as soon as a handoff is certain, so that the harness's
-	// start-up overlaps the writing turn (DESIGN.md «Warm successor»). A
-	// harness that takes its first prompt only at start (its own screen)
-	// cannot.
+	// start-up overlaps the writing turn (DESIGN.md «Warm successor»).
 	StartEarly bool
 	// Overlap: a successor's harness may start while the burned one is
 	// still there. When no successor was started early, the engine then

@@ -49,10 +49,14 @@
 // unbracketed input that long, is collapsed to "[Pasted text #1 +N lines]"
 // and sent to the model wrapped in <pasted_content id="…">. So flower types a
 // multi-line prompt as a series of small bracketed pastes (Typist), which
-// reaches the model verbatim, and submits it with "\r". A first prompt can
-// also be given on the command line ("claude [flags] -- PROMPT"): it is
-// submitted at start, verbatim, with no typing at all; successors start that
-// way.
+// reaches the model verbatim, and submits it with "\r"; the pastes may go
+// in one write, each still read as its own. Keys written before the
+// harness turned bracketed paste on ("\x1b[?2004h", early in its start-up)
+// are lost. A first prompt can also be given on the command line ("claude
+// [flags] -- PROMPT"): it is submitted at start, verbatim, with no typing
+// at all. A successor started early, before its prompt is known, has it
+// typed in one burst once its screen reads keys (DESIGN.md «Warm
+// successor»).
 //
 // Keys. Esc interrupts a running turn. Ctrl-C on a
 // non-empty input clears it; a second Ctrl-C within about 0.8 s ("Press

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/flowerhq/flower/handoffwriter"
@@ -58,6 +59,13 @@ type fakeScript struct {
 	// ExitTakes: ending on Ctrl-C twice takes this long (the real
 	// harness's shut-down takes a few hundred milliseconds).
 	ExitTakes time.Duration
+	// WritingTakes: the handoff prompt is answered this long after it
+	// was submitted.
+	WritingTakes time.Duration
+	// PasteOnAfter: the screen turns bracketed paste on (and reads keys)
+	// only this long after start; the keys sent before are lost, as the
+	// real harness loses them early in its start-up.
+	PasteOnAfter time.Duration
 }
 
 type fakeReply struct {
@@ -84,8 +92,9 @@ type fakeRecord struct {
 	// Commands are the slash commands submitted, in order.
 	Commands []string
 	// Started and Exited: when it started, and when it exited on keys
-	// (Unix nanoseconds; Exited 0 otherwise).
-	Started, Exited int64
+	// (Unix nanoseconds; Exited 0 otherwise); Wrote: when it answered the
+	// handoff prompt; PasteOn: when it turned bracketed paste on.
+	Started, Exited, Wrote, PasteOn int64
 }
 
 // fakeProbe is the fake started in stream-json mode, as Session.Probe
@@ -130,11 +139,16 @@ func fakeHarness() int {
 		fmt.Fprintln(os.Stderr, "fake: crashing")
 		return 3
 	}
+	started := time.Now()
+	time.Sleep(sc.PasteOnAfter)
 	if old, err := term.MakeRaw(0); err == nil {
 		defer term.Restore(0, old)
 	}
-	// Like the real harness, it draws on the alternate screen.
-	fmt.Print("\x1b[?1049h")
+	_ = unix.IoctlSetInt(0, unix.TCFLSH, unix.TCIFLUSH) // what was sent before is lost
+	// Like the real harness, it turns bracketed paste on once it reads
+	// keys, and draws on the alternate screen.
+	fmt.Print(pasteModeOn + "\x1b[?1049h")
+	pasteOn := time.Now()
 	// Say the pty's size whenever it changes, for the resize test.
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
@@ -152,7 +166,7 @@ func fakeHarness() int {
 		record: filepath.Join(dir, fmt.Sprintf("record-%d.json", gen+1)),
 		state:  filepath.Join(conf, "sessions", strconv.Itoa(os.Getpid())+".json"),
 	}
-	f.rec.Started = time.Now().UnixNano()
+	f.rec.Started, f.rec.PasteOn = started.UnixNano(), pasteOn.UnixNano()
 	f.path = transcript.FilePath(conf, cwd, f.sid)
 	_ = os.MkdirAll(filepath.Dir(f.state), 0o755)
 	_ = os.MkdirAll(filepath.Dir(f.path), 0o755)
@@ -282,6 +296,9 @@ func (f *fake) submit(text string) {
 	f.line(map[string]any{"type": "user", "isSidechain": false, "message": map[string]any{"role": "user", "content": text}})
 	fmt.Printf("> %.40q\r\n", text)
 	if strings.Contains(text, handoffwriter.PromptTag) {
+		time.Sleep(f.sc.WritingTakes)
+		f.rec.Wrote = time.Now().UnixNano()
+		f.save()
 		f.assistant(f.sc.Writing, 156_000, "end_turn")
 		f.turnEnd()
 		return

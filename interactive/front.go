@@ -261,19 +261,24 @@ func (f *Front) guard(fn func()) {
 // 128 KiB for one argument); a longer one is typed.
 const maxArgPrompt = 100 << 10
 
-// Capabilities implements front.Launcher: the harness's screen takes its
-// first prompt at start (it cannot be started early), and the person types
-// the work turns.
+// Capabilities implements front.Launcher: a successor's screen can start
+// before its prompt is known (held off the person's terminal until it gets
+// it, see launchEarly), and the person types the work turns.
 func (f *Front) Capabilities() front.Capabilities {
-	return front.Capabilities{Overlap: true, OutsideTurns: true, PersonTypes: true, Resumes: true}
+	return front.Capabilities{StartEarly: true, Overlap: true, OutsideTurns: true, PersonTypes: true, Resumes: true}
 }
 
 // Launch starts one harness in a pty on the person's terminal, which is raw
-// for exactly as long as a harness runs.
+// for exactly as long as a harness runs. A harness started early (the
+// successor, beside the writing turn) gets the terminal only with its
+// first prompt (launchEarly).
 func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error) {
 	log := s.Logger
 	if log == nil {
 		log = f.log
+	}
+	if s.Early {
+		return f.launchEarly(ctx, s, log)
 	}
 	// The engine's logger stamps step, generation, session and phase on
 	// every record: events are logged through it from now on.
@@ -295,21 +300,8 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 	if err != nil {
 		return nil, err
 	}
-	p.start, p.clock = f.opts.Clock.Now(), f.opts.Clock
-	f.mu.Lock()
-	f.cur = p
-	f.inbox = s.Inbox
-	f.mu.Unlock()
-	// Keys held over from the last harness wait until this one is up: a
-	// pty echoes what it is given before the harness makes it raw.
-	f.gate.Hold()
-	f.gate.Attach(p.pty)
-	configDir := transcript.ConfigDir(s.Env)
-	g := newSession(ctx, f, p, log, sessionConfig{
-		configDir: configDir, cwd: s.Dir, typed: typed, argPrompt: cfg.Prompt != "", resumed: s.Resume,
-		loc:   locator{configDir: configDir, cwd: s.Dir, pid: p.PID(), since: launched.Add(-time.Second), used: f.used},
-		probe: harness.Config{Path: s.Path, Args: s.Args, Model: s.Model, Dir: s.Dir, Env: s.Env, Logger: log, Grace: cfg.Grace},
-	})
+	f.setRunning(p, s.Inbox)
+	g := f.newSession(ctx, p, s, cfg, typed, launched, nil)
 	log.Info("harness started", "pid", p.PID(), "interactive", true)
 	if handOver != nil {
 		// The burned harness is stopped beside this session, not before
@@ -319,6 +311,51 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 		go handOver()
 	}
 	return g, nil
+}
+
+// launchEarly starts a successor's harness before its first prompt is
+// known (DESIGN.md «Warm successor»), while the burned generation's harness
+// still has the screen and the gate: what it draws is held, no key reaches
+// it, and nothing of the front changes for it (the events' logger, the
+// inbox), until its first Send takes the screen for it (session.sendFirst).
+func (f *Front) launchEarly(ctx context.Context, s front.Spec, log *slog.Logger) (front.Session, error) {
+	cfg, _ := procFor(s, log)
+	launched := time.Now()
+	held := &heldScreen{w: f.screen}
+	cfg.Size = f.term.Size()
+	p, err := startProc(context.WithoutCancel(ctx), cfg, held)
+	if err != nil {
+		return nil, err
+	}
+	g := f.newSession(ctx, p, s, cfg, "", launched, held)
+	log.Info("harness started early", "pid", p.PID(), "interactive", true)
+	return g, nil
+}
+
+// setRunning makes p the harness with the screen and the gate; the
+// person's keys held over from the last harness wait until it is up: a pty
+// echoes what it is given before the harness makes it raw.
+func (f *Front) setRunning(p *proc, box string) (prev *proc) {
+	f.mu.Lock()
+	prev, f.cur = f.cur, p
+	f.inbox = box
+	f.mu.Unlock()
+	f.gate.Hold()
+	f.gate.Attach(p.pty)
+	return prev
+}
+
+// newSession follows p, the harness of s started as cfg says, as a
+// front.Session on the engine's clock; early holds what a harness started
+// early draws.
+func (f *Front) newSession(ctx context.Context, p *proc, s front.Spec, cfg procConfig, typed string, launched time.Time, early *heldScreen) *session {
+	p.start, p.clock = f.opts.Clock.Now(), f.opts.Clock
+	configDir := transcript.ConfigDir(s.Env)
+	return newSession(ctx, f, p, cfg.Logger, sessionConfig{
+		configDir: configDir, cwd: s.Dir, typed: typed, argPrompt: cfg.Prompt != "", resumed: s.Resume, early: early, inbox: s.Inbox,
+		loc:   locator{configDir: configDir, cwd: s.Dir, pid: p.PID(), since: launched.Add(-time.Second), used: f.used},
+		probe: harness.Config{Path: s.Path, Args: s.Args, Model: s.Model, Dir: s.Dir, Env: s.Env, Logger: cfg.Logger, Grace: cfg.Grace},
+	})
 }
 
 // procFor is how to start the harness s asks for; typed is a first prompt
@@ -345,10 +382,7 @@ func procFor(s front.Spec, log *slog.Logger) (cfg procConfig, typed string) {
 // startOnScreen starts the harness of cfg on the person's terminal. With
 // prev, the burned generation's harness that still has the screen, its
 // start-up overlaps prev's exit: what it draws is held until prev is gone,
-// then passed on. handOver does that, beside the new session: it stops prev
-// as a session's Stop stops it (its exit keys typed into its own pty, then
-// signals), gives the terminal back as between two harnesses and takes it
-// for the new one, which by then has the gate and is the running harness.
+// then passed on (handOver, which runs beside the new session).
 func (f *Front) startOnScreen(ctx context.Context, cfg procConfig, prev *proc) (p *proc, handOver func(), err error) {
 	var screen io.Writer = f.screen
 	held := &heldScreen{w: f.screen}
@@ -367,24 +401,52 @@ func (f *Front) startOnScreen(ctx context.Context, cfg procConfig, prev *proc) (
 	if prev == nil {
 		return p, nil, nil
 	}
-	return p, func() {
-		prev.Stop(prev.typeExit)
-		if !f.holds(p) {
-			// The successor is gone already (stopped, or it died): the
-			// screen is not its to take, and may be a later harness's.
-			return
-		}
-		// The terminal given back as between two harnesses, then taken
-		// for the successor.
-		_ = f.term.Restore()
-		if err := f.takeScreen(); err != nil {
-			p.log.Warn("the successor's harness cannot have the screen; it is stopped", "err", err)
-			p.Kill()
-			return
-		}
-		held.open()
-		p.Resize(f.term.Size()) // a resize during the hand-over went to the old one
-	}, nil
+	return p, func() { f.handOver(prev, p, held) }, nil
+}
+
+// takeOver gives p, a harness started early that has just been given its
+// first prompt, the screen and the gate: at once when no harness has them,
+// else beside the session (handOver).
+func (f *Front) takeOver(p *proc, held *heldScreen, log *slog.Logger, box string) error {
+	f.mu.Lock()
+	f.evLog = log
+	f.mu.Unlock()
+	prev := f.setRunning(p, box)
+	if prev != nil {
+		go f.guard(func() { f.handOver(prev, p, held) })
+		return nil
+	}
+	if err := f.takeScreen(); err != nil {
+		f.detach(p)
+		return err
+	}
+	held.open()
+	p.Resize(f.term.Size()) // a resize since it started went to nobody
+	return nil
+}
+
+// handOver stops prev, the burned generation's harness, as a session's Stop
+// stops it (its exit keys typed into its own pty, then signals), gives the
+// terminal back as between two harnesses and takes it for p, which by then
+// has the gate and is the running harness; then what p drew meanwhile
+// (held) is passed on.
+func (f *Front) handOver(prev, p *proc, held *heldScreen) {
+	prev.Stop(prev.typeExit)
+	if !f.holds(p) {
+		// The successor is gone already (stopped, or it died): the
+		// screen is not its to take, and may be a later harness's.
+		return
+	}
+	// The terminal given back as between two harnesses, then taken
+	// for the successor.
+	_ = f.term.Restore()
+	if err := f.takeScreen(); err != nil {
+		p.log.Warn("the successor's harness cannot have the screen; it is stopped", "err", err)
+		p.Kill()
+		return
+	}
+	held.open()
+	p.Resize(f.term.Size()) // a resize during the hand-over went to the old one
 }
 
 // handoffKey posts the person's request for a handoff to the step's

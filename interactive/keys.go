@@ -62,7 +62,9 @@ const (
 type Typist struct {
 	// Type writes keys to the harness.
 	Type func(p []byte) error
-	// Gap is the pause between pieces, so two pastes are not read as one.
+	// Gap is the pause between pieces, so two pastes are not read as one;
+	// with none, the pieces go in one write, a burst (the harness still
+	// reads each paste as its own).
 	Gap time.Duration
 	// Settle is the pause after the last piece before Enter.
 	Settle time.Duration
@@ -76,11 +78,21 @@ func (t Typist) Submit(ctx context.Context, text string) error {
 	if clock == nil {
 		clock = front.WallClock{}
 	}
+	var burst []byte
 	for _, piece := range PasteChunks(text) {
+		if t.Gap <= 0 {
+			burst = append(append(append(burst, pasteStart...), piece...), pasteEnd...)
+			continue
+		}
 		if err := t.Type([]byte(pasteStart + piece + pasteEnd)); err != nil {
 			return err
 		}
 		if err := front.Sleep(ctx, clock, t.Gap); err != nil {
+			return err
+		}
+	}
+	if len(burst) > 0 {
+		if err := t.Type(burst); err != nil {
 			return err
 		}
 	}

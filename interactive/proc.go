@@ -1,6 +1,7 @@
 package interactive
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -48,8 +49,11 @@ type proc struct {
 	out    *GoodbyeFilter
 	log    *slog.Logger
 	copied chan struct{} // closed when the output copy ended
-	start  time.Time     // when it started, on the session's clock (set by Launch)
-	clock  front.Clock   // the session's (set by Launch)
+	// pasteOn is closed once the harness turned bracketed paste on: its
+	// screen reads keys from then on (see the package doc).
+	pasteOn chan struct{}
+	start   time.Time   // when it started, on the session's clock (set by Launch)
+	clock   front.Clock // the session's (set by Launch)
 
 	// ptyMu orders Resize (a SIGWINCH, at any moment) after the pty is
 	// closed: Setsize reads the descriptor, which Close releases.
@@ -68,14 +72,14 @@ func startProc(ctx context.Context, cfg procConfig, screen io.Writer) (*proc, er
 	if err != nil {
 		return nil, fmt.Errorf("start harness: %w", err)
 	}
-	p := &proc{c: c, pty: c.PTY(), log: c.Logger(), copied: make(chan struct{}),
+	p := &proc{c: c, pty: c.PTY(), log: c.Logger(), copied: make(chan struct{}), pasteOn: make(chan struct{}),
 		out: NewGoodbyeFilter(screen)}
 	p.log.Debug("interactive harness started", "pid", c.PID(), "args", len(cfg.argv()), "containment", c.Containment())
 	go func() {
 		// Linux answers EIO once the last holder of the pty's other end is
 		// gone: that, not the process exit, ends the copy, so the final
 		// screen reaches the person.
-		_, _ = io.Copy(p.out, p.pty)
+		_, _ = io.Copy(&modeWatch{w: p.out, on: p.pasteOn}, p.pty)
 		_ = p.out.Flush()
 		close(p.copied)
 	}()
@@ -176,6 +180,31 @@ func (h *heldScreen) open() {
 		_, _ = h.w.Write(h.buf)
 	}
 	h.buf = nil
+}
+
+// pasteModeOn is what a screen writes to turn bracketed paste on.
+const pasteModeOn = "\x1b[?2004h"
+
+// modeWatch passes a harness's output on and closes on once the output has
+// turned bracketed paste on. It looks only until then.
+type modeWatch struct {
+	w    io.Writer
+	on   chan struct{}
+	tail []byte // the end of the output so far, for a sequence split across writes
+	seen bool
+}
+
+func (m *modeWatch) Write(p []byte) (int, error) {
+	if !m.seen {
+		m.tail = append(m.tail, p...)
+		if bytes.Contains(m.tail, []byte(pasteModeOn)) {
+			m.seen, m.tail = true, nil
+			close(m.on)
+		} else if n := len(pasteModeOn) - 1; len(m.tail) > n {
+			m.tail = append(m.tail[:0], m.tail[len(m.tail)-n:]...)
+		}
+	}
+	return m.w.Write(p)
 }
 
 // ptyDrain bounds the wait for the rest of the output once the harness is

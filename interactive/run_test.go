@@ -536,3 +536,51 @@ func TestRunHearsTheSuccessorBesideTheOldExit(t *testing.T) {
 	}
 	t.Logf("generation 2 named %v before generation 1's harness exited", exited.Sub(named).Round(time.Millisecond))
 }
+
+// TestRunStartsTheSuccessorScreenEarly: the successor's screen starts beside
+// the writing turn, before the handoff is written, and is given the handoff
+// prompt typed once its screen reads keys (a screen slow to turn bracketed
+// paste on loses what came before), verbatim; none of it shows, and none
+// of the person's keys reach it, until the old harness is gone; the keys
+// typed meanwhile reach it after its prompt (DESIGN.md «Warm successor»).
+func TestRunStartsTheSuccessorScreenEarly(t *testing.T) {
+	t.Parallel()
+	f := newFakeRun(t,
+		fakeScript{Replies: []fakeReply{{Context: 140_000}, {Context: 155_000, Tool: true}}, Writing: goodDoc,
+			WritingTakes: 1500 * time.Millisecond, ExitTakes: 300 * time.Millisecond},
+		fakeScript{Replies: []fakeReply{{Context: 20_000}}, PasteOnAfter: 2500 * time.Millisecond})
+	wait := f.start(context.Background())
+	f.generationUp(1)
+	f.person.waitFor("raw mode", f.person.raw)
+	f.person.typeKeys("port the parser\r")
+	f.person.waitFor("the near notice", func() bool { return len(f.handoffs(event.PhaseNear)) == 1 })
+	f.person.typeKeys("go on\r")
+	f.person.waitFor("the writing turn", func() bool { return len(f.handoffs(event.PhaseWriting)) == 1 })
+	f.person.typeKeys("HELD")
+	f.generationUp(2)
+	f.person.waitFor("the held keys in generation 2", func() bool { return f.record(2).Input == "HELD" })
+	f.person.typeKeys("\x03\x03")
+	st, err := wait()
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	r1, r2 := f.record(1), f.record(2)
+	if r1.Wrote == 0 || r2.Started >= r1.Wrote {
+		t.Errorf("generation 2 started %v after the handoff was written: want it started beside the writing turn",
+			time.Duration(r2.Started-r1.Wrote))
+	}
+	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 2 {
+		t.Fatalf("step %s, %d generations; errors %q", st.Status, len(st.Generations), st.Errors)
+	}
+	if len(r2.Prompts) != 1 || !strings.Contains(r2.Prompts[0], "You are taking over") || !strings.Contains(r2.Prompts[0], "NEXT-MARK") ||
+		strings.Contains(r2.Prompts[0], "HELD") {
+		t.Fatalf("generation 2's prompts %q: want the handoff's prompt block alone", r2.Prompts)
+	}
+	screen := f.person.seen()
+	if bye, up := strings.Index(screen, "bye\r\n"), strings.Index(screen, "fake harness, generation 2"); bye < 0 || up < bye {
+		t.Errorf("generation 2's screen (at %d) shows before generation 1's goodbye (at %d)", up, bye)
+	}
+	if !r1.ExitedByKeys || st.Generations[1].SessionID == "" || st.Generations[1].SessionID == st.Generations[0].SessionID {
+		t.Errorf("generation 1 exited by keys %v; sessions %q, %q", r1.ExitedByKeys, st.Generations[0].SessionID, st.Generations[1].SessionID)
+	}
+}

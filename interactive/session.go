@@ -32,6 +32,10 @@ const (
 	// lets it take the last piece in before Enter submits.
 	pasteGap = 40 * time.Millisecond
 	settle   = 300 * time.Millisecond
+	// burstSettle is settle for a prompt typed in one burst (Typist with
+	// no Gap) into a screen that has read no key yet: the harness reads
+	// the pieces in order, and Enter after them.
+	burstSettle = 30 * time.Millisecond
 	// exitGap parts the two Ctrl-C that end the harness: two presses, well
 	// inside its double-press window, not one burst.
 	exitGap = 150 * time.Millisecond
@@ -60,8 +64,13 @@ type sessionConfig struct {
 	typed     string // a first prompt too long for the command line
 	argPrompt bool   // the harness got its first prompt as an argument
 	resumed   string
-	loc       locator
-	probe     harness.Config // the same harness in stream-json mode (Probe)
+	// early holds what a harness started early draws until its first
+	// prompt is typed (Front.launchEarly); nil for one started on the
+	// screen. inbox is the step's, the front's once it has the screen.
+	early *heldScreen
+	inbox string
+	loc   locator
+	probe harness.Config // the same harness in stream-json mode (Probe)
 }
 
 // session is one harness on the person's terminal as a front.Session. One
@@ -105,6 +114,9 @@ type session struct {
 	busy     chan struct{}
 	typed    string // the long first prompt, until typed
 	endAfter bool   // EndAfterTurn waits for the turn to end
+	// given is when a harness started early got its first prompt; zero
+	// until then, while the screen and the keys are another harness's.
+	given time.Time
 
 	stopOnce sync.Once
 }
@@ -205,6 +217,9 @@ func (s *session) interrupt(purpose string) error {
 // turns»). A prompt that shows up after that starts a turn as a person's
 // would, which ends with its own TurnEnded.
 func (s *session) Send(t front.Turn) error {
+	if s.cfg.early != nil && t.Kind == front.TurnFirst {
+		return s.sendFirst(t.Prompt)
+	}
 	s.f.gate.Hold()
 	typed := s.Typing(t.Kind, t.Prompt)
 	s.mu.Lock()
@@ -235,6 +250,58 @@ func (s *session) Send(t front.Turn) error {
 		return fmt.Errorf("type the prompt: %w", err)
 	}
 	s.log.Info("prompt typed", "turn", t.Kind.String())
+	return nil
+}
+
+// sendFirst gives a harness started early its first prompt, then the
+// screen (DESIGN.md «Warm successor»). Its input is empty: no key has
+// reached it, so nothing is cleared and no double-press window is waited
+// out. The prompt is typed once its screen reads keys (it turned bracketed
+// paste on; keys sent before that are lost), straight into its own pty, in
+// one burst of small pastes; then it takes the screen and the gate from
+// the burned generation's harness, which is stopped beside it.
+func (s *session) sendFirst(prompt string) error {
+	if err := s.whenPasteOn(); err != nil {
+		return fmt.Errorf("type the first prompt: %w", err)
+	}
+	typed := s.Typing(front.TurnFirst, prompt)
+	err := Typist{Type: s.p.write, Settle: burstSettle, Clock: s.clock}.Submit(s.ctx, prompt)
+	typed(err)
+	if err != nil {
+		return fmt.Errorf("type the first prompt: %w", err)
+	}
+	s.mu.Lock()
+	s.given = s.clock.Now()
+	s.mu.Unlock()
+	if err := s.f.takeOver(s.p, s.cfg.early, s.log, s.cfg.inbox); err != nil {
+		s.p.Kill()
+		return fmt.Errorf("give the successor the screen: %w", err)
+	}
+	s.nudge()
+	s.log.Info("prompt typed", "turn", front.TurnFirst.String())
+	return nil
+}
+
+// whenPasteOn waits until the harness's screen reads keys: it turned
+// bracketed paste on, early in its start-up. One that never says so is
+// typed into after Options.SubmitTimeout; one that exits first fails.
+func (s *session) whenPasteOn() error {
+	select {
+	case <-s.p.pasteOn:
+		return nil
+	default:
+	}
+	t := s.clock.NewTimer(s.f.opts.SubmitTimeout)
+	defer t.Stop()
+	select {
+	case <-s.p.pasteOn:
+	case <-t.C():
+		s.log.Warn("the harness's screen never turned bracketed paste on; typing its first prompt anyway", "after", s.f.opts.SubmitTimeout)
+	case <-s.p.Exited():
+		return errors.New("the harness exited before its screen was up")
+	case <-s.ctx.Done():
+		return context.Cause(s.ctx)
+	}
 	return nil
 }
 
@@ -400,14 +467,28 @@ func (s *session) nextDue() time.Time {
 	if typed && s.ready {
 		earlier(s.p.start.Add(startTyping))
 	}
-	if !s.released && !typed && !held {
-		if s.cfg.argPrompt || s.cfg.typed != "" {
-			earlier(s.p.start.Add(keysAfterPrompt))
+	if prompted, from, ok := s.keysRule(); ok && !s.released && !typed && !held {
+		if prompted {
+			earlier(from.Add(keysAfterPrompt))
 		} else {
-			earlier(s.p.start.Add(keysAfter))
+			earlier(from.Add(keysAfter))
 		}
 	}
 	return next
+}
+
+// keysRule says when the person's keys may go to this harness: ok is false
+// while it has not the screen (started early, its first prompt not given
+// yet); prompted, when flower gave it its first prompt, at from (then the
+// keys wait for that prompt's answer); else they go once its screen is up.
+func (s *session) keysRule() (prompted bool, from time.Time, ok bool) {
+	if s.cfg.early != nil {
+		s.mu.Lock()
+		given := s.given
+		s.mu.Unlock()
+		return true, given, !given.IsZero()
+	}
+	return s.cfg.argPrompt || s.cfg.typed != "", s.p.start, true
 }
 
 // due does what waits on time: the person's keys, the long first prompt;
@@ -426,10 +507,11 @@ func (s *session) due(now time.Time) {
 		s.typeFirst(typed)
 	}
 	keysReady, wait := s.ready, keysAfter
-	if s.cfg.argPrompt || s.cfg.typed != "" {
+	prompted, from, ok := s.keysRule()
+	if prompted {
 		keysReady, wait = begun, keysAfterPrompt
 	}
-	if !s.released && !held && typed == "" && (keysReady || now.Sub(s.p.start) >= wait) {
+	if ok && !s.released && !held && typed == "" && (keysReady || now.Sub(from) >= wait) {
 		// The harness is up: the person's keys go straight to it now.
 		s.released = true
 		if err := s.f.gate.Release(); err != nil {
@@ -473,7 +555,7 @@ func (s *session) look() {
 	if err == nil {
 		s.ready = true
 		s.sawStatus(st.Status)
-		if st.SessionID != "" && !s.named && (s.cfg.argPrompt || s.cfg.typed != "") {
+		if prompted, _, ok := s.keysRule(); st.SessionID != "" && !s.named && prompted && ok {
 			// flower gave the harness its first prompt, which it
 			// submits at once: its session is the one named here
 			// (DESIGN.md «Screen turns»).

@@ -399,9 +399,9 @@ func memGuaranteeTable() []memGuarantee {
 }
 
 // personTypes gives the in-memory front the capabilities of the harness's
-// own screen (package interactive): a person types the turns, and no
-// harness starts before its first prompt.
-func personTypes(l *fronttest.Launcher) { l.PersonTypes, l.Late = true, true }
+// own screen (package interactive): a person types the turns, and a
+// successor starts early, beside the writing turn.
+func personTypes(l *fronttest.Launcher) { l.PersonTypes = true }
 
 // unmarked is personTypes where the harness's transcript marks no end of
 // a turn that ends on its own (no turn_duration line, as while background
@@ -1072,12 +1072,12 @@ func memHandoffNow(t *testing.T) {
 	r.checkLineage(st)
 }
 
-// memPersonDriven: on a front whose turns someone else starts and that
-// cannot start a harness early (caps: a person at the harness's own
-// screen, or an application through the relay), a turn's end is not the
-// step's end: their next turn runs in the same generation, the threshold
-// hands off as anywhere, the successor is launched with its first prompt,
-// and their orderly end of the harness ends the step (DESIGN.md «Fronts»).
+// memPersonDriven: on a front whose turns someone else starts (caps: a
+// person at the harness's own screen, or an application through the
+// relay), a turn's end is not the step's end: their next turn runs in the
+// same generation, the threshold hands off as anywhere, the successor gets
+// the handoff as its first prompt (started early where the front can), and
+// their orderly end of the harness ends the step (DESIGN.md «Fronts»).
 func memPersonDriven(t *testing.T, caps func(*fronttest.Launcher)) {
 	first := memDone(100_000)
 	first.PersonNext = "PERSON-TURN-MARK: now the second part"
@@ -1096,8 +1096,14 @@ func memPersonDriven(t *testing.T, caps func(*fronttest.Launcher)) {
 		t.Errorf("receipt %+v: want the threshold at 155K, in the person's second turn", h)
 	}
 	procs := r.front.Procs()
-	if len(procs) != 2 || !strings.Contains(procs[1].Spec.Prompt, "NEXT-MARK-1") {
-		t.Fatalf("%d harnesses: the successor must be launched with its first prompt, from the handoff", len(procs))
+	if len(procs) != 2 || !strings.Contains(r.firstPrompt(st, 1), "NEXT-MARK-1") {
+		t.Fatalf("%d harnesses: the successor's first prompt must be the handoff's", len(procs))
+	}
+	// A front that can start a harness early (the harness's own screen)
+	// starts the successor beside the writing turn, with no prompt; one
+	// that cannot (the relay) launches it with its prompt.
+	if early := r.front.Capabilities().StartEarly; procs[1].Spec.Early != early || (procs[1].Spec.Prompt == "") != early {
+		t.Errorf("the successor was launched early %v with prompt %q; the front starts early: %v", procs[1].Spec.Early, procs[1].Spec.Prompt, early)
 	}
 	if p := procs[0].Prompts(); len(p) != 3 || p[1] != first.PersonNext {
 		t.Errorf("the first harness's turns %q: want the task, the person's turn, the writing prompt", p)

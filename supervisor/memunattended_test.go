@@ -259,7 +259,7 @@ func memLimitShown(t *testing.T) {
 	last := memDone(30_000)
 	last.PersonExits = true
 	r := newMemRun(t, [][]fronttest.Round{{memTool(20_000, "echo one >> work.txt"), lim, last}}, memHandoff)
-	r.front.PersonTypes, r.front.Late = true, true
+	r.front.PersonTypes = true
 	start := time.Now()
 	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
 		t.Fatalf("RunStep: %v", err)

@@ -32,7 +32,9 @@ func (a *attemptRun) startSuccessor() {
 	if !a.startsEarly() || a.early != nil || a.over() || rt.policy.LastGeneration(a.gen.N) || a.ctx.Err() != nil {
 		return
 	}
-	sess, err := rt.opts.Front.Launch(a.ctx, a.spec(a.gen.N+1, "", ""))
+	spec := a.spec(a.gen.N+1, "", "")
+	spec.Early = true
+	sess, err := rt.opts.Front.Launch(a.ctx, spec)
 	if err != nil {
 		a.log.Warn("could not start the successor early; it starts at launch", "err", err)
 		return
