@@ -17,10 +17,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
-	"github.com/flowerhq/flower/diskfile"
+	"golang.org/x/sys/unix"
 )
 
 // WriteFile replaces path with data so that readers see either the previous
@@ -32,20 +31,12 @@ import (
 // directory sync fails (the new contents are then in place but their
 // durability across a crash is not guaranteed).
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	dir, tmp, err := writeTemp(path, bytes.NewReader(data), perm)
+	d, base, err := openParent(path)
 	if err != nil {
 		return err
 	}
-	// rename(2) itself, not os.Rename, which first looks whether path is a
-	// directory to say EEXIST: rename says EISDIR of one all the same.
-	if err := rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("rename %s: %w", path, err)
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
+	defer d.Close()
+	return d.WriteFile(base, data, perm)
 }
 
 // WriteNew creates path holding data in full, or fails with an error
@@ -62,129 +53,246 @@ func WriteNew(path string, data []byte, perm os.FileMode) error {
 // CopyNew is WriteNew of what r gives until EOF: a copy of another file
 // (an archive) that no reader ever sees half of.
 func CopyNew(path string, r io.Reader, perm os.FileMode) error {
-	dir, tmp, err := writeTemp(path, r, perm)
+	d, base, err := openParent(path)
 	if err != nil {
 		return err
 	}
-	// The temp name goes whatever happens: the link, if made, is the file.
-	defer os.Remove(tmp)
-	err = os.Link(tmp, path)
-	switch {
-	case errors.Is(err, fs.ErrExist):
-		return fmt.Errorf("create %s: %w", path, err)
-	case err != nil:
-		if err := copyExcl(path, tmp, perm); err != nil {
-			return fmt.Errorf("create %s: %w", path, err)
-		}
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
+	defer d.Close()
+	return d.copyNew(path, base, r, perm)
 }
 
-// writeTemp writes what r gives to a synced temp file next to path,
-// created with mode perm (less the umask), and returns the directory and
-// the temp file's name. On error nothing is left behind.
-func writeTemp(path string, r io.Reader, perm os.FileMode) (dir, tmp string, err error) {
+// openParent opens the folder of path, and returns it with path's last
+// element.
+func openParent(path string) (*Dir, string, error) {
 	dir, base := filepath.Split(path)
 	if base == "" {
-		return "", "", fmt.Errorf("write %s: empty file name", path)
+		return nil, "", fmt.Errorf("write %s: empty file name", path)
 	}
 	if dir == "" {
 		dir = "."
 	}
-	// The temp file must live in the target's directory: rename and link
-	// only work within one file system.
-	f, name, err := createTemp(dir, "."+base+".tmp-", perm)
+	d, err := OpenDir(dir)
 	if err != nil {
-		return "", "", fmt.Errorf("create temp: %w", err)
+		return nil, "", fmt.Errorf("create temp: %w", err)
 	}
-	// The error paths below return "" for tmp: the cleanup must use the
-	// name it was created under, not the result.
-	fail := func(what string, err error) (string, string, error) {
-		_ = f.Close()
-		_ = os.Remove(name)
-		return "", "", fmt.Errorf("%s: %w", what, err)
+	return d, base, nil
+}
+
+// Dir is a folder held open, into which files are written by name: the
+// temp file is created, the rename made and the folder synced through its
+// descriptor, with no walk of its path and no open of the folder for each
+// write. A Dir is used from one goroutine at a time; Close lets it go.
+type Dir struct {
+	fd   int
+	path string
+}
+
+// OpenDir opens the folder at path (a link to one is followed, as a
+// write by path would).
+func OpenDir(path string) (*Dir, error) {
+	fd, err := openat(unix.AT_FDCWD, path, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	if _, err := io.Copy(f, r); err != nil {
-		return fail("write temp", err)
+	return &Dir{fd: fd, path: path}, nil
+}
+
+// Path is the path d was opened at.
+func (d *Dir) Path() string { return d.path }
+
+// Close lets the folder go.
+func (d *Dir) Close() error {
+	if d.fd < 0 {
+		return nil
 	}
-	if err := f.Sync(); err != nil {
-		return fail("sync temp", err)
+	fd := d.fd
+	d.fd = -1
+	return os.NewSyscallError("close", syscall.Close(fd))
+}
+
+// WriteFile is the package's WriteFile of the file called name in d.
+func (d *Dir) WriteFile(name string, data []byte, perm os.FileMode) error {
+	tmp, err := d.writeTemp(bytes.NewReader(data), "."+name+".tmp-", perm)
+	if err != nil {
+		return err
 	}
-	if err := f.Close(); err != nil {
-		_ = os.Remove(name)
-		return "", "", fmt.Errorf("close temp: %w", err)
+	// rename(2) itself, not os.Rename, which first looks whether path is a
+	// directory to say EEXIST: rename says EISDIR of one all the same.
+	if err := retry(func() error { return unix.Renameat(d.fd, tmp, d.fd, name) }); err != nil {
+		d.remove(tmp)
+		path := filepath.Join(d.path, name)
+		return fmt.Errorf("rename %s: %w", path, &os.LinkError{Op: "rename", Old: filepath.Join(d.path, tmp), New: path, Err: err})
 	}
-	return dir, name, nil
+	if err := d.sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", d.path, err)
+	}
+	return nil
+}
+
+// copyNew is CopyNew of the file called name in d (path names it for
+// errors).
+func (d *Dir) copyNew(path, name string, r io.Reader, perm os.FileMode) error {
+	tmp, err := d.writeTemp(r, "."+name+".tmp-", perm)
+	if err != nil {
+		return err
+	}
+	// The temp name goes whatever happens: the link, if made, is the file.
+	defer d.remove(tmp)
+	err = retry(func() error { return unix.Linkat(d.fd, tmp, d.fd, name, 0) })
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("create %s: %w", path, &os.LinkError{Op: "link", Old: filepath.Join(d.path, tmp), New: path, Err: err})
+	case err != nil:
+		if err := d.copyExcl(name, tmp, perm); err != nil {
+			return fmt.Errorf("create %s: %w", path, err)
+		}
+	}
+	if err := d.sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", d.path, err)
+	}
+	return nil
+}
+
+// writeTemp writes what r gives to a synced temp file in d, created with
+// mode perm (less the umask) under a name that starts with prefix, and
+// returns that name. The temp file must live in the target's folder:
+// rename and link only work within one file system. On error nothing is
+// left behind.
+func (d *Dir) writeTemp(r io.Reader, prefix string, perm os.FileMode) (string, error) {
+	fd, name, err := d.createTemp(prefix, perm)
+	if err != nil {
+		return "", fmt.Errorf("create temp: %w", err)
+	}
+	w := &fdWriter{fd: fd}
+	err = w.fill(r)
+	if cerr := syscall.Close(fd); err == nil && cerr != nil {
+		err = fmt.Errorf("close temp: %w", os.NewSyscallError("close", cerr))
+	}
+	if err != nil {
+		d.remove(name)
+		return "", err
+	}
+	return name, nil
 }
 
 // maxTempTries bounds the search for a free temp name.
 const maxTempTries = 100
 
-// createTemp is os.CreateTemp with a mode of the caller's: CreateTemp makes
-// 0600 files, and a chmod after it would ignore the umask.
-func createTemp(dir, prefix string, perm os.FileMode) (*os.File, string, error) {
+// createTemp is os.CreateTemp in d with a mode of the caller's: CreateTemp
+// makes 0600 files, and a chmod after it would ignore the umask.
+func (d *Dir) createTemp(prefix string, perm os.FileMode) (int, string, error) {
 	var b [8]byte
-	sep := string(filepath.Separator) // dir is the Split of a path: it ends in one, or is "."
-	if strings.HasSuffix(dir, sep) {
-		sep = ""
-	}
 	for range maxTempTries {
 		_, _ = rand.Read(b[:])
-		name := dir + sep + prefix + hex.EncodeToString(b[:])
-		f, err := diskfile.Open(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm.Perm())
+		name := prefix + hex.EncodeToString(b[:])
+		fd, err := openat(d.fd, name, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW, uint32(perm.Perm()))
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
-		return f, name, err
+		if err != nil {
+			return -1, "", &fs.PathError{Op: "open", Path: filepath.Join(d.path, name), Err: err}
+		}
+		return fd, name, nil
 	}
-	return nil, "", fmt.Errorf("no free temp name in %s after %d tries", dir, maxTempTries)
+	return -1, "", fmt.Errorf("no free temp name in %s after %d tries", d.path, maxTempTries)
 }
 
-// copyExcl creates path with O_EXCL and copies the file src into it,
-// removing its own file again if the copy fails.
-func copyExcl(path, src string, perm os.FileMode) error {
-	in, err := diskfile.Open(src, os.O_RDONLY, 0)
+// copyExcl creates name in d with O_EXCL and copies the file src of d
+// into it, removing its own file again if the copy fails.
+func (d *Dir) copyExcl(name, src string, perm os.FileMode) error {
+	in, err := openat(d.fd, src, syscall.O_RDONLY, 0)
 	if err != nil {
-		return err
+		return &fs.PathError{Op: "open", Path: filepath.Join(d.path, src), Err: err}
 	}
-	defer in.Close()
-	f, err := diskfile.Open(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	defer syscall.Close(in)
+	fd, err := openat(d.fd, name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, uint32(perm.Perm()))
 	if err != nil {
-		return err
+		return &fs.PathError{Op: "open", Path: filepath.Join(d.path, name), Err: err}
 	}
-	_, werr := io.Copy(f, in)
-	if werr == nil {
-		werr = f.Sync()
+	err = (&fdWriter{fd: fd}).fill(&fdReader{fd: in})
+	if cerr := syscall.Close(fd); err == nil && cerr != nil {
+		err = os.NewSyscallError("close", cerr)
 	}
-	if err := errors.Join(werr, f.Close()); err != nil {
-		_ = os.Remove(path)
+	if err != nil {
+		d.remove(name)
 		return err
 	}
 	return nil
 }
 
-// syncDir makes the rename itself durable: without it a crash may bring
+// sync makes a rename or link in d durable: without it a crash may bring
 // back the old directory entry even though the new data reached the disk.
-func syncDir(dir string) error {
-	d, err := diskfile.Open(dir, os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
+func (d *Dir) sync() error {
+	return os.NewSyscallError("fsync", retry(func() error { return syscall.Fsync(d.fd) }))
 }
 
-func rename(from, to string) error {
-	for {
-		err := syscall.Rename(from, to)
+// remove unlinks name from d, whatever comes of it.
+func (d *Dir) remove(name string) {
+	_ = retry(func() error { return unix.Unlinkat(d.fd, name, 0) })
+}
+
+// fdWriter writes to a descriptor the caller closes.
+type fdWriter struct{ fd int }
+
+func (w *fdWriter) Write(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := syscall.Write(w.fd, p[n:])
 		if err == syscall.EINTR {
 			continue
 		}
 		if err != nil {
-			return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+			return n, os.NewSyscallError("write", err)
 		}
-		return nil
+		n += m
+	}
+	return n, nil
+}
+
+// fill writes what r gives until EOF, and syncs it.
+func (w *fdWriter) fill(r io.Reader) error {
+	if _, err := io.Copy(w, r); err != nil {
+		return fmt.Errorf("write temp: %w", err)
+	}
+	if err := retry(func() error { return syscall.Fsync(w.fd) }); err != nil {
+		return fmt.Errorf("sync temp: %w", os.NewSyscallError("fsync", err))
+	}
+	return nil
+}
+
+// fdReader reads a descriptor.
+type fdReader struct{ fd int }
+
+func (r *fdReader) Read(p []byte) (int, error) {
+	for {
+		n, err := syscall.Read(r.fd, p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return 0, os.NewSyscallError("read", err)
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// openat is openat(2) with close-on-exec, again on EINTR.
+func openat(dir int, name string, flag int, mode uint32) (int, error) {
+	for {
+		fd, err := unix.Openat(dir, name, flag|syscall.O_CLOEXEC, mode)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// retry calls f again while it is interrupted.
+func retry(f func() error) error {
+	for {
+		if err := f(); err != unix.EINTR {
+			return err
+		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"unicode"
 
 	"github.com/flowerhq/flower/workbench"
+	"golang.org/x/sys/unix"
 )
 
 // Kinds of request.
@@ -69,64 +70,20 @@ var ErrNotDir = errors.New("inbox is not a plain directory")
 // Prepare makes the inbox of a step that is about to run and empties it:
 // whatever is there was left by an earlier flower and must not fire now.
 func Prepare(dir string) error {
-	run, err := os.OpenRoot(filepath.Dir(filepath.Dir(dir)))
-	if err != nil {
-		return fmt.Errorf("make inbox: %w", err)
-	}
-	defer run.Close()
-	for _, rel := range []string{filepath.Base(filepath.Dir(dir)), relOf(dir)} {
-		if err := run.Mkdir(rel, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("make inbox: %w", err)
-		}
-	}
-	box, err := open(dir)
+	box, err := openBox(dir, true)
 	if err != nil {
 		return err
 	}
 	defer box.Close()
-	f, err := box.Open(".")
-	if err != nil {
-		return fmt.Errorf("open inbox: %w", err)
-	}
-	defer f.Close()
 	for {
-		ents, err := f.ReadDir(maxPerScan)
+		ents, err := box.list(maxPerScan)
 		for _, e := range ents {
-			_ = box.Remove(e.Name())
+			_ = box.remove(e.Name())
 		}
 		if err != nil || len(ents) == 0 {
 			return nil
 		}
 	}
-}
-
-// relOf is the inbox's path inside its run dir.
-func relOf(dir string) string {
-	return filepath.Join(filepath.Base(filepath.Dir(dir)), filepath.Base(dir))
-}
-
-// open opens the inbox dir as a root that no name inside it can leave,
-// after checking that neither it nor its parent in the run dir is a link.
-func open(dir string) (*os.Root, error) {
-	run, err := os.OpenRoot(filepath.Dir(filepath.Dir(dir)))
-	if err != nil {
-		return nil, fmt.Errorf("inbox: %w", err)
-	}
-	defer run.Close()
-	for _, rel := range []string{filepath.Base(filepath.Dir(dir)), relOf(dir)} {
-		fi, err := run.Lstat(rel)
-		if err != nil {
-			return nil, fmt.Errorf("inbox: %w", err)
-		}
-		if !fi.IsDir() || fi.Mode()&os.ModeSymlink != 0 {
-			return nil, fmt.Errorf("%w: %s", ErrNotDir, dir)
-		}
-	}
-	box, err := run.OpenRoot(relOf(dir))
-	if err != nil {
-		return nil, fmt.Errorf("inbox: %w", err)
-	}
-	return box, nil
 }
 
 // Post leaves r in the inbox dir and returns its file name. The file is
@@ -149,7 +106,7 @@ func Post(dir string, r Request) (string, error) {
 	_, _ = rand.Read(nonce[:])
 	name := fmt.Sprintf("%d-%d-%s%s", r.At.UnixNano(), os.Getpid(), hex.EncodeToString(nonce[:]), suffix)
 	tmp := "." + name + ".tmp"
-	f, err := box.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	f, err := box.openFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("write request: %w", err)
 	}
@@ -158,10 +115,10 @@ func Post(dir string, r Request) (string, error) {
 		werr = cerr
 	}
 	if werr == nil {
-		werr = box.Rename(tmp, name)
+		werr = box.rename(tmp, name)
 	}
 	if werr != nil {
-		_ = box.Remove(tmp)
+		_ = box.remove(tmp)
 		return "", fmt.Errorf("write request: %w", werr)
 	}
 	posted(dir)
@@ -176,7 +133,7 @@ func Taken(dir, name string) bool {
 		return true // nothing there can be taken any more
 	}
 	defer box.Close()
-	_, err = box.Lstat(name)
+	_, err = box.lstat(name)
 	return errors.Is(err, os.ErrNotExist)
 }
 
@@ -189,7 +146,7 @@ func Done(dir, name string) { remove(dir, name) }
 
 func remove(dir, name string) {
 	if box, err := open(dir); err == nil {
-		_ = box.Remove(name)
+		_ = box.remove(name)
 		box.Close()
 	}
 }
@@ -218,12 +175,7 @@ func (rd *Reader) Scan() []Request {
 		return nil
 	}
 	defer box.Close()
-	f, err := box.Open(".")
-	if err != nil {
-		return nil
-	}
-	ents, _ := f.ReadDir(maxPerScan)
-	f.Close()
+	ents, _ := box.list(maxPerScan)
 	// A name starts with the time it was made: in name order, requests
 	// come in the order they were made.
 	slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
@@ -241,11 +193,11 @@ func (rd *Reader) Scan() []Request {
 		r, err := read(box, name)
 		switch {
 		case err != nil:
-			_ = box.Remove(name)
+			_ = box.remove(name)
 			rd.log.Warn("inbox: request dropped", "name", name, "err", err)
 			continue
 		case r.At.Before(rd.since):
-			_ = box.Remove(name)
+			_ = box.remove(name)
 			rd.log.Info("inbox: stale request dropped", "name", name, "at", r.At)
 			continue
 		}
@@ -261,18 +213,18 @@ func (rd *Reader) Scan() []Request {
 	return out
 }
 
-func read(box *os.Root, name string) (Request, error) {
-	fi, err := box.Lstat(name)
+func read(box *box, name string) (Request, error) {
+	st, err := box.lstat(name)
 	if err != nil {
 		return Request{}, err
 	}
-	if !fi.Mode().IsRegular() {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return Request{}, errors.New("not a plain file")
 	}
-	if fi.Size() > MaxRequest {
+	if st.Size > MaxRequest {
 		return Request{}, fmt.Errorf("larger than %d bytes", MaxRequest)
 	}
-	f, err := box.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := box.openFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return Request{}, err
 	}

@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -139,5 +140,36 @@ func TestParentLinkRefused(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(other, "s")); len(ents) != 0 {
 		t.Errorf("written through the link: %v", ents)
+	}
+}
+
+// A FIFO or a file where the inbox's folder belongs is refused at once,
+// never waited on, and nothing is made in its place.
+func TestInboxNotAFolderRefused(t *testing.T) {
+	root := t.TempDir()
+	fifo, file := Dir(root, "f"), Dir(root, "p")
+	if err := os.MkdirAll(filepath.Dir(fifo), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{fifo, file} {
+		done := make(chan error, 1)
+		go func() { done <- Prepare(dir) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNotDir) {
+				t.Errorf("Prepare(%s): %v, want ErrNotDir", dir, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Prepare(%s) blocked", dir)
+		}
+		if _, err := Post(dir, Request{Kind: KindHandoff}); !errors.Is(err, ErrNotDir) {
+			t.Errorf("Post(%s): %v, want ErrNotDir", dir, err)
+		}
 	}
 }

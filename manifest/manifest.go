@@ -363,7 +363,14 @@ func Load(path string) (*Manifest, error) {
 
 // Save writes the manifest atomically to Path(m.RunDir), creating the run
 // directory if needed, and sets UpdatedAt (and CreatedAt if unset).
-func (m *Manifest) Save() error {
+func (m *Manifest) Save() error { return m.SaveIn(nil) }
+
+// SaveIn is Save through dir, the run dir held open (atomicfile.OpenDir):
+// the file is written in the folder dir holds, by name, with no walk of
+// the path and no open of the folder. A nil dir, or one opened at another
+// path than m.RunDir, is passed over, and so is one removed since it was
+// opened: the save then goes by path, and makes the run dir again.
+func (m *Manifest) SaveIn(dir *atomicfile.Dir) error {
 	if m.RunDir == "" {
 		return errors.New("save manifest: empty run dir")
 	}
@@ -382,19 +389,31 @@ func (m *Manifest) Save() error {
 		return fmt.Errorf("save manifest: %w", err)
 	}
 	// Private to the user: it holds the task and the errors of the run
-	// (DESIGN.md «Durable or loud»). The run dir is made only when it is
-	// missing: after the first save it is there, and a save costs no walk
-	// of its path.
-	err = atomicfile.WriteFile(Path(m.RunDir), data, 0o600)
+	// (DESIGN.md «Durable or loud»).
+	err = fs.ErrNotExist
+	if dir != nil && dir.Path() == m.RunDir {
+		err = dir.WriteFile(FileName, data, 0o600)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(m.RunDir, 0o755); err == nil {
-			err = atomicfile.WriteFile(Path(m.RunDir), data, 0o600)
-		}
+		err = m.write(data)
 	}
 	if err != nil {
 		return fmt.Errorf("save manifest: %w", err)
 	}
 	return nil
+}
+
+// write writes data to Path(m.RunDir). The run dir is made only when it
+// is missing: after the first save it is there, and a save costs no walk
+// of its path.
+func (m *Manifest) write(data []byte) error {
+	err := atomicfile.WriteFile(Path(m.RunDir), data, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(m.RunDir, 0o755); err == nil {
+			err = atomicfile.WriteFile(Path(m.RunDir), data, 0o600)
+		}
+	}
+	return err
 }
 
 // encoder writes a manifest into a buffer it keeps, reused from save to

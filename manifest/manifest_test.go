@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flowerhq/flower/atomicfile"
 )
 
 var t0 = time.Date(2026, 11, 30, 11, 28, 53, 0, time.UTC)
@@ -74,6 +76,58 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	if len(entries) != 1 || entries[0].Name() != FileName {
 		t.Errorf("run dir holds %v, want only %s", entries, FileName)
 	}
+}
+
+// SaveIn writes through the run dir held open, the same file Save
+// writes; a held folder of another path is passed over, and one removed
+// since it was opened gives way to a save by path that makes the run dir
+// again.
+func TestSaveIn(t *testing.T) {
+	runDir := filepath.Join(t.TempDir(), "r1")
+	if err := os.Mkdir(runDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := atomicfile.OpenDir(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	m := fullManifest(runDir)
+	loaded := func(what string) {
+		t.Helper()
+		got, err := Load(Path(runDir))
+		if err != nil || !reflect.DeepEqual(got, m) {
+			t.Fatalf("%s: the manifest on disk is not the one saved (%v)", what, err)
+		}
+	}
+	if err := m.SaveIn(dir); err != nil {
+		t.Fatal(err)
+	}
+	loaded("through the folder held")
+
+	other := t.TempDir()
+	od, err := atomicfile.OpenDir(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer od.Close()
+	m.EnsureStep("second", "t", t0)
+	if err := m.SaveIn(od); err != nil {
+		t.Fatal(err)
+	}
+	loaded("with a folder of another path")
+	if _, err := os.Stat(filepath.Join(other, FileName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a save went to the folder of another path: %v", err)
+	}
+
+	if err := os.RemoveAll(runDir); err != nil {
+		t.Fatal(err)
+	}
+	m.EnsureStep("third", "t", t0)
+	if err := m.SaveIn(dir); err != nil {
+		t.Fatalf("save after the run dir was removed: %v", err)
+	}
+	loaded("after the run dir held was removed")
 }
 
 func TestSaveEmptyRunDir(t *testing.T) {

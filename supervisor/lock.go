@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowerhq/flower/atomicfile"
 	"github.com/flowerhq/flower/diskfile"
 	"github.com/flowerhq/flower/runlog"
 	"github.com/flowerhq/flower/safefile"
@@ -128,7 +129,29 @@ func (rt *Runtime) lockStep(name string) (*stepRun, error) {
 	ls := runlog.NewState()
 	s := &stepRun{rt: rt, log: runlog.New(rt.log, ls, name), lock: l, logState: ls}
 	s.openInbox(name)
+	rt.holdRunDir()
 	return s, nil
+}
+
+// holdRunDir opens the run dir for the step's saves of the manifest
+// (manifest.SaveIn), after its territory was checked: they then go to the
+// folder checked, by name, without a walk of its path. A run dir that
+// cannot be opened (not made yet) is not held: the saves go by path.
+func (rt *Runtime) holdRunDir() {
+	if rt.runDir != nil || rt.m == nil || rt.m.RunDir == "" {
+		return
+	}
+	if d, err := atomicfile.OpenDir(rt.m.RunDir); err == nil {
+		rt.runDir = d
+	}
+}
+
+// letRunDirGo closes the run dir holdRunDir opened.
+func (rt *Runtime) letRunDirGo() {
+	if rt.runDir != nil {
+		_ = rt.runDir.Close()
+		rt.runDir = nil
+	}
 }
 
 // acquire takes the workbench's lock of the step, then the run dir's,
@@ -252,6 +275,7 @@ func (s *stepRun) unlock() {
 		return
 	}
 	s.closeInbox()
+	s.rt.letRunDirGo()
 	s.lock.release(s.log)
 	s.lock = nil
 }

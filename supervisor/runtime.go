@@ -27,6 +27,7 @@ import (
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/runlog"
 
+	"github.com/flowerhq/flower/atomicfile"
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/harness"
@@ -179,6 +180,9 @@ type Runtime struct {
 	// unsaved is the step whose change to the manifest save noted and
 	// flush has not yet written; nil when the file is up to date.
 	unsaved *manifest.StepResult
+	// runDir is the run dir held open while a step runs (holdRunDir), for
+	// its manifest's saves; nil between steps.
+	runDir *atomicfile.Dir
 	// levers: flower's compaction levers go into every harness's
 	// --settings, merged with ownSettings, the person's.
 	levers      bool
@@ -400,7 +404,7 @@ func (rt *Runtime) flush() {
 		return
 	}
 	rt.unsaved = nil
-	err := rt.m.Save()
+	err := rt.m.SaveIn(rt.runDir)
 	if err == nil && !rt.loaded {
 		// The run dir's receipt goes with its manifest's first write, after
 		// the step's first harness started (DESIGN.md «Known documents»,
