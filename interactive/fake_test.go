@@ -140,15 +140,30 @@ func fakeHarness() int {
 		return 3
 	}
 	started := time.Now()
+	cwd, _ := os.Getwd()
+	conf := transcript.ConfigDir(os.Environ())
+	f := &fake{
+		sc: sc, sid: fmt.Sprintf("fake-%d-%d", gen+1, os.Getpid()), gen: gen,
+		record: filepath.Join(dir, fmt.Sprintf("record-%d.json", gen+1)),
+		state:  filepath.Join(conf, "sessions", strconv.Itoa(os.Getpid())+".json"),
+	}
+	f.path = transcript.FilePath(conf, cwd, f.sid)
+	_ = os.MkdirAll(filepath.Dir(f.state), 0o755)
+	_ = os.MkdirAll(filepath.Dir(f.path), 0o755)
+	// Like the real harness, it names its session in its state file
+	// before its screen reads keys.
+	f.setState("idle")
 	time.Sleep(sc.PasteOnAfter)
 	if old, err := term.MakeRaw(0); err == nil {
 		defer term.Restore(0, old)
 	}
-	_ = unix.IoctlSetInt(0, unix.TCFLSH, unix.TCIFLUSH) // what was sent before is lost
+	if t, err := unix.IoctlGetTermios(0, ioctlGetTermios); err == nil {
+		_ = unix.IoctlSetTermios(0, ioctlSetTermiosFlush, t) // what was sent before is lost
+	}
 	// Like the real harness, it turns bracketed paste on once it reads
 	// keys, and draws on the alternate screen.
 	fmt.Print(pasteModeOn + "\x1b[?1049h")
-	pasteOn := time.Now()
+	f.rec.Started, f.rec.PasteOn = started.UnixNano(), time.Now().UnixNano()
 	// Say the pty's size whenever it changes, for the resize test.
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
@@ -159,18 +174,6 @@ func fakeHarness() int {
 			}
 		}
 	}()
-	cwd, _ := os.Getwd()
-	conf := transcript.ConfigDir(os.Environ())
-	f := &fake{
-		sc: sc, sid: fmt.Sprintf("fake-%d-%d", gen+1, os.Getpid()), gen: gen,
-		record: filepath.Join(dir, fmt.Sprintf("record-%d.json", gen+1)),
-		state:  filepath.Join(conf, "sessions", strconv.Itoa(os.Getpid())+".json"),
-	}
-	f.rec.Started, f.rec.PasteOn = started.UnixNano(), pasteOn.UnixNano()
-	f.path = transcript.FilePath(conf, cwd, f.sid)
-	_ = os.MkdirAll(filepath.Dir(f.state), 0o755)
-	_ = os.MkdirAll(filepath.Dir(f.path), 0o755)
-	f.setState("idle")
 	defer os.Remove(f.state)
 	for i, a := range os.Args {
 		if a == "--" && i+1 < len(os.Args) {
