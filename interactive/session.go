@@ -39,12 +39,10 @@ const (
 	// exitGap parts the two Ctrl-C that end the harness: two presses, well
 	// inside its double-press window, not one burst.
 	exitGap = 150 * time.Millisecond
-	// startTyping: a first prompt too long for the command line is typed
-	// this long after the harness started, once its state file is there:
-	// the state file comes earlier in its start-up than its input box does.
-	startTyping = 1500 * time.Millisecond
-	// keysAfter: a harness that writes no state file gets the person's keys
-	// this long after it started (nothing else says its input box is up).
+	// keysAfter: a harness whose screen never says it reads keys (it
+	// turns bracketed paste on as it does) gets the person's keys, or a
+	// first prompt too long for the command line, this long after it
+	// started.
 	keysAfter = 3 * time.Second
 	// keysAfterPrompt: a harness given its first prompt (at start, or
 	// typed for being too long for the command line) gets the person's
@@ -102,7 +100,7 @@ type session struct {
 	folCancel context.CancelFunc
 	following string // the session whose transcript fol reads
 	drained   bool
-	ready     bool // the harness's state file has appeared
+	screenUp  bool // the harness's screen reads keys (proc.pasteOn)
 	named     bool // the session its state file names is queued
 	released  bool // the person's keys go to this harness
 	status    string
@@ -409,6 +407,7 @@ func (s *session) follow() {
 			timer.Stop()
 		}
 	}()
+	pasteOn := s.p.pasteOn // nil once seen
 	for {
 		var events <-chan transcript.Event
 		if s.fol != nil {
@@ -443,6 +442,8 @@ func (s *session) follow() {
 		case <-w.looks:
 			w.ensure()
 			s.look()
+		case <-pasteOn:
+			pasteOn, s.screenUp = nil, true
 		case <-s.wake:
 		case <-timer.C():
 		}
@@ -464,8 +465,8 @@ func (s *session) nextDue() time.Time {
 	s.mu.Lock()
 	typed, held := s.typed != "", s.held
 	s.mu.Unlock()
-	if typed && s.ready {
-		earlier(s.p.start.Add(startTyping))
+	if typed && !s.screenUp {
+		earlier(s.p.start.Add(keysAfter))
 	}
 	if prompted, from, ok := s.keysRule(); ok && !s.released && !typed && !held {
 		if prompted {
@@ -503,10 +504,10 @@ func (s *session) due(now time.Time) {
 	}
 	s.mu.Unlock()
 
-	if typed != "" && s.ready && !now.Before(s.p.start.Add(startTyping)) {
+	if typed != "" && (s.screenUp || !now.Before(s.p.start.Add(keysAfter))) {
 		s.typeFirst(typed)
 	}
-	keysReady, wait := s.ready, keysAfter
+	keysReady, wait := s.screenUp, keysAfter
 	prompted, from, ok := s.keysRule()
 	if prompted {
 		keysReady, wait = begun, keysAfterPrompt
@@ -553,7 +554,6 @@ func (s *session) drain() {
 func (s *session) look() {
 	st, err := readState(s.cfg.configDir, s.p.PID())
 	if err == nil {
-		s.ready = true
 		s.sawStatus(st.Status)
 		if prompted, _, ok := s.keysRule(); st.SessionID != "" && !s.named && prompted && ok {
 			// flower gave the harness its first prompt, which it

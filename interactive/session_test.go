@@ -558,6 +558,31 @@ func TestSessionTypesALongFirstPrompt(t *testing.T) {
 	fc.person.waitFor("the held keys in the input", func() bool { return fc.record().Input == "HELD" })
 }
 
+// TestSessionTypesOnceTheScreenReadsKeys: a long first prompt is typed once
+// the harness's screen says it reads keys (bracketed paste on), not when
+// its state file appears, which comes earlier: keys sent before are lost
+// (the fake drops them, as the real harness does).
+func TestSessionTypesOnceTheScreenReadsKeys(t *testing.T) {
+	t.Parallel()
+	prompt := "LONG-MARK " + strings.Repeat("word ", (maxArgPrompt+1000)/5)
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}}, PasteOnAfter: 2 * time.Second}, prompt, Options{})
+	fc.waitFor("the first turn's end", nEnds(1))
+	fc.person.waitFor("the prompt recorded", func() bool { return len(fc.record().Prompts) > 0 })
+	if r := fc.record(); len(r.Prompts) != 1 || promptText(r.Prompts[0]) != promptText(prompt) {
+		t.Fatalf("the fake got %d prompts; the first is not the long prompt whole", len(r.Prompts))
+	}
+}
+
+// TestSessionKeysWaitForTheScreen: the person's keys typed while the
+// harness starts reach its input once its screen reads keys, not before
+// (they would be lost), although its state file is there.
+func TestSessionKeysWaitForTheScreen(t *testing.T) {
+	t.Parallel()
+	fc := launch(t, fakeScript{Replies: []fakeReply{{Context: 1000}}, PasteOnAfter: 1500 * time.Millisecond}, "", Options{})
+	fc.person.typeKeys("HELD")
+	fc.person.waitFor("the held keys in the input", func() bool { return fc.record().Input == "HELD" })
+}
+
 // TestSessionNamedBeforeThePrompt: the harness's state file names its
 // session as it starts, before any prompt; its transcript comes only with
 // the first prompt (2.1.332 has it on disk only about when that prompt's
