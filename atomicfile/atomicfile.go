@@ -20,6 +20,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/flowerhq/flower/diskfile"
 )
 
 // WriteFile replaces path with data so that readers see either the previous
@@ -90,7 +92,7 @@ type Dir struct {
 // OpenDir opens the folder at path (a link to one is followed, as a
 // write by path would).
 func OpenDir(path string) (*Dir, error) {
-	fd, err := openat(unix.AT_FDCWD, path, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	fd, err := diskfile.Openat(unix.AT_FDCWD, path, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -118,7 +120,7 @@ func (d *Dir) WriteFile(name string, data []byte, perm os.FileMode) error {
 	}
 	// rename(2) itself, not os.Rename, which first looks whether path is a
 	// directory to say EEXIST: rename says EISDIR of one all the same.
-	if err := retry(func() error { return unix.Renameat(d.fd, tmp, d.fd, name) }); err != nil {
+	if err := diskfile.Retry(func() error { return unix.Renameat(d.fd, tmp, d.fd, name) }); err != nil {
 		d.remove(tmp)
 		path := filepath.Join(d.path, name)
 		return fmt.Errorf("rename %s: %w", path, &os.LinkError{Op: "rename", Old: filepath.Join(d.path, tmp), New: path, Err: err})
@@ -138,7 +140,7 @@ func (d *Dir) copyNew(path, name string, r io.Reader, perm os.FileMode) error {
 	}
 	// The temp name goes whatever happens: the link, if made, is the file.
 	defer d.remove(tmp)
-	err = retry(func() error { return unix.Linkat(d.fd, tmp, d.fd, name, 0) })
+	err = diskfile.Retry(func() error { return unix.Linkat(d.fd, tmp, d.fd, name, 0) })
 	switch {
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("create %s: %w", path, &os.LinkError{Op: "link", Old: filepath.Join(d.path, tmp), New: path, Err: err})
@@ -185,7 +187,7 @@ func (d *Dir) createTemp(prefix string, perm os.FileMode) (int, string, error) {
 	for range maxTempTries {
 		_, _ = rand.Read(b[:])
 		name := prefix + hex.EncodeToString(b[:])
-		fd, err := openat(d.fd, name, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW, uint32(perm.Perm()))
+		fd, err := diskfile.Openat(d.fd, name, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW, uint32(perm.Perm()))
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -200,12 +202,12 @@ func (d *Dir) createTemp(prefix string, perm os.FileMode) (int, string, error) {
 // copyExcl creates name in d with O_EXCL and copies the file src of d
 // into it, removing its own file again if the copy fails.
 func (d *Dir) copyExcl(name, src string, perm os.FileMode) error {
-	in, err := openat(d.fd, src, syscall.O_RDONLY, 0)
+	in, err := diskfile.Openat(d.fd, src, syscall.O_RDONLY, 0)
 	if err != nil {
 		return &fs.PathError{Op: "open", Path: filepath.Join(d.path, src), Err: err}
 	}
 	defer syscall.Close(in)
-	fd, err := openat(d.fd, name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, uint32(perm.Perm()))
+	fd, err := diskfile.Openat(d.fd, name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, uint32(perm.Perm()))
 	if err != nil {
 		return &fs.PathError{Op: "open", Path: filepath.Join(d.path, name), Err: err}
 	}
@@ -223,12 +225,12 @@ func (d *Dir) copyExcl(name, src string, perm os.FileMode) error {
 // sync makes a rename or link in d durable: without it a crash may bring
 // back the old directory entry even though the new data reached the disk.
 func (d *Dir) sync() error {
-	return os.NewSyscallError("fsync", retry(func() error { return syscall.Fsync(d.fd) }))
+	return os.NewSyscallError("fsync", diskfile.Retry(func() error { return syscall.Fsync(d.fd) }))
 }
 
 // remove unlinks name from d, whatever comes of it.
 func (d *Dir) remove(name string) {
-	_ = retry(func() error { return unix.Unlinkat(d.fd, name, 0) })
+	_ = diskfile.Retry(func() error { return unix.Unlinkat(d.fd, name, 0) })
 }
 
 // fdWriter writes to a descriptor the caller closes.
@@ -254,7 +256,7 @@ func (w *fdWriter) fill(r io.Reader) error {
 	if _, err := io.Copy(w, r); err != nil {
 		return fmt.Errorf("write temp: %w", err)
 	}
-	if err := retry(func() error { return syscall.Fsync(w.fd) }); err != nil {
+	if err := diskfile.Retry(func() error { return syscall.Fsync(w.fd) }); err != nil {
 		return fmt.Errorf("sync temp: %w", os.NewSyscallError("fsync", err))
 	}
 	return nil
@@ -275,24 +277,5 @@ func (r *fdReader) Read(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		return n, nil
-	}
-}
-
-// openat is openat(2) with close-on-exec, again on EINTR.
-func openat(dir int, name string, flag int, mode uint32) (int, error) {
-	for {
-		fd, err := unix.Openat(dir, name, flag|syscall.O_CLOEXEC, mode)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
-}
-
-// retry calls f again while it is interrupted.
-func retry(f func() error) error {
-	for {
-		if err := f(); err != unix.EINTR {
-			return err
-		}
 	}
 }

@@ -13,12 +13,13 @@
 package diskfile
 
 import (
-	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"slices"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Open is os.OpenFile without the poller's try for a descriptor opened
@@ -35,15 +36,31 @@ func Open(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	if perm&fs.ModeSticky != 0 {
 		mode |= syscall.S_ISVTX
 	}
+	fd, err := Openat(unix.AT_FDCWD, path, flag, mode)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// Openat is openat(2), relative to the folder dir (a descriptor, or
+// unix.AT_FDCWD), with close-on-exec, again on EINTR: a bare descriptor,
+// for a caller that reads, writes and closes it by system call.
+func Openat(dir int, name string, flag int, mode uint32) (int, error) {
 	for {
-		fd, err := syscall.Open(path, flag|syscall.O_CLOEXEC, mode)
-		if errors.Is(err, syscall.EINTR) {
-			continue
+		fd, err := unix.Openat(dir, name, flag|unix.O_CLOEXEC, mode)
+		if err != unix.EINTR {
+			return fd, err
 		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+}
+
+// Retry calls f again while it is interrupted (EINTR).
+func Retry(f func() error) error {
+	for {
+		if err := f(); err != unix.EINTR {
+			return err
 		}
-		return os.NewFile(uintptr(fd), path), nil
 	}
 }
 

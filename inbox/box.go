@@ -6,9 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/flowerhq/flower/diskfile"
 )
 
 // box is an inbox dir held open. It is reached from the run dir one
@@ -31,7 +32,7 @@ func open(dir string) (*box, error) { return openBox(dir, false) }
 func openBox(dir string, mkdir bool) (*box, error) {
 	dir = filepath.Clean(dir)
 	parent := filepath.Dir(dir)
-	run, err := openat(unix.AT_FDCWD, filepath.Dir(parent), unix.O_DIRECTORY, 0)
+	run, err := diskfile.Openat(unix.AT_FDCWD, filepath.Dir(parent), unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("inbox: %w", &fs.PathError{Op: "open", Path: filepath.Dir(parent), Err: err})
 	}
@@ -58,7 +59,7 @@ func openFolder(at int, path string, mkdir bool) (int, error) {
 			return -1, fmt.Errorf("make inbox: %w", &fs.PathError{Op: "mkdir", Path: path, Err: err})
 		}
 	}
-	fd, err := openat(at, name, unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	fd, err := diskfile.Openat(at, name, unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
 	switch {
 	case errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR):
 		return -1, fmt.Errorf("%w: %s", ErrNotDir, path)
@@ -77,13 +78,13 @@ func (b *box) list(n int) ([]os.DirEntry, error) { return b.f.ReadDir(n) }
 // lstat is the entry name as it is, a link not followed.
 func (b *box) lstat(name string) (unix.Stat_t, error) {
 	var st unix.Stat_t
-	err := retry(func() error { return unix.Fstatat(b.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) })
+	err := diskfile.Retry(func() error { return unix.Fstatat(b.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) })
 	return st, b.pathErr("lstat", name, err)
 }
 
 // openFile opens the entry name, never through a link.
 func (b *box) openFile(name string, flag int, perm uint32) (*os.File, error) {
-	fd, err := openat(b.fd, name, flag|unix.O_NOFOLLOW, perm)
+	fd, err := diskfile.Openat(b.fd, name, flag|unix.O_NOFOLLOW, perm)
 	if err != nil {
 		return nil, b.pathErr("open", name, err)
 	}
@@ -92,16 +93,16 @@ func (b *box) openFile(name string, flag int, perm uint32) (*os.File, error) {
 
 // remove removes the entry name: a file, or an empty folder.
 func (b *box) remove(name string) error {
-	err := retry(func() error { return unix.Unlinkat(b.fd, name, 0) })
+	err := diskfile.Retry(func() error { return unix.Unlinkat(b.fd, name, 0) })
 	if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EPERM) {
-		err = retry(func() error { return unix.Unlinkat(b.fd, name, unix.AT_REMOVEDIR) })
+		err = diskfile.Retry(func() error { return unix.Unlinkat(b.fd, name, unix.AT_REMOVEDIR) })
 	}
 	return b.pathErr("remove", name, err)
 }
 
 // rename gives the entry from the name to.
 func (b *box) rename(from, to string) error {
-	err := retry(func() error { return unix.Renameat(b.fd, from, b.fd, to) })
+	err := diskfile.Retry(func() error { return unix.Renameat(b.fd, from, b.fd, to) })
 	if err != nil {
 		return &os.LinkError{Op: "rename", Old: filepath.Join(b.dir, from), New: filepath.Join(b.dir, to), Err: err}
 	}
@@ -113,23 +114,4 @@ func (b *box) pathErr(op, name string, err error) error {
 		return nil
 	}
 	return &fs.PathError{Op: op, Path: filepath.Join(b.dir, name), Err: err}
-}
-
-// openat is openat(2) with close-on-exec, again on EINTR.
-func openat(at int, name string, flag int, mode uint32) (int, error) {
-	for {
-		fd, err := unix.Openat(at, name, flag|unix.O_CLOEXEC, mode)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
-}
-
-// retry calls f again while it is interrupted.
-func retry(f func() error) error {
-	for {
-		if err := f(); err != syscall.EINTR {
-			return err
-		}
-	}
 }
