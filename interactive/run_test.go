@@ -152,6 +152,17 @@ func (f *fakeRun) generationUp(gen int) {
 	})
 }
 
+// crossTheThreshold plays the person of a two-reply script: the task, then
+// the turn whose reply crosses the threshold, so that a handoff follows.
+func (f *fakeRun) crossTheThreshold() {
+	f.t.Helper()
+	f.generationUp(1)
+	f.person.waitFor("raw mode", f.person.raw)
+	f.person.typeKeys("port the parser\r")
+	f.person.waitFor("the near notice", func() bool { return len(f.handoffs(event.PhaseNear)) == 1 })
+	f.person.typeKeys("go on\r")
+}
+
 // TestRunHandsOff: near notice, a cut in the middle of a tool call, the
 // handoff typed verbatim while the person's keys wait, a person's edit of the
 // handoff file reaching the successor (DESIGN.md «Launch from disk»), the
@@ -512,11 +523,7 @@ func TestRunHearsTheSuccessorBesideTheOldExit(t *testing.T) {
 		onEvent(ev)
 	}
 	wait := f.start(context.Background())
-	f.generationUp(1)
-	f.person.waitFor("raw mode", f.person.raw)
-	f.person.typeKeys("port the parser\r")
-	f.person.waitFor("the near notice", func() bool { return len(f.handoffs(event.PhaseNear)) == 1 })
-	f.person.typeKeys("go on\r")
+	f.crossTheThreshold()
 	f.generationUp(2)
 	f.person.waitFor("generation 1's exit", func() bool { return f.record(1).Exited != 0 })
 	f.person.typeKeys("\x03\x03")
@@ -550,11 +557,7 @@ func TestRunStartsTheSuccessorScreenEarly(t *testing.T) {
 			WritingTakes: 1500 * time.Millisecond, ExitTakes: 300 * time.Millisecond},
 		fakeScript{Replies: []fakeReply{{Context: 20_000}}, PasteOnAfter: 2500 * time.Millisecond})
 	wait := f.start(context.Background())
-	f.generationUp(1)
-	f.person.waitFor("raw mode", f.person.raw)
-	f.person.typeKeys("port the parser\r")
-	f.person.waitFor("the near notice", func() bool { return len(f.handoffs(event.PhaseNear)) == 1 })
-	f.person.typeKeys("go on\r")
+	f.crossTheThreshold()
 	f.person.waitFor("the writing turn", func() bool { return len(f.handoffs(event.PhaseWriting)) == 1 })
 	f.person.typeKeys("HELD")
 	f.generationUp(2)
