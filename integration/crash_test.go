@@ -26,6 +26,7 @@ import (
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/trust"
 )
 
 // TestMain lets this test binary be the fake harness too.
@@ -233,9 +234,15 @@ func TestKillFlowerAtEachPoint(t *testing.T) {
 			handoff:    goodHandoff,
 			env:        []string{"FLOWER_TEST_PAUSE_AFTER_FREEZE=2m"},
 			fileAtKill: true,
-			killWhen: func(_ string, _ *flowerProc, runDir string, _ *scriptedapi.Server) bool {
+			killWhen: func(home string, _ *flowerProc, runDir string, _ *scriptedapi.Server) bool {
 				m, err := manifest.Load(manifest.Path(runDir))
-				return err == nil && m.Step("main") != nil && len(m.Step("main").Generations) > 0 && m.Step("main").Generations[0].Handoff != nil
+				if err != nil || m.Step("main") == nil || len(m.Step("main").Generations) == 0 || m.Step("main").Generations[0].Handoff == nil {
+					return false
+				}
+				// The freeze is on disk; the pause begins once the file's
+				// receipt is in the trust store (a flower killed before
+				// that leaves a file a person must vouch for, by design).
+				return handoffVouched(home, m.Step("main").Generations[0].Handoff.Path)
 			},
 			check: func(t *testing.T, srv *scriptedapi.Server, st *manifest.StepResult, seqBefore int) {
 				h := st.Generations[0].Handoff
@@ -308,6 +315,18 @@ func TestKillFlowerAtEachPoint(t *testing.T) {
 }
 
 // homeOf returns HOME in env.
+// handoffVouched: the trust store under home holds flower's receipt of the
+// handoff file at path as it is now.
+func handoffVouched(home, path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	// flower's environment is this one's, HOME aside (harnessEnv).
+	st, err := trust.Open([]string{"HOME=" + home, "XDG_STATE_HOME=" + os.Getenv("XDG_STATE_HOME")})
+	return err == nil && st.Check(path, b) == trust.Known
+}
+
 func homeOf(env []string) string {
 	home := ""
 	for _, kv := range env {
