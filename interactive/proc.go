@@ -128,15 +128,49 @@ func (p *proc) Stop(exit func() error) {
 // apart) into its own pty, past the gate: for a harness that no longer has
 // the gate, since its successor's harness was started beside it.
 func (p *proc) typeExit() error {
+	p.readsKeys(context.Background(), keysAfter)
 	if err := p.write([]byte(keyCtrlC)); err != nil {
 		return err
 	}
-	clock := p.clock
-	if clock == nil {
-		clock = front.WallClock{}
-	}
-	_ = front.Sleep(context.Background(), clock, exitGap)
+	_ = front.Sleep(context.Background(), p.clockOr(), exitGap)
 	return p.write([]byte(keyCtrlC))
+}
+
+// readsKeys waits until the harness's screen reads keys (it turned
+// bracketed paste on), it exited, ctx ended, or fallback has passed since
+// it started. Keys written before its screen is up are lost: a harness
+// asked to exit in its first half second would not hear it.
+func (p *proc) readsKeys(ctx context.Context, fallback time.Duration) bool {
+	select {
+	case <-p.pasteOn:
+		return true
+	default:
+	}
+	clock := p.clockOr()
+	left := fallback
+	if !p.start.IsZero() {
+		left -= clock.Now().Sub(p.start)
+	}
+	if left <= 0 {
+		return false
+	}
+	t := clock.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-p.pasteOn:
+		return true
+	case <-t.C():
+	case <-p.Exited():
+	case <-ctx.Done():
+	}
+	return false
+}
+
+func (p *proc) clockOr() front.Clock {
+	if p.clock == nil {
+		return front.WallClock{}
+	}
+	return p.clock
 }
 
 // write writes keys to the harness's pty, unless it is closed.

@@ -361,6 +361,25 @@ func TestRunRestoresTerminal(t *testing.T) {
 			t.Errorf("the harness was not ended with its exit keys; screen:\n%s", f.person.seen())
 		}
 	})
+	t.Run("a signal before its screen reads keys", func(t *testing.T) {
+		t.Parallel()
+		// Its exit keys wait for the screen: sent at once, they would be
+		// lost, and only SIGTERM after the grace period would end it.
+		f := newFakeRun(t, fakeScript{Replies: []fakeReply{{Context: 1000}}, PasteOnAfter: 700 * time.Millisecond})
+		f.opts.Signals = []os.Signal{syscall.SIGUSR1}
+		wait := f.start(context.Background())
+		f.generationUp(1)
+		if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+		st, err := wait()
+		if !errors.Is(err, context.Canceled) || st.Status != manifest.StatusInterrupted {
+			t.Fatalf("err %v, status %s", err, st.Status)
+		}
+		if r := f.record(1); !r.ExitedByKeys {
+			t.Errorf("the harness was not ended with its exit keys; screen:\n%s", f.person.seen())
+		}
+	})
 	t.Run("a panic", func(t *testing.T) {
 		t.Parallel()
 		f := newFakeRun(t, fakeScript{Replies: []fakeReply{{Context: 1000}}})

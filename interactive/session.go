@@ -282,24 +282,21 @@ func (s *session) sendFirst(prompt string) error {
 
 // whenPasteOn waits until the harness's screen reads keys: it turned
 // bracketed paste on, early in its start-up. One that never says so is
-// typed into after Options.SubmitTimeout; one that exits first fails.
+// typed into Options.SubmitTimeout after it started; one that exits first
+// fails.
 func (s *session) whenPasteOn() error {
-	select {
-	case <-s.p.pasteOn:
+	if s.p.readsKeys(s.ctx, s.f.opts.SubmitTimeout) {
 		return nil
-	default:
 	}
-	t := s.clock.NewTimer(s.f.opts.SubmitTimeout)
-	defer t.Stop()
 	select {
-	case <-s.p.pasteOn:
-	case <-t.C():
-		s.log.Warn("the harness's screen never turned bracketed paste on; typing its first prompt anyway", "after", s.f.opts.SubmitTimeout)
 	case <-s.p.Exited():
 		return errors.New("the harness exited before its screen was up")
-	case <-s.ctx.Done():
-		return context.Cause(s.ctx)
+	default:
 	}
+	if err := context.Cause(s.ctx); err != nil {
+		return err
+	}
+	s.log.Warn("the harness's screen never turned bracketed paste on; typing its first prompt anyway", "after", s.f.opts.SubmitTimeout)
 	return nil
 }
 
@@ -346,6 +343,7 @@ func (s *session) exitKeys() error {
 	if !s.f.holds(s.p) {
 		return s.p.typeExit() // a successor's harness has the gate
 	}
+	s.p.readsKeys(context.Background(), keysAfter)
 	if err := s.f.gate.Type([]byte(keyCtrlC)); err != nil {
 		return err
 	}
