@@ -210,6 +210,16 @@ func document(md []byte) []any {
 	return []any{"document", string(md[:end]), "document_bytes", len(md), "document_cut", true}
 }
 
+// Keep archives the step's current handoff file while the writing turn
+// runs, so that Freeze, on the way to the successor's prompt, need not
+// (workbench.KeepHandoff). A failure is only logged: Freeze then archives
+// it as before, or says why it cannot.
+func (b Books) Keep() {
+	if err := b.Workbench.KeepHandoff(b.Step.Name, b.Now()); err != nil {
+		b.Log.Warn("could not archive the current handoff ahead of the freeze; the freeze does it", "err", err)
+	}
+}
+
 // writeHandoff writes the step's handoff file; a failure is recorded on the
 // step and said, and the path is "".
 func (b Books) writeHandoff(md []byte) string {

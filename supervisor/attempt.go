@@ -211,6 +211,7 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 		case <-a.successorDue():
 			a.state.(*writing).successor = nil
 			a.startSuccessor()
+			a.books().Keep() // off the way from the handoff to the successor's prompt
 		case <-expiry(a.state).C():
 			if out, end := a.expired(); end {
 				return out

@@ -384,6 +384,7 @@ func memGuaranteeTable() []memGuarantee {
 		{"a person's edit reaches the successor", memEdit},
 		{"generation limit", memGenerationLimit},
 		{"warm successor", memWarm},
+		{"warm successor: the handoff it replaces is archived during the writing turn", memWarmKeeps},
 		{"warm successor cancelled", memWarmCancelled},
 		{"one generation run starts no successor early", memGenerationNotEarly},
 		{"turn timeout", memTurnTimeout},
@@ -945,6 +946,37 @@ func memWarm(t *testing.T) {
 		t.Errorf("generations %+v: the successor started early is generation 2", st.Generations)
 	}
 	r.checkLineage(st)
+}
+
+// memWarmKeeps: generation 2's freeze replaces generation 1's handoff,
+// which was archived while the writing turn ran, not on the way from its
+// end to the successor's prompt (DESIGN.md «Warm successor»).
+func memWarmKeeps(t *testing.T) {
+	gen := []fronttest.Round{memTool(100_000, "echo one >> work.txt"), memTool(155_000, "echo two >> work.txt")}
+	r := newMemRun(t, [][]fronttest.Round{gen, gen, {memDone(20_000)}}, func(g int) fronttest.Round {
+		h := memHandoff(g)
+		h.Took = 5 * time.Second // the writing turn takes a while
+		return h
+	})
+	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	st := r.step()
+	arch, _ := filepath.Glob(filepath.Join(r.ws, ".flower", "notes", "archive", "交接", memStep+"-*.md"))
+	if len(arch) != 1 {
+		t.Fatalf("archive %q: want generation 1's handoff, once", arch)
+	}
+	if b, _ := os.ReadFile(arch[0]); !strings.Contains(string(b), "NEXT-MARK-1") {
+		t.Errorf("archived %q, want generation 1's handoff", b)
+	}
+	stamp := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(arch[0]), memStep+"-"), ".md")
+	kept, err := time.Parse("20060102T150405Z", stamp)
+	if len(st.Generations) != 3 {
+		t.Fatalf("%d generations, want 3", len(st.Generations))
+	}
+	if end := st.Generations[1].EndedAt; err != nil || end == nil || end.Sub(kept) < 4*time.Second {
+		t.Errorf("archived at %s (%v), generation 2's handoff frozen at %v: want it kept during the 5 s writing turn", stamp, err, end)
+	}
 }
 
 // memWarmCancelled: flower is stopped during the writing turn; the

@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flowerhq/flower/atomicfile"
@@ -51,6 +52,9 @@ type Workbench struct {
 	// "task file"), its path and its contents. The engine records a
 	// receipt of it outside the workspace (DESIGN.md «Known documents»).
 	Written func(what, path string, data []byte)
+
+	mu   sync.Mutex
+	kept map[string][]byte // step → the handoff KeepHandoff archived
 }
 
 // Open makes sure dir/notes exists and is writable and that git ignores dir
@@ -135,6 +139,9 @@ func (w *Workbench) Freeze(step string, doc []byte, now time.Time) (string, erro
 	_, err := os.Lstat(cur)
 	switch {
 	case err == nil:
+		if w.stillKept(step, cur) {
+			break
+		}
 		if _, err := w.preserve(w.archiveDir(), cur, SafeStepName(step), now); err != nil {
 			return "", fmt.Errorf("freeze handoff: %w", err)
 		}
@@ -150,6 +157,55 @@ func (w *Workbench) Freeze(step string, doc []byte, now time.Time) (string, erro
 	}
 	w.written("handoff file", cur, doc)
 	return cur, nil
+}
+
+// KeepHandoff archives step's current handoff now, as Freeze would, so
+// that Freeze need not: the copy and its syncs then happen while the
+// writing turn runs, not between its end and the successor's prompt
+// (DESIGN.md «Warm successor»). Freeze archives the file again if it no
+// longer holds what was kept (a person edited it since). No file, or one
+// over the cap for a handoff, keeps nothing; Freeze then does as before.
+func (w *Workbench) KeepHandoff(step string, now time.Time) error {
+	if w == nil {
+		return nil
+	}
+	cur := w.HandoffPath(step)
+	data, err := safefile.ReadFile(w.anchor(), cur, MaxHandoff, "a handoff")
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefile.ErrTooLarge) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("keep handoff: %w", err)
+	}
+	if err := w.mkdir(w.archiveDir()); err != nil {
+		return fmt.Errorf("keep handoff: %w", err)
+	}
+	if _, err := w.archive(w.archiveDir(), SafeStepName(step), now, func(dst string) error {
+		return atomicfile.CopyNew(dst, bytes.NewReader(data), 0o644)
+	}); err != nil {
+		return fmt.Errorf("keep handoff: %w", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.kept == nil {
+		w.kept = map[string][]byte{}
+	}
+	w.kept[step] = data
+	return nil
+}
+
+// stillKept reports whether the file at cur holds what KeepHandoff archived
+// for step, and forgets it: a kept copy stands for one Freeze.
+func (w *Workbench) stillKept(step, cur string) bool {
+	w.mu.Lock()
+	kept, ok := w.kept[step]
+	delete(w.kept, step)
+	w.mu.Unlock()
+	if !ok {
+		return false
+	}
+	data, err := safefile.ReadFile(w.anchor(), cur, MaxHandoff, "a handoff")
+	return err == nil && bytes.Equal(data, kept)
 }
 
 func (w *Workbench) written(what, path string, data []byte) {
@@ -170,6 +226,13 @@ func (w *Workbench) preserve(dir, cur, safe string, now time.Time) (string, erro
 	if err := w.mkdir(dir); err != nil {
 		return "", fmt.Errorf("archive: %w", err)
 	}
+	return w.archive(dir, safe, now, func(dst string) error { return copyExcl(cur, dst) })
+}
+
+// archive makes a file in dir under a name nobody used before,
+// <safe>-<now>[-N].md, with create (which fails with fs.ErrExist when the
+// name is taken), and returns that name.
+func (w *Workbench) archive(dir, safe string, now time.Time, create func(dst string) error) (string, error) {
 	stamp := now.UTC().Format(timeLayout)
 	for n := 1; n <= maxArchiveTries; n++ {
 		name := safe + "-" + stamp
@@ -179,7 +242,7 @@ func (w *Workbench) preserve(dir, cur, safe string, now time.Time) (string, erro
 		dst := filepath.Join(dir, name+".md")
 		// O_EXCL fails if dst exists, so two handoffs in the same second
 		// (or two flower processes) never overwrite each other.
-		err := copyExcl(cur, dst)
+		err := create(dst)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}

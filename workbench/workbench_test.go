@@ -369,3 +369,86 @@ func TestCopyExclIsNeverSeenHalfWritten(t *testing.T) {
 		t.Fatalf("archive folder holds %v (%v), want the archive alone", ents, err)
 	}
 }
+
+// TestKeepHandoff: the handoff kept during the writing turn is the one
+// archive copy of it, and Freeze adds none; a person's edit after the keep
+// is archived by Freeze all the same, and so nothing is lost either way.
+func TestKeepHandoff(t *testing.T) {
+	t.Run("kept, then frozen", func(t *testing.T) {
+		w := openTemp(t)
+		if err := w.KeepHandoff("s", t0); err != nil { // no handoff yet: nothing to keep
+			t.Fatal(err)
+		}
+		if arch, _ := w.Archive("s"); len(arch) != 0 {
+			t.Fatalf("archive %v before any handoff", arch)
+		}
+		if _, err := w.Freeze("s", []byte("first"), t0); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.KeepHandoff("s", t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		arch, err := w.Archive("s")
+		if err != nil || len(arch) != 1 || readFile(t, arch[0]) != "first" {
+			t.Fatalf("archive after the keep %v, %v", arch, err)
+		}
+		p, err := w.Freeze("s", []byte("second"), t0.Add(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, p); got != "second" {
+			t.Errorf("handoff %q", got)
+		}
+		if arch, _ := w.Archive("s"); len(arch) != 1 {
+			t.Errorf("archive after the freeze %v: the kept copy was made again", arch)
+		}
+		// A kept copy stands for one freeze only.
+		if _, err := w.Freeze("s", []byte("third"), t0.Add(3*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		arch, _ = w.Archive("s")
+		if len(arch) != 2 || readFile(t, arch[1]) != "second" {
+			t.Errorf("archive after a freeze with nothing kept %v", arch)
+		}
+	})
+	t.Run("edited after the keep", func(t *testing.T) {
+		w := openTemp(t)
+		p, err := w.Freeze("s", []byte("first"), t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.KeepHandoff("s", t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("edited by a person"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Freeze("s", []byte("second"), t0.Add(2*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		arch, _ := w.Archive("s")
+		var got []string
+		for _, a := range arch {
+			got = append(got, readFile(t, a))
+		}
+		if strings.Join(got, "|") != "first|edited by a person" {
+			t.Errorf("archived %q, want the kept copy, then the edit", got)
+		}
+	})
+	t.Run("a link is not kept", func(t *testing.T) {
+		w := openTemp(t)
+		outside := filepath.Join(t.TempDir(), "secret")
+		if err := os.WriteFile(outside, []byte("not flower's"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, w.HandoffPath("s")); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.KeepHandoff("s", t0); err == nil {
+			t.Error("a link where the handoff belongs was kept")
+		}
+		if arch, _ := w.Archive("s"); len(arch) != 0 {
+			t.Errorf("archive %v holds the link's target", arch)
+		}
+	})
+}
