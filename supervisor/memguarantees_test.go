@@ -905,15 +905,7 @@ func memGenerationLimit(t *testing.T) {
 // frozen, and the burned harness is stopped only once the successor's
 // first round is back (DESIGN.md «Warm successor»).
 func memWarm(t *testing.T) {
-	r := newMemRun(t, memTwoGens, func(g int) fronttest.Round {
-		h := memHandoff(g)
-		h.Took = 5 * time.Second // the writing turn takes a while
-		return h
-	})
-	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
-		t.Fatalf("RunStep: %v", err)
-	}
-	st := r.step()
+	r, st := memSlowWriting(t, memTwoGens)
 	procs := r.front.Procs()
 	if len(procs) != 2 || procs[1].Spec.Prompt != "" || procs[1].Spec.Resume != "" {
 		t.Fatalf("%d harnesses; the successor must be started with no prompt", len(procs))
@@ -948,20 +940,28 @@ func memWarm(t *testing.T) {
 	r.checkLineage(st)
 }
 
-// memWarmKeeps: generation 2's freeze replaces generation 1's handoff,
-// which was archived while the writing turn ran, not on the way from its
-// end to the successor's prompt (DESIGN.md «Warm successor»).
-func memWarmKeeps(t *testing.T) {
-	gen := []fronttest.Round{memTool(100_000, "echo one >> work.txt"), memTool(155_000, "echo two >> work.txt")}
-	r := newMemRun(t, [][]fronttest.Round{gen, gen, {memDone(20_000)}}, func(g int) fronttest.Round {
+// memSlowWriting runs a step of plans whose writing turns take 5 s, long
+// enough for a successor to start beside them, and returns the step as
+// manifest.json has it.
+func memSlowWriting(t *testing.T, plans [][]fronttest.Round) (*memRun, *manifest.StepResult) {
+	t.Helper()
+	r := newMemRun(t, plans, func(g int) fronttest.Round {
 		h := memHandoff(g)
-		h.Took = 5 * time.Second // the writing turn takes a while
+		h.Took = 5 * time.Second
 		return h
 	})
 	if _, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask); err != nil {
 		t.Fatalf("RunStep: %v", err)
 	}
-	st := r.step()
+	return r, r.step()
+}
+
+// memWarmKeeps: generation 2's freeze replaces generation 1's handoff,
+// which was archived while the writing turn ran, not on the way from its
+// end to the successor's prompt (DESIGN.md «Warm successor»).
+func memWarmKeeps(t *testing.T) {
+	gen := []fronttest.Round{memTool(100_000, "echo one >> work.txt"), memTool(155_000, "echo two >> work.txt")}
+	r, st := memSlowWriting(t, [][]fronttest.Round{gen, gen, {memDone(20_000)}})
 	arch, _ := filepath.Glob(filepath.Join(r.ws, ".flower", "notes", "archive", "交接", memStep+"-*.md"))
 	if len(arch) != 1 {
 		t.Fatalf("archive %q: want generation 1's handoff, once", arch)
