@@ -17,7 +17,11 @@
 // flower's reaction to the crossing reply and its own share of a switch.
 // Flower's own CPU and peak RSS are read from /proc while it runs; the CPU
 // of the whole job (flower and every harness it waited for) from its
-// rusage. Then: a soak of -soak generations whose writing turns answer at
+// rusage. Beside them, the bare harness's own floor: sessions of it driven
+// as flower drives one by a driver that takes no time (warmed with a blank
+// prompt, then prompted; cut by an interrupt written as the reply is
+// read), which says how much of a switch and of a cut is the harness's.
+// Then: a soak of -soak generations whose writing turns answer at
 // once, counting degraded handoffs; flower's CPU while the harness waits
 // -slow on the model; the interactive switch (flower -i in a pty) beside a
 // bare screen started with a prompt, -tui pairs. The stream figures run
@@ -127,6 +131,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // figures are everything the bench measured, every run of it.
 type figures struct {
 	bare, starts []time.Duration
+	floor        *floorFigures
 	jobs         []jobFigures
 	soak         *jobFigures
 	soakErr      error // how a soak that ran some handoffs went wrong
@@ -142,6 +147,11 @@ func (b *bench) all(ctx context.Context) (f figures, err error) {
 		if f.bare, f.starts, err = b.starts(ctx); err != nil {
 			return f, fmt.Errorf("cold starts: %w", err)
 		}
+		fl, err := b.floor(ctx)
+		if err != nil {
+			return f, fmt.Errorf("the bare harness's floor: %w", err)
+		}
+		f.floor = &fl
 	}
 	for i := range b.runs {
 		j, err := b.job(ctx, i, 3, b.writing)

@@ -23,6 +23,9 @@ func report(w io.Writer, c config, f figures) {
 		fmt.Fprintf(tw, "job\t3 generations of instant Bash rounds, --window 200000; the writing turn answers after %v\n", c.writing)
 		startRows(tw, f.bare, f.starts)
 		jobRows(tw, cold, f.jobs)
+		if f.floor != nil {
+			floorRows(tw, cold, *f.floor)
+		}
 	}
 	if f.soak != nil {
 		soakRows(tw, *f.soak)
@@ -113,6 +116,17 @@ func jobRows(tw io.Writer, cold time.Duration, jobs []jobFigures) {
 	row("degraded handoffs", "none", func(j jobFigures) bool { return len(j.degraded) == 0 },
 		func(j jobFigures) string { return strconv.Itoa(len(j.degraded)) })
 	row("job wall time", "", always, func(j jobFigures) string { return secs(j.wall) })
+}
+
+// floorRows: the bare harness driven as flower drives it, by a driver that
+// takes no time: what the switch gap and the cut cannot go under.
+func floorRows(tw io.Writer, cold time.Duration, f floorFigures) {
+	fmt.Fprintf(tw, "the bare harness's own floor, driven as flower drives it (%d sessions)\n", len(f.warm))
+	fmt.Fprintf(tw, "  warmed with a blank prompt, idle 2 s: prompt → request (under the switch gap)\t%s (median %s, %.2f× cold)\n",
+		list(f.warm), secs(median(f.warm)), median(f.warm).Seconds()/cold.Seconds())
+	fmt.Fprintf(tw, "  interrupt as the reply is read, prompt at its result: reply → request (under the cut)\t%s (median %s, %.2f× its tool round trip)\n",
+		list(f.cuts), secs(median(f.cuts)), median(f.cuts).Seconds()/median(f.rtts).Seconds())
+	fmt.Fprintf(tw, "  its tool round trips (median)\t%s; %s\n", list(f.rtts), secs(median(f.rtts)))
 }
 
 // soakRows: the soak's handoffs, all of them, and whether they stay flat
