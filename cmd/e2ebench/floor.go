@@ -3,10 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -79,9 +79,7 @@ func (b *bench) floor(ctx context.Context) (floorFigures, error) {
 func (b *bench) floorSession(ctx context.Context, srv *scriptedapi.Server, f *floorFigures) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute) // a hang guard
 	defer cancel()
-	cmd := exec.CommandContext(ctx, b.harness, bareArgs()...)
-	cmd.Dir = b.dir("floor")
-	cmd.Env = append(b.env(srv), "DISABLE_AUTO_COMPACT=1")
+	cmd := b.bareHarness(ctx, srv, "floor")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return err
@@ -112,7 +110,8 @@ func (b *bench) floorSession(ctx context.Context, srv *scriptedapi.Server, f *fl
 	}
 	send := func(line string) { _, _ = io.WriteString(stdin, line+"\n") }
 	user := func(text string) string {
-		return fmt.Sprintf(`{"type":"user","message":{"role":"user","content":%q}}`, text)
+		line, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": text}})
+		return string(line)
 	}
 	// The blank prompt: the harness turns it down without a request.
 	send(user(" "))

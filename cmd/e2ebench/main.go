@@ -229,6 +229,15 @@ func bareArgs() []string {
 	return harness.Config{Args: levers.Args([]string{"--allowedTools", "Bash"}, levers.Own{}, levers.BlockOnly)}.Argv()
 }
 
+// bareHarness is the bare harness's command, in a workspace of its own
+// named after what it is for.
+func (b *bench) bareHarness(ctx context.Context, srv *scriptedapi.Server, name string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, b.harness, bareArgs()...)
+	cmd.Dir = b.dir(name)
+	cmd.Env = append(b.env(srv), "DISABLE_AUTO_COMPACT=1")
+	return cmd
+}
+
 // starts takes cold starts in pairs, side by side: the bare harness, as
 // flower starts it, with its first prompt written at once, then flower
 // on a one-turn task; each measured from spawn to its first API request.
@@ -252,9 +261,7 @@ func (b *bench) starts(ctx context.Context) (bare, flower []time.Duration, err e
 	}
 	bareStart := func() (time.Duration, error) {
 		before := len(srv.Requests())
-		cmd := exec.CommandContext(ctx, b.harness, bareArgs()...)
-		cmd.Dir = b.dir("bare")
-		cmd.Env = append(b.env(srv), "DISABLE_AUTO_COMPACT=1")
+		cmd := b.bareHarness(ctx, srv, "bare")
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			return 0, err
