@@ -59,6 +59,19 @@ type UserMessage struct {
 	Interrupted bool
 }
 
+// PromptTaken: the harness took a prompt the engine sent, and said so as
+// it took it (the stream-json harness's replay of the user line; DESIGN.md
+// «Queued cut»). A front whose harness says this has
+// Capabilities.Queues.
+type PromptTaken struct {
+	// MidTurn: the prompt was sent while a turn ran, and the harness took
+	// it into that turn: its next request carries the prompt beside the
+	// last tool's result, and the turn ends once, for both. Otherwise
+	// the prompt starts a turn of its own.
+	MidTurn bool
+	Text    string
+}
+
 // Compacted: the harness compacted its context (a compact_boundary line),
 // or said that its compaction keeps failing ("Autocompact is thrashing").
 type Compacted struct {
@@ -134,6 +147,7 @@ type Output struct{ Raw []byte }
 func (Init) isFact()            {}
 func (Round) isFact()           {}
 func (UserMessage) isFact()     {}
+func (PromptTaken) isFact()     {}
 func (Compacted) isFact()       {}
 func (Retrying) isFact()        {}
 func (TurnEnded) isFact()       {}
@@ -174,6 +188,9 @@ type Translator struct {
 	sessionID, model, version string
 	lastMsg                   string
 	interrupting              bool
+	// replied: a main-thread reply came since the running turn began
+	// (its init line); a prompt taken then is taken mid-turn.
+	replied bool
 	// limit is what the running turn's records said of a limit so far
 	// (sawLimit), and retryAfter the wait the harness last announced for
 	// a 429 in it: a limited TurnEnded carries them.
@@ -213,6 +230,7 @@ func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 	t.limitSeen(ev)
 	switch ev.Kind {
 	case transcript.KindInit:
+		t.replied = false
 		t.init(ev.SessionID, ev.Model, ev.Version, out)
 	case transcript.KindAssistant:
 		if ev.Version != "" { // a transcript file's line
@@ -224,6 +242,7 @@ func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 		if r.MainThread && !r.Synthetic {
 			r.Repeat = ev.MessageID != "" && ev.MessageID == t.lastMsg
 			t.lastMsg = ev.MessageID
+			t.replied = true
 		}
 		if r.Synthetic {
 			r.Context, r.Usage = 0, transcript.Usage{}
@@ -232,6 +251,10 @@ func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 	case transcript.KindUser:
 		if ev.Version != "" {
 			t.init(ev.SessionID, "", ev.Version, out)
+		}
+		if ev.Replay {
+			out(PromptTaken{MidTurn: t.replied, Text: transcript.UserText(ev)})
+			return
 		}
 		out(UserMessage{MainThread: ev.MainThread(), Text: transcript.UserText(ev), Interrupted: ev.Interrupted})
 	case transcript.KindSystem:
@@ -246,7 +269,7 @@ func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 		if how == EndedLimited {
 			lim = t.limitOfTurn(*lim)
 		}
-		t.interrupting, t.limit, t.sawLimit, t.retryAfter = false, transcript.Limit{}, false, 0
+		t.interrupting, t.limit, t.sawLimit, t.retryAfter, t.replied = false, transcript.Limit{}, false, 0, false
 		out(TurnEnded{SessionID: t.sessionID, How: how, Text: ev.Result, Detail: firstOf(ev.TerminalReason, ev.Subtype),
 			CostUSD: ev.TotalCostUSD, Turns: ev.NumTurns, Windows: ev.Windows, Limit: lim, APIErrorStatus: ev.APIErrorStatus})
 	}

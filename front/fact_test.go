@@ -2,9 +2,13 @@ package front_test
 
 import (
 	"bufio"
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -364,5 +368,108 @@ func TestTranslatorRoundUsage(t *testing.T) {
 	want := transcript.Usage{InputTokens: 10, CacheCreationInputTokens: 20, CacheReadInputTokens: 30, OutputTokens: 40}
 	if r.MessageID != "m7" || r.Usage != want {
 		t.Fatalf("round %+v; want id m7 and usage %+v", r, want)
+	}
+}
+
+// The harness's echo of a prompt it takes (--replay-user-messages) is a
+// PromptTaken: the task's as its turn begins, and the writing prompt sent
+// while the crossing reply's tool ran, taken mid-turn, beside the tool's
+// result; one result ends both (DESIGN.md «Queued cut»).
+func TestTranslatorPromptTakenMidTurn(t *testing.T) {
+	var tr front.Translator
+	facts := replay(t, &tr, "testdata/queued-midturn.jsonl", nil)
+	var order []string
+	for _, f := range facts {
+		switch f := f.(type) {
+		case front.PromptTaken:
+			order = append(order, fmt.Sprintf("taken mid-turn=%v %.8s", f.MidTurn, f.Text))
+		case front.UserMessage:
+			order = append(order, "user")
+		case front.TurnEnded:
+			order = append(order, "ended "+f.How.String())
+		}
+	}
+	want := []string{"taken mid-turn=false Append l", "user", "user", "user", "user", "taken mid-turn=true <<flower", "ended on its own"}
+	if !slices.Equal(order, want) {
+		t.Errorf("facts %q, want %q", order, want)
+	}
+	if u := only[front.UserMessage](facts); slices.ContainsFunc(u, func(m front.UserMessage) bool { return m.Text != "" }) {
+		t.Errorf("UserMessage facts %+v: an echo read as a prompt", u)
+	}
+}
+
+// A prompt queued behind a turn that the interrupt ends is the harness's
+// next turn: taken, not mid-turn, after that turn's init.
+func TestTranslatorPromptTakenAfterInterrupt(t *testing.T) {
+	var tr front.Translator
+	facts := replay(t, &tr, "testdata/queued-interrupted.jsonl", map[int]func(){13: tr.Interrupting}) // line 14 answers the interrupt
+	var order []string
+	for _, f := range facts {
+		switch f := f.(type) {
+		case front.PromptTaken:
+			order = append(order, fmt.Sprintf("taken mid-turn=%v", f.MidTurn))
+		case front.TurnEnded:
+			order = append(order, "ended "+f.How.String())
+		}
+	}
+	if want := []string{"taken mid-turn=false", "ended interrupted", "taken mid-turn=false", "ended on its own"}; !slices.Equal(order, want) {
+		t.Errorf("facts %q, want %q", order, want)
+	}
+}
+
+// Records counts the turns it was sent whose result is not translated: a
+// turn taken into the running one ends with it, so an interrupt sent
+// after their one result is no turn's, and the next turn's error reads
+// as an error, not as interrupted.
+func TestRecordsTurnTakenMidTurnEndsWithItsTurn(t *testing.T) {
+	f, err := os.ReadFile("testdata/queued-midturn.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := make(chan transcript.Event, 64)
+	for _, l := range bytes.Split(bytes.TrimSpace(f), []byte("\n")) {
+		ev, err := transcript.Decode(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src <- ev
+	}
+	ev, err := transcript.Decode([]byte(`{"type":"result","subtype":"error_during_execution","is_error":true,"result":"API Error: 500","terminal_reason":"api_error"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := front.NewRecords(src)
+	send := func() error { return nil }
+	_ = r.Turn(send) // the task
+	var ends []front.Ending
+	for len(ends) < 1 {
+		f, err := r.Next(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := f.(front.Round); ok && len(ends) == 0 {
+			if rd := f.(front.Round); strings.Contains(rd.Text, "crossing") {
+				_ = r.Turn(send) // the writing prompt, queued
+			}
+		}
+		if te, ok := f.(front.TurnEnded); ok {
+			ends = append(ends, te.How)
+		}
+	}
+	_ = r.Interrupt(send) // no turn runs
+	_ = r.Turn(send)
+	src <- ev
+	for {
+		f, err := r.Next(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if te, ok := f.(front.TurnEnded); ok {
+			ends = append(ends, te.How)
+			break
+		}
+	}
+	if want := []front.Ending{front.EndedOnOwn, front.EndedError}; !slices.Equal(ends, want) {
+		t.Errorf("turn ends %v, want %v", ends, want)
 	}
 }

@@ -101,6 +101,14 @@ type Capabilities struct {
 	// task may be what they typed (a UserMessage), and their keys wait
 	// while flower types.
 	PersonTypes bool
+	// Queues: a turn sent while one runs waits in the harness and is taken
+	// at the running turn's next message boundary: into that turn,
+	// beside the next tool's result, or as the next turn once it has
+	// ended (an interrupt ends it and leaves the queued turn to run). The
+	// harness says when it takes each prompt (PromptTaken). The engine
+	// then cuts a turn whose reply calls a tool by sending the writing
+	// prompt at once rather than interrupting (DESIGN.md «Queued cut»).
+	Queues bool
 	// Resumes: a session the front ran can be started again by its id
 	// (Spec.Resume), its context whole: a crashed attempt, a continue and
 	// a wait go on in the same session. A front that cannot is never

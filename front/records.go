@@ -150,8 +150,18 @@ func (r *Records) translate(ev *transcript.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.tr.Facts(ev, func(f Fact) {
-		if _, ok := f.(TurnEnded); ok && r.running > 0 {
-			r.running--
+		switch f := f.(type) {
+		case TurnEnded:
+			if r.running > 0 {
+				r.running--
+			}
+		case PromptTaken:
+			// A turn sent while one ran, taken into it: the two end in
+			// one result. (A harness that counts its turns as it starts
+			// them, fronttest's, never counted it.)
+			if f.MidTurn && r.running > 1 {
+				r.running--
+			}
 		}
 		r.left = append(r.left, f)
 	})

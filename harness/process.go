@@ -36,7 +36,10 @@ import (
 )
 
 // StreamArgs are the arguments that put the harness in supervised mode.
-var StreamArgs = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
+// With --replay-user-messages the harness echoes each user line as it takes
+// it, which is how the engine learns that a prompt sent while a turn ran
+// went into that turn (DESIGN.md «Queued cut»).
+var StreamArgs = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--replay-user-messages"}
 
 // DefaultGrace bounds each stage of stopping a harness (stdin closed →
 // SIGINT → SIGKILL) when no grace is given.
@@ -335,7 +338,8 @@ func (p *Process) warmLine(ev *transcript.Event) bool {
 	case ev.Kind == transcript.KindResult:
 		p.warming = false
 		return true
-	case ev.Kind == transcript.KindInit, ev.Kind == transcript.KindSystem:
+	case ev.Kind == transcript.KindInit, ev.Kind == transcript.KindSystem,
+		ev.Kind == transcript.KindUser && ev.Replay: // 2.1.328 does not replay a blank prompt; one that did would not end the dropping
 		return true
 	}
 	p.warming = false

@@ -259,7 +259,7 @@ func TestStartErrors(t *testing.T) {
 
 func TestArgv(t *testing.T) {
 	got := strings.Join(Config{Model: "m", Resume: "s1", Args: []string{"--allowedTools", "Bash"}}.Argv(), " ")
-	want := "-p --input-format stream-json --output-format stream-json --verbose --model m --resume s1 --allowedTools Bash"
+	want := "-p --input-format stream-json --output-format stream-json --verbose --replay-user-messages --model m --resume s1 --allowedTools Bash"
 	if got != want {
 		t.Errorf("Argv = %q\nwant    %q", got, want)
 	}

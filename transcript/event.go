@@ -100,6 +100,11 @@ type Event struct {
 
 	// user
 	Interrupted bool // the harness noted "[Request interrupted by user…]"
+	// Replay: the harness's echo of a user line flower wrote to its stdin
+	// (--replay-user-messages), written as it takes that prompt: into
+	// the running turn, beside a tool's result, or as a turn of its own
+	// (DESIGN.md «Queued cut»).
+	Replay bool
 
 	// result
 	IsError        bool
@@ -208,6 +213,10 @@ func decode(line []byte, root gjson.Result) (Event, error) {
 		case "version":
 			if first(32) {
 				ev.Version = v.String()
+			}
+		case "isReplay":
+			if first(64) {
+				ev.Replay = v.Bool()
 			}
 		}
 		return true
