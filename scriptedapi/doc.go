@@ -30,7 +30,9 @@
 //	})
 //
 // LastUserText is the last message with role "user", which is not always
-// the last message: the harness may append one with role "system". Its text
+// the last message: the harness may append one with role "system", and a
+// prompt sent while a turn ran comes in one, beside the tool's result
+// (MidTurn); LastUserText ends with the text of those. Its text
 // also carries the harness's own <system-reminder> blocks, so match with
 // strings.Contains, never equality. After an interrupt the harness merges
 // "[Request interrupted by user for tool use]" and the next user line into

@@ -48,8 +48,17 @@ type Request struct {
 	Tools     []string // names of the offered tools
 
 	// LastUserText is the text of the last message with role "user" (the
-	// array may end with role "system"), text blocks only, concatenated.
+	// array may end with role "system"), text blocks only, concatenated;
+	// then MidTurn, on a line of its own: what the user said last.
 	LastUserText string
+	// MidTurn is how the harness surfaced the prompts the user sent while
+	// the turn ran, beside the tool's result, from its words "The user
+	// sent a new message while you were working:\n<the prompt>" on
+	// (midTurnMark). On 2.1.328 they come in a message with role
+	// "system" after the last user message, or, in a <system-reminder>
+	// at the end of the last tool result's content (seen with a Read
+	// tool and claude-haiku-4-5).
+	MidTurn string
 	// LastToolResults are the tool_result blocks of that message.
 	LastToolResults []ToolResult
 	// AllText is every text of every message (tool results included; the
@@ -135,6 +144,21 @@ func parseRequest(body []byte) (Request, error) {
 		c := a.Messages[last].Content
 		r.LastUserText = flattenTop(c)
 		r.LastToolResults = toolResults(c)
+		var mid []string
+		for _, tr := range r.LastToolResults {
+			if t, ok := midTurn(tr.Content); ok {
+				mid = append(mid, t)
+			}
+		}
+		for _, m := range a.Messages[last+1:] {
+			if t, ok := midTurn(flattenTop(m.Content)); m.Role == "system" && ok {
+				mid = append(mid, t)
+			}
+		}
+		r.MidTurn = strings.Join(mid, "\n")
+		if r.MidTurn != "" {
+			r.LastUserText = strings.TrimPrefix(r.LastUserText+"\n"+r.MidTurn, "\n")
+		}
 	}
 	return r, nil
 }
@@ -192,6 +216,21 @@ func toolResults(raw json.RawMessage) []ToolResult {
 		}
 	}
 	return out
+}
+
+// midTurnMark opens the message with role "system" in which the harness
+// surfaces a prompt sent while its turn ran (2.1.328; checked on the real
+// binary by the integration tests' harness facts).
+const midTurnMark = "sent a new message while you were working"
+
+// midTurn is text from the line that holds midTurnMark on, if it holds
+// one.
+func midTurn(text string) (string, bool) {
+	i := strings.Index(text, midTurnMark)
+	if i < 0 {
+		return "", false
+	}
+	return text[strings.LastIndexByte(text[:i], '\n')+1:], true
 }
 
 // subagentMark is what the harness puts in the billing line that opens a

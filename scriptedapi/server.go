@@ -50,6 +50,11 @@ type Reply struct {
 	// ChunkText splits the text into text_delta events of this many runes
 	// (0 = one delta).
 	ChunkText int
+	// ToolDelay holds a streamed answer's tool_use blocks back after its
+	// text block, as a model that writes its tool call slowly does: the
+	// harness has written the text's line by then. It ends early when the
+	// client disconnects.
+	ToolDelay time.Duration
 	// Fault breaks a streamed answer after message_start and the first
 	// text delta, the way a network or an overloaded server does. A
 	// request that does not stream is answered whole.
@@ -416,6 +421,9 @@ func streamReply(w http.ResponseWriter, hr *http.Request, model string, blocks [
 				deltas = append(deltas, map[string]any{"type": "text_delta", "text": piece})
 			}
 		case "tool_use":
+			if i > 0 && r.ToolDelay > 0 && !hold(hr, r.ToolDelay) {
+				return false
+			}
 			start["input"] = map[string]any{}
 			js, err := json.Marshal(b["input"])
 			if err != nil {
@@ -443,6 +451,18 @@ func streamReply(w http.ResponseWriter, hr *http.Request, model string, blocks [
 		return false
 	}
 	return send("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// hold waits d, or until the client is gone (false).
+func hold(hr *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-hr.Context().Done():
+		return false
+	}
 }
 
 // breakStream sends the start of a text block and one delta, then breaks

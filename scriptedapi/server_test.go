@@ -184,6 +184,9 @@ func TestParsedRequest(t *testing.T) {
 	if len(r.LastToolResults) != 1 || r.LastToolResults[0] != (ToolResult{ToolUseID: "toolu_1", Content: "tool said hi", IsError: true}) {
 		t.Errorf("LastToolResults = %+v", r.LastToolResults)
 	}
+	if r.MidTurn != "" {
+		t.Errorf("MidTurn = %q: the env block is no prompt", r.MidTurn)
+	}
 	if strings.Contains(r.AllText, "You are main.") {
 		t.Error("AllText holds the system prompt")
 	}
@@ -194,6 +197,40 @@ func TestParsedRequest(t *testing.T) {
 	}
 	if bytes.Contains(r.Body, []byte("should-not-leak")) || strings.Contains(r.Header.Get("X-Api-Key"), "leak") {
 		t.Error("credential recorded")
+	}
+}
+
+// A prompt sent while the turn ran comes in a message with role "system"
+// after the tool's result, as the harness surfaces it: MidTurn has it, and
+// LastUserText ends with it.
+func TestMidTurnPrompt(t *testing.T) {
+	s := start(t, Harmless)
+	post(t, s.URL+"/v1/messages?beta=true", `{"model":"claude-test","stream":true,"max_tokens":1000,
+ "system":[{"type":"text","text":"x-anthropic-billing-header: cc_version=1; cc_entrypoint=sdk-cli;"}],
+ "tools":[{"name":"Bash"}],
+ "messages":[{"role":"user","content":"the task"},
+  {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}]},
+  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"}]},
+  {"role":"system","content":"env block"},
+  {"role":"system","content":[{"type":"text","text":"The user sent a new message while you were working:\nwrite the handoff\n\nThis is how Claude Code surfaces messages the user sends mid-turn."}]}]}`)
+	r := s.Requests()[0]
+	if !strings.HasPrefix(r.MidTurn, "The user sent a new message") || !strings.Contains(r.MidTurn, "write the handoff") || strings.Contains(r.MidTurn, "env block") {
+		t.Errorf("MidTurn = %q", r.MidTurn)
+	}
+	if r.LastUserText != r.MidTurn || len(r.LastToolResults) != 1 {
+		t.Errorf("LastUserText = %q, %d tool results: want the mid-turn prompt beside the tool's result", r.LastUserText, len(r.LastToolResults))
+	}
+	// The other way the harness surfaces it: a reminder at the end of the
+	// tool's result.
+	post(t, s.URL+"/v1/messages?beta=true", `{"model":"claude-test","stream":true,"max_tokens":1000,
+ "system":[{"type":"text","text":"x-anthropic-billing-header: cc_version=1; cc_entrypoint=sdk-cli;"}],
+ "tools":[{"name":"Read"}],
+ "messages":[{"role":"user","content":"the task"},
+  {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Read","input":{}}]},
+  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"1\tfile line\n\n<system-reminder>\nThe user sent a new message while you were working:\nwrite the handoff\n</system-reminder>"}]}]}`)
+	r = s.Requests()[1]
+	if want := "The user sent a new message while you were working:\nwrite the handoff\n</system-reminder>"; r.MidTurn != want || r.LastUserText != want {
+		t.Errorf("MidTurn = %q, LastUserText = %q: want %q", r.MidTurn, r.LastUserText, want)
 	}
 }
 
