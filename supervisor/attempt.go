@@ -142,6 +142,13 @@ type attemptRun struct {
 	// warned: the near notice was shown in this generation (DESIGN.md «Near notice»).
 	warned bool
 
+	// replyTools: the main-thread reply read last calls a tool (a line
+	// of it so far); onReply: the engine judges that reply as it is read.
+	// replays: the harness says when it takes a prompt
+	// (front.PromptTaken). A cut decided on a reply can then queue the
+	// writing prompt (DESIGN.md «Queued cut»).
+	replyTools, onReply, replays bool
+
 	lastCost   float64 // meter.CostUSD already booked
 	sawRound   bool    // a main-thread round was seen (futile guard)
 	firstRound int     // the context of the session's first main-thread round
@@ -208,6 +215,8 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 			if out, end := a.heard(r); end {
 				return out
 			}
+		case <-a.cutWait():
+			a.cutWaited()
 		case <-a.successorDue():
 			a.state.(*writing).successor = nil
 			a.startSuccessor()
@@ -385,6 +394,8 @@ func (a *attemptRun) handle(f front.Fact) (outcome, bool) {
 		return a.onRound(f)
 	case front.UserMessage:
 		return a.onUserMessage(f)
+	case front.PromptTaken:
+		return a.onPromptTaken(f)
 	case front.Compacted:
 		return a.onCompacted(f)
 	case front.Retrying:
@@ -444,6 +455,14 @@ func (a *attemptRun) onRound(f front.Round) (outcome, bool) {
 		a.writingReply(w, f)
 		return outcome{}, false
 	}
+	if !f.Repeat {
+		a.replyTools = false
+	}
+	a.replyTools = a.replyTools || len(f.ToolUses) > 0
+	if c, ok := a.state.(*cutting); ok && c.wait != nil && !c.queued && a.replyTools {
+		// The reply the cut was decided on calls a tool after all.
+		a.queueWriting(c)
+	}
 	if f.Text != "" {
 		e := a.event(KindText)
 		e.Text = f.Text
@@ -454,6 +473,8 @@ func (a *attemptRun) onRound(f front.Round) (outcome, bool) {
 		e.Tool, e.Input = tu.Name, tu.Input
 		a.rt.emit(e)
 	}
+	a.onReply = true
+	defer func() { a.onReply = false }()
 	return a.check()
 }
 
@@ -540,16 +561,6 @@ func (a *attemptRun) compaction(sign string) (outcome, bool) {
 		return a.handoffDue(cutAt{reason: manifest.ReasonCompaction, context: a.meter.Context})
 	}
 	return outcome{}, false
-}
-
-// cut interrupts the running work turn; its TurnEnded starts the writing
-// turn (DESIGN.md «The cut»).
-func (a *attemptRun) cut(at cutAt) {
-	a.enter(&cutting{at: at, dl: a.rt.after(a.rt.opts.CutTimeout, "cut")}, causeHandoffDue)
-	a.log.Info("handoff due: interrupting at the message boundary", "reason", at.reason, "context", at.context, "at", a.rt.policy.At())
-	if err := a.p.Cut(); err != nil {
-		a.log.Warn("the cut failed", "err", err)
-	}
 }
 
 // check applies, after a main-thread round of a work turn, the futile
@@ -680,36 +691,6 @@ func (a *attemptRun) workEnded(f front.TurnEnded) (outcome, bool) {
 	return a.fail(why), true
 }
 
-// cutEnded ends the cut turn: the writing turn starts, unless the turn
-// overflowed or ended on its own before the interrupt reached it.
-func (a *attemptRun) cutEnded(s *cutting, f front.TurnEnded) (outcome, bool) {
-	switch {
-	case f.How == front.EndedOverflow:
-		a.rt.save(a.st)
-		at := s.at
-		at.reason = manifest.ReasonOverflow
-		return a.handoff(at, handoffwriter.Handoff{}, "overflow at the cut: "+firstNonEmpty(f.Text, f.Detail)), true
-	case f.How == front.EndedLimited && !a.rt.caps.OutsideTurns:
-		// unattended: the cut turn met a limit; its writing turn starts once the limit lifts
-		a.rt.save(a.st)
-		return a.limited(f, afterLimit{resumes: resumeWriting, at: s.at})
-	case f.How == front.EndedOnOwn && !a.rt.caps.OutsideTurns:
-		// The round over the threshold was the agent's last reply: the
-		// agent is done, and there is nothing to hand off (DESIGN.md «The cut»).
-		a.rt.save(a.st)
-		a.log.Info("the turn ended on its own at the cut; the step is done")
-		e := a.event(KindTurn)
-		e.Text = f.Text
-		a.rt.emit(e)
-		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
-	}
-	// The writing prompt goes out before the books are saved: their
-	// syncs are not on the cut's path.
-	out, end := a.startWriting(s.at, causeCutEnded)
-	a.rt.save(a.st)
-	return out, end
-}
-
 // writingEnded ends a writing turn: the handoff, whole or degraded, or the
 // writing turn asked again once after it called a tool.
 //
@@ -730,9 +711,20 @@ func (a *attemptRun) writingEnded(w *writing, f front.TurnEnded) (outcome, bool)
 	if h.Complete() {
 		return a.handoff(w.at, h, ""), true
 	}
+	if f.How == front.EndedInterrupted && w.lateCut && !w.stopped && !w.again {
+		// The queued cut's interrupt crossed the harness's taking of the
+		// writing prompt, and ended the writing turn: ask again.
+		again := &writing{at: w.at, dl: w.dl, successor: w.successor, started: w.started, cost0: w.cost0, taken: w.taken}
+		a.enter(again, causeLateCut)
+		a.log.Warn("the cut's interrupt ended the writing turn; asking again")
+		if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(w.at)}); err != nil {
+			return a.handoff(w.at, handoffwriter.Handoff{}, "send the handoff prompt again: "+err.Error()), true
+		}
+		return outcome{}, false
+	}
 	if w.stopped && !w.again {
 		// It called a tool instead of writing: ask once more.
-		again := &writing{at: w.at, dl: w.dl, successor: w.successor, started: w.started, cost0: w.cost0, tools: w.tools, again: true}
+		again := &writing{at: w.at, dl: w.dl, successor: w.successor, started: w.started, cost0: w.cost0, tools: w.tools, again: true, taken: w.taken}
 		a.enter(again, causeAskAgain)
 		a.log.Warn("asking again for the handoff document only")
 		if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: retryPrompt + a.writingPrompt(w.at)}); err != nil {
@@ -804,6 +796,17 @@ func (a *attemptRun) writingPrompt(at cutAt) string {
 // startWriting begins the writing turn once the cut turn has ended (or at
 // once, with no turn to cut, or once a limit lifted), for cause c.
 func (a *attemptRun) startWriting(at cutAt, c cause) (outcome, bool) {
+	w := a.enterWriting(at, c, false)
+	if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(at)}); err != nil {
+		return a.handoff(at, handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
+	}
+	a.writingTaken(w)
+	return outcome{}, false
+}
+
+// enterWriting enters the writing turn for cause c; taken: the harness has
+// taken its prompt already.
+func (a *attemptRun) enterWriting(at cutAt, c cause, taken bool) *writing {
 	rt := a.rt
 	w := &writing{at: at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: rt.clock.Now(), cost0: a.meter.CostUSD}
 	a.enter(w, c)
@@ -811,14 +814,18 @@ func (a *attemptRun) startWriting(at cutAt, c cause) (outcome, bool) {
 	e.Phase = PhaseWriting
 	e.Context = at.context
 	rt.emit(e)
-	if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(at)}); err != nil {
-		return a.handoff(at, handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
+	if taken {
+		a.writingTaken(w)
 	}
-	// The cut is over and the handoff certain: the successor's harness
-	// starts beside the writing turn, once the writing request is out
-	// (DESIGN.md «Warm successor»).
-	w.successor = rt.after(successorDelay, "successor")
-	return outcome{}, false
+	return w
+}
+
+// writingTaken: the writing prompt is the harness's. The cut is over and
+// the handoff certain: the successor's harness starts beside the writing
+// turn, once the writing request is out (DESIGN.md «Warm successor»).
+func (a *attemptRun) writingTaken(w *writing) {
+	w.taken = true
+	w.successor = a.rt.after(successorDelay, "successor")
 }
 
 // retryPrompt precedes the handoff prompt when the writing turn called a

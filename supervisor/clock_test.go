@@ -128,9 +128,15 @@ func TestClockRunsTheWritingDeadline(t *testing.T) {
 		}
 		return memHandoff(g)
 	}, Options{WritingTimeout: time.Hour})
-	before := c.await(t, time.Hour, done) // the writing turn's deadline
+	// The crossing tool never ends: the queued cut waits its patience on
+	// the clock, then interrupts it.
+	before := c.await(t, queueWait, done)
 	if len(before) == 0 || before[len(before)-1] != DefaultCutTimeout {
-		t.Errorf("timers before the writing deadline %v, want the cut's (%v) last", before, DefaultCutTimeout)
+		t.Errorf("timers before the queued cut's patience %v, want the cut's (%v) last", before, DefaultCutTimeout)
+	}
+	c.advance(queueWait)
+	if d := c.await(t, time.Hour, done); d != nil { // the writing turn's deadline
+		t.Errorf("timers between the cut's patience and the writing deadline: %v", d)
 	}
 	if d := c.await(t, successorDelay, done); d != nil {
 		t.Errorf("timers between the writing deadline and the successor's start: %v", d)

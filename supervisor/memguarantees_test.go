@@ -258,12 +258,19 @@ func (r *memRun) checkEnds(want ...string) {
 	}
 }
 
+// writings counts the writing asks: the first writing request of each
+// turn (a writing prompt the cut queued is taken into the cut turn, after
+// its work requests).
 func (r *memRun) writings() int {
 	n := 0
+	type turn struct{ proc, n int }
+	writing := map[turn]bool{}
 	for _, q := range r.front.Requests() {
-		if q.Writing && q.Round == 1 {
+		k := turn{q.Proc, q.Turn}
+		if q.Writing && !writing[k] {
 			n++
 		}
+		writing[k] = q.Writing
 	}
 	return n
 }
@@ -396,7 +403,7 @@ func memGuaranteeTable() []memGuarantee {
 		{"stopped before the harness's first line is read: its session is on record", memStoppedUnread},
 		{"application-driven front (the relay's)", func(t *testing.T) { memPersonDriven(t, applicationSends) }},
 		{"application-driven: window moved under an idle session", func(t *testing.T) { memIdleWindow(t, applicationSends) }},
-	}, memUnattendedRows()...)
+	}, append(memCutRows(), memUnattendedRows()...)...)
 }
 
 // personTypes gives the in-memory front the capabilities of the harness's
@@ -626,7 +633,7 @@ func memWritingTool(t *testing.T) {
 		t.Fatalf("%d generations, first handoff %v: want 2, handed off", len(st.Generations), st.Generations[0].Handoff)
 	}
 	log := r.front.Log()
-	stop, cut := slices.Index(log, "stop-tool 1"), slices.Index(log, "cut 1")
+	stop, cut := slices.Index(log, "stop-tool 1"), cutIndex(log, 1)
 	switch {
 	case r.front.Codex:
 		// The Codex front's one interrupt for every purpose: the cut, then
@@ -1015,7 +1022,7 @@ func memWarmCancelled(t *testing.T) {
 	}
 	// The work turn was cut, the writing turn cancelled.
 	log := r.front.Log()
-	cut, cancelled := slices.Index(log, "cut 1"), slices.Index(log, "cancel 1")
+	cut, cancelled := cutIndex(log, 1), slices.Index(log, "cancel 1")
 	switch {
 	case r.front.Codex:
 		// The Codex front's one interrupt: the cut's, then the cancel's
@@ -1280,6 +1287,13 @@ var codexRowNames = []string{
 }
 
 // count is how many of log's entries are e.
+// cutIndex is where harness n's work turn was cut in log: its interrupt
+// ("cut n"), or its taking of the writing prompt the cut queued ("taken
+// n"); -1 for neither.
+func cutIndex(log []string, n int) int {
+	return slices.IndexFunc(log, func(e string) bool { return e == fmt.Sprintf("cut %d", n) || e == fmt.Sprintf("taken %d", n) })
+}
+
 func count(log []string, e string) int {
 	n := 0
 	for _, x := range log {

@@ -46,11 +46,24 @@ type working struct{ dl *deadline }
 // (front.Capabilities.OutsideTurns) ended, and none runs.
 type idle struct{}
 
-// cutting: the engine cut the work turn (Session.Cut) because a handoff is
-// due; its TurnEnded starts the writing turn, within the cut timeout.
+// cutting: the engine is ending the work turn because a handoff is due,
+// within the cut timeout (DESIGN.md «The cut»). Either it interrupted the
+// turn (Session.Cut), and the turn's TurnEnded starts the writing turn; or,
+// on a front that queues turns, it sent the writing prompt into the turn
+// (queued) for the harness to take beside the tool's result, and the
+// harness's PromptTaken starts the writing turn, or, if the turn ends
+// first, the queued prompt is its next turn (DESIGN.md «Queued cut»). wait
+// is the queued cut's patience: a reply whose tool call has not shown yet,
+// or whose tool runs on, is interrupted when it fires; nil once it has, or
+// for an interrupted cut.
 type cutting struct {
-	at cutAt
-	dl *deadline
+	at     cutAt
+	dl     *deadline
+	queued bool
+	wait   *deadline
+	// interrupted: the cut sent its interrupt (at once, or when wait
+	// fired).
+	interrupted bool
 }
 
 // writing: the handoff-writing turn runs, within the writing timeout
@@ -68,6 +81,12 @@ type writing struct {
 	tools     int  // tool calls of the writing turn, both asks
 	stopped   bool // StopTool was sent in this ask
 	again     bool
+	// taken: the harness has taken the writing prompt (its request is
+	// out): always, but for a prompt the cut queued, whose PromptTaken
+	// comes with its turn. lateCut: the queued cut's interrupt was sent,
+	// and may reach the writing turn the harness took just before it.
+	taken   bool
+	lateCut bool
 }
 
 // stopping: the caller cancelled; the running turn ends and the harness
@@ -94,7 +113,7 @@ func (*ended) phase() string    { return "ended" }
 
 func (s *working) deadlines() []*deadline  { return []*deadline{s.dl} }
 func (*idle) deadlines() []*deadline       { return nil }
-func (s *cutting) deadlines() []*deadline  { return []*deadline{s.dl} }
+func (s *cutting) deadlines() []*deadline  { return []*deadline{s.dl, s.wait} }
 func (s *writing) deadlines() []*deadline  { return []*deadline{s.dl, s.successor} }
 func (s *stopping) deadlines() []*deadline { return []*deadline{s.dl} }
 func (*ended) deadlines() []*deadline      { return nil }
@@ -116,7 +135,9 @@ const (
 	causeIdle        cause = "its turn ended; turns start outside the engine"
 	causeHandoffDue  cause = "a handoff is due"
 	causeCutEnded    cause = "the cut turn ended, not on its own"
+	causeTaken       cause = "the harness took the queued writing prompt into the cut turn"
 	causeAskAgain    cause = "the first ask ended after a tool was stopped"
+	causeLateCut     cause = "the queued cut's interrupt ended the writing turn it had taken"
 	causeResumed     cause = "resumed in its writing turn"
 	causeLimited     cause = "the turn ended on a limit"
 	causeLifted      cause = "the limit lifted"
@@ -144,8 +165,10 @@ var transitions = []transition{
 	{"working", causeIdle, "idle"},          // front.Capabilities.OutsideTurns
 	{"working", causeHandoffDue, "cutting"}, // Session.Cut
 	{"idle", causeHandoffDue, "writing"},    // no turn to cut
-	{"cutting", causeCutEnded, "writing"},   // TurnWriting
+	{"cutting", causeCutEnded, "writing"},   // TurnWriting, or the queued one taken as the next turn
+	{"cutting", causeTaken, "writing"},      // front.Capabilities.Queues
 	{"writing", causeAskAgain, "writing"},
+	{"writing", causeLateCut, "writing"},
 	{"working", causeLimited, "waiting"}, // unattended.go
 	{"cutting", causeLimited, "waiting"},
 	{"writing", causeLimited, "waiting"},

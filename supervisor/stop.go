@@ -12,7 +12,9 @@ import (
 // process group SIGINT (harness.Start), which the harness takes as an
 // interrupt, and it gets the interrupt request too. The running turn may
 // finish its result, which is booked; stdin is closed so that the harness
-// exits after it. The harness is gone within the grace period (the
+// exits after it. A writing prompt the cut queued (DESIGN.md «Queued
+// cut») is interrupted as the harness takes it. The harness is gone within
+// the grace period (the
 // context's cancel kills it then); this waits twice that at most, then
 // kills the group itself.
 func (a *attemptRun) interrupted(ctx context.Context) outcome {
@@ -35,8 +37,14 @@ func (a *attemptRun) interrupted(ctx context.Context) outcome {
 			// A session first named while the step stops is on record:
 			// a continue resumes it.
 			a.sessionNamed(prev)
-			if te, ok := f.(front.TurnEnded); ok {
-				a.bookInterrupted(te)
+			switch f := f.(type) {
+			case front.TurnEnded:
+				a.bookInterrupted(f)
+			case front.PromptTaken:
+				// A writing prompt a cut queued, taken as the harness's
+				// next turn once the cancelled one ended: it is not
+				// wanted any more, and is interrupted as it starts.
+				_ = a.p.Cancel()
 			}
 		case <-s.dl.C():
 			a.log.Warn("the harness did not exit after the interrupt; stopping it")

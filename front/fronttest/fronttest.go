@@ -92,6 +92,10 @@ type Round struct {
 	// Took is the request's latency; an interrupt in it ends the turn
 	// before the response.
 	Took time.Duration
+	// Split: the reply is written as the real harness writes it, a line
+	// per content block (its text's, then its tool call's, one message
+	// id), rather than in one line.
+	Split bool
 	// Compacted: the harness compacted its context before this round (a
 	// compact_boundary, trigger auto, from the previous round's context).
 	Compacted bool
@@ -178,6 +182,13 @@ type Launcher struct {
 	// relay. NoResume: the front cannot resume a session
 	// (Capabilities.Resumes is false).
 	Late, PersonTypes, Outside, NoResume bool
+	// NoQueue: the stream-json harness takes no turn while one runs; a
+	// turn sent then waits for the running one's end, and the harness
+	// does not say when it takes a prompt (Capabilities.Queues is false),
+	// as the harness's own screen, the relay and the Codex front do. By
+	// default a stream-json session queues as the real harness does (its
+	// --replay-user-messages: DESIGN.md «Queued cut»).
+	NoQueue bool
 	// Codex: the sessions are read by the Codex front's own session
 	// (package codex) over a scripted app-server: what the harness writes
 	// reaches it as the notifications Codex sends (codex.go), and its
@@ -218,8 +229,14 @@ var (
 
 // Capabilities implements front.Launcher.
 func (l *Launcher) Capabilities() front.Capabilities {
-	return front.Capabilities{StartEarly: !l.Late, Overlap: !l.Outside, OutsideTurns: l.PersonTypes || l.Outside, PersonTypes: l.PersonTypes, Resumes: !l.NoResume}
+	return front.Capabilities{StartEarly: !l.Late, Overlap: !l.Outside, OutsideTurns: l.PersonTypes || l.Outside, PersonTypes: l.PersonTypes,
+		Resumes: !l.NoResume, Queues: l.queues()}
 }
+
+// queues reports whether the sessions take a turn sent while one runs into
+// it, and echo each prompt as they take it, as the stream-json harness
+// started by the headless front does.
+func (l *Launcher) queues() bool { return !l.NoQueue && !l.PersonTypes && !l.Outside && !l.Codex }
 
 // Launch starts a scripted harness for s. A spec that resumes a session
 // the Launcher never saw is refused the way the harness refuses it.
@@ -280,7 +297,8 @@ func (l *Launcher) logf(format string, args ...any) {
 
 // Log lists what the harnesses did, in order: "launch N", "prompt N"
 // (harness N was sent a prompt), "request N <session> turn T round R",
-// "result N", "cut N", "stop-tool N", "cancel N" (the engine's commands
+// "taken N" (harness N took a prompt sent while its turn ran into that
+// turn), "result N", "cut N", "stop-tool N", "cancel N" (the engine's commands
 // to end a turn), "ended N <how>" (the front told the engine harness N's
 // turn ended, and how: front.Ending's words), "stop N" (stopped by the
 // engine), "kill N", "exit N".
@@ -716,6 +734,10 @@ func (s *session) turn(t front.Turn) (last Round) {
 	turns := 0
 	for round := 1; ; round++ {
 		turns++
+		if round > 1 {
+			t = s.takeQueued(t)
+			prompt = t.Prompt
+		}
 		r := s.l.ask(Request{Session: sid, Proc: p.N, Turn: turnN, Round: round, Prompt: prompt, Writing: t.Kind == front.TurnWriting})
 		if r.Took > 0 && !s.wait(r.Took, nil) {
 			s.interrupted(turns)
@@ -788,14 +810,48 @@ func (s *session) begin(prompt string) bool {
 	l.mu.Unlock()
 	sid := p.session
 	s.emit(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "model": s.model(), "claude_code_version": version})
-	if l.PersonTypes || (l.Outside && prompt == s.outside) {
+	switch {
+	case l.PersonTypes || (l.Outside && prompt == s.outside):
 		// The harness's own screen shows what the person typed (its
 		// transcript file has the line), and the relay tells of what the
-		// application sent; a stream-json harness does not.
+		// application sent.
 		s.emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
 			"message": map[string]any{"role": "user", "content": prompt}})
+	case l.queues():
+		s.replay(prompt) // a stream-json harness echoes what it takes
 	}
 	return !strings.HasPrefix(strings.TrimSpace(prompt), "/compact")
+}
+
+// takeQueued is the harness's look for a turn sent while t ran, before its
+// next request: one there is taken into the running turn, echoed, and
+// carried by the request beside the tool's result; its kind is the
+// request's from then on. A harness that does not queue leaves it for
+// its own turn.
+func (s *session) takeQueued(t front.Turn) front.Turn {
+	if !s.l.queues() {
+		return t
+	}
+	select {
+	case q := <-s.prompts:
+		l, p := s.l, s.p
+		l.mu.Lock()
+		p.prompts = append(p.prompts, q.Prompt)
+		l.history[p.session] = append(l.history[p.session], "user: "+q.Prompt)
+		l.logf("taken %d", p.N)
+		l.mu.Unlock()
+		s.replay(q.Prompt)
+		return q
+	default:
+		return t
+	}
+}
+
+// replay is the stream-json harness's echo of a prompt it takes
+// (--replay-user-messages).
+func (s *session) replay(prompt string) {
+	s.emit(map[string]any{"type": "user", "session_id": s.p.session, "parent_tool_use_id": nil, "isReplay": true,
+		"message": map[string]any{"role": "user", "content": prompt}})
 }
 
 // turnOf counts a turn of session sid on prompt: its number, and the
@@ -854,6 +910,13 @@ func (s *session) reply(r Round) {
 		l.history[sid] = append(l.history[sid], "tool: "+r.Tool.Command)
 	}
 	l.mu.Unlock()
+	if r.Split && r.Text != "" && r.Tool != nil {
+		s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": nil,
+			"message": s.message(r.Context, r.Text, nil)})
+		s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": nil,
+			"message": s.message(r.Context, "", r.Tool)})
+		return
+	}
 	s.emit(map[string]any{"type": "assistant", "session_id": sid, "parent_tool_use_id": nil,
 		"message": s.message(r.Context, r.Text, r.Tool)})
 }

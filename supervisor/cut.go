@@ -1,0 +1,136 @@
+package supervisor
+
+import (
+	"time"
+
+	"github.com/flowerhq/flower/front"
+	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/manifest"
+)
+
+// cut ends the running work turn at its next message boundary (DESIGN.md
+// «The cut»). A handoff decided on the reply just read, on a front whose
+// harness queues turns and says when it takes them, is cut by sending the
+// writing prompt into the turn: a reply that calls a tool has its tool
+// run, and the harness's next request carries the prompt beside the
+// tool's result (DESIGN.md «Queued cut»). A reply with no tool call yet
+// waits for one, or for its turn's end. Any other cut interrupts, and so
+// does a queued one whose tool runs past queueWait.
+func (a *attemptRun) cut(at cutAt) {
+	c := &cutting{at: at, dl: a.rt.after(a.rt.opts.CutTimeout, "cut")}
+	a.enter(c, causeHandoffDue)
+	if !a.rt.caps.Queues || !a.replays || !a.onReply {
+		a.log.Info("handoff due: interrupting at the message boundary", "reason", at.reason, "context", at.context, "at", a.rt.policy.At())
+		a.interruptCut(c)
+		return
+	}
+	c.wait = a.rt.after(queueWait, "queued cut")
+	if !a.replyTools {
+		a.log.Info("handoff due: the reply calls no tool yet; waiting for its tool call or its turn's end", "reason", at.reason, "context", at.context, "at", a.rt.policy.At())
+		return
+	}
+	a.queueWriting(c)
+}
+
+// queueWait is how long a queued cut waits for the harness to take the
+// writing prompt (a reply's tool call to show, its tool to run) before it
+// interrupts the turn as any cut does: a tool that runs for long is
+// stopped, as at Ctrl-C, rather than waited for at the window's edge.
+const queueWait = 2 * time.Second
+
+// queueWriting sends the writing prompt into the running turn, for the
+// harness to take at its next request (DESIGN.md «Queued cut»).
+func (a *attemptRun) queueWriting(c *cutting) {
+	a.log.Info("handoff due: the writing prompt goes with the tool's result", "reason", c.at.reason, "context", c.at.context, "at", a.rt.policy.At())
+	if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(c.at)}); err != nil {
+		a.log.Warn("the writing prompt could not be queued; interrupting", "err", err)
+		a.interruptCut(c)
+		return
+	}
+	c.queued = true
+}
+
+// interruptCut sends the cut's interrupt; a queued cut stops waiting.
+func (a *attemptRun) interruptCut(c *cutting) {
+	c.wait.stop()
+	c.wait, c.interrupted = nil, true
+	if err := a.p.Cut(); err != nil {
+		a.log.Warn("the cut failed", "err", err)
+	}
+}
+
+// cutWaited fires when a queued cut's patience is over: the turn is
+// interrupted. A prompt queued already stays the harness's next turn.
+func (a *attemptRun) cutWaited() {
+	c, ok := a.state.(*cutting)
+	if !ok {
+		return
+	}
+	a.log.Info("the queued cut waited long enough: interrupting", "queued", c.queued, "waited", queueWait)
+	a.interruptCut(c)
+}
+
+// cutWait fires when the cutting state's queued cut stops waiting.
+func (a *attemptRun) cutWait() <-chan time.Time {
+	if c, ok := a.state.(*cutting); ok {
+		return c.wait.C()
+	}
+	return nil
+}
+
+// onPromptTaken hears the harness take a prompt. The writing prompt a cut
+// queued starts the writing turn as it is taken; any other prompt's echo
+// only says that this harness tells what it takes.
+func (a *attemptRun) onPromptTaken(front.PromptTaken) (outcome, bool) {
+	a.replays = true
+	switch s := a.state.(type) {
+	case *cutting:
+		if s.queued {
+			a.rt.save(a.st)
+			a.enterWriting(s.at, causeTaken, true).lateCut = s.interrupted
+		}
+	case *writing:
+		if !s.taken {
+			a.writingTaken(s)
+		}
+	}
+	return outcome{}, false
+}
+
+// cutEnded ends the cut turn: the writing turn starts, unless the turn
+// overflowed or ended on its own before the interrupt reached it.
+func (a *attemptRun) cutEnded(s *cutting, f front.TurnEnded) (outcome, bool) {
+	switch {
+	case f.How == front.EndedOverflow:
+		a.rt.save(a.st)
+		at := s.at
+		at.reason = manifest.ReasonOverflow
+		return a.handoff(at, handoffwriter.Handoff{}, "overflow at the cut: "+firstNonEmpty(f.Text, f.Detail)), true
+	case s.queued:
+		// The turn ended before the harness took the writing prompt
+		// (interrupted, or on a limit): the prompt is its next turn.
+		a.rt.save(a.st)
+		a.enterWriting(s.at, causeCutEnded, false).lateCut = s.interrupted
+		return outcome{}, false
+	case f.How == front.EndedLimited && !a.rt.caps.OutsideTurns:
+		// unattended: the cut turn met a limit; its writing turn starts once the limit lifts
+		a.rt.save(a.st)
+		return a.limited(f, afterLimit{resumes: resumeWriting, at: s.at})
+	case f.How == front.EndedOnOwn && !a.rt.caps.OutsideTurns:
+		// The round over the threshold was the agent's last reply: the
+		// agent is done, and there is nothing to hand off (DESIGN.md «The
+		// cut»). A writing prompt queued goes with the harness, stopped
+		// as the attempt ends.
+		a.rt.save(a.st)
+		a.log.Info("the turn ended on its own at the cut; the step is done")
+		e := a.event(KindTurn)
+		e.Text = f.Text
+		a.rt.emit(e)
+		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}, true
+	}
+	// The writing prompt goes out before the books are saved: their
+	// syncs are not on the cut's path.
+	out, end := a.startWriting(s.at, causeCutEnded)
+	a.rt.save(a.st)
+	return out, end
+}
