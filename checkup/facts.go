@@ -24,6 +24,7 @@ const (
 	FactAssistant    = "assistant line and usage"
 	FactResult       = "result line"
 	FactInterrupt    = "interrupt"
+	FactQueued       = "a prompt sent while a turn runs"
 	FactContextUsage = "get_context_usage"
 	FactHostileEnv   = "compaction held off despite the workspace's settings"
 	FactPreCompact   = "PreCompact hook blocks /compact"
@@ -40,6 +41,7 @@ func Facts() []Fact {
 		{FactAssistant, "Context meter", checkAssistant},
 		{FactResult, "Result lines", checkResult},
 		{FactInterrupt, "Interrupt", checkInterrupt},
+		{FactQueued, "Queued cut", checkQueued},
 		{FactContextUsage, "Context usage request", checkContextUsage},
 		{FactHostileEnv, "Compaction levers", checkHostileEnv},
 		{FactPreCompact, "Compaction levers", checkPreCompact},
@@ -362,6 +364,73 @@ func checkInterrupt(ctx context.Context, c *Checkup) (string, error) {
 		return "", fmt.Errorf("the model was not told of the interrupt: last user text %q", oneLine(last))
 	}
 	return fmt.Sprintf("result %s after %.1fs, the same session goes on", res.TerminalReason, took.Seconds()), nil
+}
+
+// queuedMark marks the prompt checkQueued sends while its turn runs.
+const queuedMark = "QUEUED-PROMPT-MARK"
+
+// checkQueued: a prompt written while a turn runs waits in the harness,
+// which takes it at the turn's next message boundary, beside the tool's
+// result and in the same turn, and echoes it as it takes it (DESIGN.md
+// «Queued cut»). The prompt is written once the reply's text is out and
+// before its tool call is, so it is surely waiting when the tool has run.
+func checkQueued(ctx context.Context, c *Checkup) (string, error) {
+	p, err := c.newPlace(scriptedapi.Route(func(r *scriptedapi.Request) scriptedapi.Reply {
+		switch {
+		case strings.Contains(r.LastUserText, queuedMark):
+			return scriptedapi.Reply{Text: "took it", Usage: secondUsage}
+		case len(r.LastToolResults) == 0:
+			return scriptedapi.Reply{Text: "looking", ToolUses: []scriptedapi.ToolUse{{Name: "Read", Input: map[string]any{"file_path": "NOTES.md"}}},
+				ToolDelay: 500 * time.Millisecond, Usage: firstUsage}
+		}
+		return scriptedapi.Reply{Text: "no prompt came", Usage: secondUsage}
+	}, nil, nil))
+	if err != nil {
+		return "", err
+	}
+	defer p.close()
+	s, err := c.start(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	defer s.stop()
+	if err := s.s.Send(front.Turn{Kind: front.TurnWork, Prompt: "look, then wait"}); err != nil {
+		return "", err
+	}
+	evs, err := s.until(ctx, "the reply's text", func(ev *transcript.Event) bool { return ev.Kind == transcript.KindAssistant })
+	if err != nil {
+		return "", err
+	}
+	if err := s.s.Send(front.Turn{Kind: front.TurnWork, Prompt: queuedMark + ": write it down"}); err != nil {
+		return "", err
+	}
+	rest, err := s.until(ctx, "the turn's result", func(ev *transcript.Event) bool { return ev.Kind == transcript.KindResult })
+	evs = append(evs, rest...)
+	if err != nil {
+		return "", err
+	}
+	var order []string
+	for _, ev := range evs {
+		switch {
+		case ev.Kind == transcript.KindUser && ev.Replay:
+			order = append(order, "echo "+strings.Fields(transcript.UserText(&ev))[0])
+		case ev.Kind == transcript.KindUser:
+			order = append(order, "tool result")
+		case ev.Kind == transcript.KindAssistant && ev.Text != "":
+			order = append(order, "reply "+ev.Text)
+		case ev.Kind == transcript.KindResult:
+			order = append(order, "result "+ev.Result)
+		}
+	}
+	want := []string{"echo look,", "reply looking", "tool result", "echo " + queuedMark + ":", "reply took it", "result took it"}
+	if strings.Join(order, " | ") != strings.Join(want, " | ") {
+		return "", fmt.Errorf("the turn went %q, want %q", order, want)
+	}
+	reqs := p.srv.Requests()
+	if last := reqs[len(reqs)-1]; len(last.LastToolResults) != 1 || !strings.Contains(last.MidTurn, queuedMark) {
+		return "", fmt.Errorf("the prompt did not come beside the tool's result: %d tool results, mid-turn text %q", len(last.LastToolResults), oneLine(last.MidTurn))
+	}
+	return "taken beside the tool's result in the same turn, echoed as taken", nil
 }
 
 // contextUsage starts a harness in p as a run would and asks
