@@ -15,11 +15,11 @@ import (
 // from a harness's stdout and writes to its stdin, stamped the moment it
 // was read or written: what the e2e bench (cmd/e2ebench) times flower's
 // own reactions by. Unset, nothing is traced and nothing is spent on it.
-// A line says only the line's kind and size (and a reply's context), never
-// its text:
+// A line says only the line's kind and size (and a reply's context and
+// tool calls), never its text:
 //
 //	<unix ns> <pid> start
-//	<unix ns> <pid> out <type> <subtype> <bytes> <context>
+//	<unix ns> <pid> out <type> <subtype> <bytes> <context> <tool calls>
 //	<unix ns> <pid> in <type> <subtype> <bytes>
 const EnvTrace = "FLOWER_TRACE"
 
@@ -52,7 +52,7 @@ func (t *tracer) line(format string, args ...any) {
 func (t *tracer) start(at time.Time, pid int) { t.line("%d %d start", at.UnixNano(), pid) }
 
 func (t *tracer) out(at time.Time, pid int, ev *transcript.Event, size int) {
-	t.line("%d %d out %s %s %d %d", at.UnixNano(), pid, orDash(ev.Type), orDash(ev.Subtype), size, ev.Usage.Context())
+	t.line("%d %d out %s %s %d %d %d", at.UnixNano(), pid, orDash(ev.Type), orDash(ev.Subtype), size, ev.Usage.Context(), len(ev.ToolUses))
 }
 
 func (t *tracer) in(at time.Time, pid int, b []byte) {

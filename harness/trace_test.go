@@ -46,8 +46,8 @@ func TestTraceStampsLinesInOrder(t *testing.T) {
 		}
 		last = ns
 		seen = append(seen, strings.Join(f[2:], " "))
-		if f[2] == "out" && f[3] == "assistant" && f[len(f)-1] != "150000" {
-			t.Errorf("a reply's line %q does not say its context", l)
+		if f[2] == "out" && f[3] == "assistant" && (len(f) != 8 || f[6] != "150000" || f[7] != "0") {
+			t.Errorf("a reply's line %q does not say its context and its tool calls (none)", l)
 		}
 	}
 	got := strings.Join(seen, " | ")

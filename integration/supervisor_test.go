@@ -446,6 +446,39 @@ func TestCutInterruptsRunningTool(t *testing.T) {
 	}
 }
 
+// The queued cut on the real harness (DESIGN.md «Queued cut»): the reply
+// over the threshold calls an instant tool; the tool runs, and the next
+// request of the same turn carries its result and the writing prompt, with
+// no interrupt between. The crossing reply → writing request is then one
+// tool round trip.
+func TestCutQueuesWritingPrompt(t *testing.T) {
+	t.Parallel()
+	j := &job{plans: [][]scriptedapi.Reply{{bash(100_000, "echo one >> work.txt"), bash(155_000, "echo two >> work.txt")}, {done(20_000)}}, handoff: goodHandoff}
+	f, st, err := runFlower(t, j, supervisor.Options{Handoff: window200k(0), Workbench: true}, "Append two lines")
+	if err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	if len(j.writingSeq) != 1 || len(st.Generations) != 2 || st.Generations[0].Handoff == nil || st.Generations[0].Handoff.Degraded {
+		t.Fatalf("writing turns %v, generations %d: want one whole handoff", j.writingSeq, len(st.Generations))
+	}
+	crossing := requestBySeq(f.srv, j.firstSeq[0]+1)
+	writing := requestBySeq(f.srv, j.writingSeq[0])
+	if writing.Seq != crossing.Seq+1 || writing.SessionID != crossing.SessionID {
+		t.Errorf("the writing request is #%d, the crossing one #%d: want the next request of the same session", writing.Seq, crossing.Seq)
+	}
+	if len(writing.LastToolResults) != 1 || !strings.Contains(writing.MidTurn, handoffwriter.PromptTag) {
+		t.Errorf("the writing request carries %d tool results and mid-turn text %q: want the crossing tool's result and the prompt beside it",
+			len(writing.LastToolResults), clip(writing.MidTurn, 200))
+	}
+	if strings.Contains(writing.AllText, "[Request interrupted") {
+		t.Error("the writing request follows an interrupt")
+	}
+	if w, _ := os.ReadFile(filepath.Join(f.workspace, "work.txt")); string(w) != "one\ntwo\n" {
+		t.Errorf("work.txt %q: want the crossing reply's tool to have run", w)
+	}
+	t.Logf("crossing reply answered → writing request: %v", writing.Time.Sub(crossing.Answered))
+}
+
 // Case 8: the child's auto-compact as the harness itself reports it.
 func TestAutoCompactAsHarnessReports(t *testing.T) {
 	t.Parallel()

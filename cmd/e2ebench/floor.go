@@ -22,10 +22,10 @@ type floorFigures struct {
 	// harness.Process.Warm does), its first real prompt written → that
 	// prompt's request. The floor of the headless switch gap.
 	warm []time.Duration
-	// cuts: the reply over the threshold answered → its interrupt written
-	// as its assistant line is read → the next prompt written as the
-	// interrupted turn's result is read → that prompt's request. The floor
-	// of the cut.
+	// cuts: the reply over the threshold answered → the next prompt
+	// written as its tool call's line is read, into the running turn (as
+	// flower's queued cut writes it) → the request that carries it beside
+	// the tool's result. The floor of the cut.
 	cuts []time.Duration
 	// rtts: the same sessions' tool round trips, as the job counts them.
 	rtts []time.Duration
@@ -125,8 +125,7 @@ func (b *bench) floorSession(ctx context.Context, srv *scriptedapi.Server, f *fl
 	if _, err := until(`"type":"assistant"`, floorCrosses); err != nil {
 		return err
 	}
-	send(`{"type":"control_request","request_id":"floor-1","request":{"subtype":"interrupt"}}`)
-	if _, err := until(`"type":"result"`); err != nil {
+	if _, err := until(`"type":"assistant"`, `"tool_use"`); err != nil {
 		return err
 	}
 	send(user(floorPrompt))
@@ -139,8 +138,8 @@ func (b *bench) floorSession(ctx context.Context, srv *scriptedapi.Server, f *fl
 			main = append(main, r)
 		}
 	}
-	// An interrupt that came after the crossing round's tool result had
-	// gone out leaves one more request between the two, as in a job.
+	// A prompt written after the harness built the request that follows
+	// the crossing round's tool result rides the one after, as in a job.
 	if len(main) < floorRounds+1 || !strings.Contains(main[len(main)-1].LastUserText, floorPrompt) {
 		return errors.New("bare harness: the floor session's requests are not the script's")
 	}

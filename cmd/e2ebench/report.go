@@ -100,7 +100,7 @@ func jobRows(tw io.Writer, cold time.Duration, jobs []jobFigures) {
 		func(j jobFigures) string { return list(j.cuts) })
 	row("tool round trips (same session; median)", "", always,
 		func(j jobFigures) string { return fmt.Sprintf("%s; %s", list(j.rtts), secs(median(j.rtts))) })
-	row("flower's reaction: crossing line read → interrupt written", "< 2 ms",
+	row("flower's reaction: the crossing reply's line read → the cut written", "< 2 ms",
 		func(j jobFigures) bool { return len(j.reactions) > 0 && slices.Max(j.reactions) < 2*time.Millisecond },
 		func(j jobFigures) string { return msList(j.reactions) })
 	row("count_tokens requests flower adds (bursts, sessions)", "≤ one burst per run", func(j jobFigures) bool { return j.bursts <= 1 && j.ctSessions <= 1 },
@@ -124,7 +124,7 @@ func floorRows(tw io.Writer, cold time.Duration, f floorFigures) {
 	fmt.Fprintf(tw, "the bare harness's own floor, driven as flower drives it (%d sessions)\n", len(f.warm))
 	fmt.Fprintf(tw, "  warmed with a blank prompt, idle 2 s: prompt → request (under the switch gap)\t%s (median %s, %.2f× cold)\n",
 		list(f.warm), secs(median(f.warm)), median(f.warm).Seconds()/cold.Seconds())
-	fmt.Fprintf(tw, "  interrupt as the reply is read, prompt at its result: reply → request (under the cut)\t%s (median %s, %.2f× its tool round trip)\n",
+	fmt.Fprintf(tw, "  prompt queued as the reply's tool call is read: reply → request (under the cut)\t%s (median %s, %.2f× its tool round trip)\n",
 		list(f.cuts), secs(median(f.cuts)), median(f.cuts).Seconds()/median(f.rtts).Seconds())
 	fmt.Fprintf(tw, "  its tool round trips (median)\t%s; %s\n", list(f.rtts), secs(median(f.rtts)))
 }

@@ -13,8 +13,11 @@ import (
 // of flower's own time: each moment is stamped in flower as it read a
 // harness's line or wrote one to its stdin.
 type traced struct {
-	// reactions: the first reply over the threshold read → the interrupt
-	// written to the same harness.
+	// reactions: the line of the reply over the threshold that flower
+	// acted on read → the cut written to the same harness: the writing
+	// prompt queued, at the reply's tool-call line (the reply's first
+	// line, its text's, comes before it), or the interrupt, at the
+	// reply's first line.
 	reactions []time.Duration
 	// shares: the writing turn's result read → the successor's first
 	// prompt written: flower's own part of a switch.
@@ -28,6 +31,7 @@ type traceLine struct {
 	typ, sub string
 	size     int
 	context  int
+	tools    int
 }
 
 func readTrace(path string) (traced, error) {
@@ -53,6 +57,9 @@ func readTrace(path string) (traced, error) {
 		if len(w) >= 7 {
 			l.context, _ = strconv.Atoi(w[6])
 		}
+		if len(w) >= 8 {
+			l.tools, _ = strconv.Atoi(w[7])
+		}
 		lines = append(lines, l)
 	}
 	// Each line is stamped before it is written: two goroutines' lines
@@ -76,10 +83,8 @@ func fromTrace(lines []traceLine) traced {
 			return l.pid == pid && l.dir == "out" && l.typ == "assistant" && l.context >= threshold
 		}, time.Time{})
 		if !cross.IsZero() {
-			if intr := first(lines, func(l traceLine) bool {
-				return l.pid == pid && l.dir == "in" && l.sub == "interrupt"
-			}, cross); !intr.IsZero() {
-				t.reactions = append(t.reactions, intr.Sub(cross))
+			if r, ok := reaction(lines, pid, cross); ok {
+				t.reactions = append(t.reactions, r)
 			}
 		}
 		end := last(lines, func(l traceLine) bool { return l.pid == pid && l.dir == "out" && l.typ == "result" })
@@ -92,6 +97,39 @@ func fromTrace(lines []traceLine) traced {
 		}
 	}
 	return t
+}
+
+// reaction is flower's time from the line of harness pid's reply over the
+// threshold (first read at cross) that it cut on to the cut written: the
+// writing prompt (a user line) at the reply's tool-call line, or the
+// interrupt at its first line.
+func reaction(lines []traceLine, pid int, cross time.Time) (time.Duration, bool) {
+	cut := first(lines, func(l traceLine) bool {
+		return l.pid == pid && l.dir == "in" && (l.sub == "interrupt" || l.typ == "user")
+	}, cross)
+	if cut.IsZero() {
+		return 0, false
+	}
+	from := cross
+	if l := lineAt(lines, pid, cut); l.typ == "user" {
+		from = first(lines, func(l traceLine) bool {
+			return l.pid == pid && l.dir == "out" && l.typ == "assistant" && l.tools > 0
+		}, cross)
+	}
+	if from.IsZero() || from.After(cut) {
+		return 0, false
+	}
+	return cut.Sub(from), true
+}
+
+// lineAt is harness pid's line written at t.
+func lineAt(lines []traceLine, pid int, t time.Time) traceLine {
+	for _, l := range lines {
+		if l.pid == pid && l.dir == "in" && l.at.Equal(t) {
+			return l
+		}
+	}
+	return traceLine{}
 }
 
 // first is the time of the first line after from that ok picks.
