@@ -219,6 +219,25 @@ func (c *Checkup) start(ctx context.Context, p *place) (*session, error) {
 	return &session{s: s, env: spec.Env, dir: spec.Dir}, nil
 }
 
+// begin starts a harness as start does, in a place of its own whose model
+// is script, and sends it prompt as its first turn; end stops the harness
+// and removes the place.
+func (c *Checkup) begin(ctx context.Context, script scriptedapi.Script, prompt string) (p *place, s *session, end func(), err error) {
+	if p, err = c.newPlace(script); err != nil {
+		return nil, nil, nil, err
+	}
+	if s, err = c.start(ctx, p); err != nil {
+		p.close()
+		return nil, nil, nil, err
+	}
+	end = func() { s.stop(); p.close() }
+	if err := s.s.Send(front.Turn{Kind: front.TurnWork, Prompt: prompt}); err != nil {
+		end()
+		return nil, nil, nil, fmt.Errorf("send a turn: %w", err)
+	}
+	return p, s, end, nil
+}
+
 // turn sends text as a new turn and returns the records through its result.
 func (s *session) turn(ctx context.Context, text string) ([]transcript.Event, error) {
 	if err := s.s.Send(front.Turn{Kind: front.TurnWork, Prompt: text}); err != nil {

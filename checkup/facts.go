@@ -312,24 +312,16 @@ func checkTranscript(ctx context.Context, c *Checkup) (string, error) {
 }
 
 func checkInterrupt(ctx context.Context, c *Checkup) (string, error) {
-	p, err := c.newPlace(scriptedapi.Route(func(r *scriptedapi.Request) scriptedapi.Reply {
+	p, s, end, err := c.begin(ctx, scriptedapi.Route(func(r *scriptedapi.Request) scriptedapi.Reply {
 		if strings.Contains(r.LastUserText, "answer slowly") && !strings.Contains(r.LastUserText, "[Request interrupted") {
 			return scriptedapi.Reply{Text: "too late", Usage: firstUsage, Delay: time.Minute}
 		}
 		return scriptedapi.Reply{Text: "carrying on", Usage: secondUsage}
-	}, nil, nil))
+	}, nil, nil), "answer slowly")
 	if err != nil {
 		return "", err
 	}
-	defer p.close()
-	s, err := c.start(ctx, p)
-	if err != nil {
-		return "", err
-	}
-	defer s.stop()
-	if err := s.s.Send(front.Turn{Kind: front.TurnWork, Prompt: "answer slowly"}); err != nil {
-		return "", err
-	}
+	defer end()
 	for len(p.srv.Requests()) == 0 {
 		select {
 		case <-ctx.Done():
@@ -375,7 +367,7 @@ const queuedMark = "QUEUED-PROMPT-MARK"
 // «Queued cut»). The prompt is written once the reply's text is out and
 // before its tool call is, so it is surely waiting when the tool has run.
 func checkQueued(ctx context.Context, c *Checkup) (string, error) {
-	p, err := c.newPlace(scriptedapi.Route(func(r *scriptedapi.Request) scriptedapi.Reply {
+	p, s, end, err := c.begin(ctx, scriptedapi.Route(func(r *scriptedapi.Request) scriptedapi.Reply {
 		switch {
 		case strings.Contains(r.LastUserText, queuedMark):
 			return scriptedapi.Reply{Text: "took it", Usage: secondUsage}
@@ -384,19 +376,11 @@ func checkQueued(ctx context.Context, c *Checkup) (string, error) {
 				ToolDelay: 500 * time.Millisecond, Usage: firstUsage}
 		}
 		return scriptedapi.Reply{Text: "no prompt came", Usage: secondUsage}
-	}, nil, nil))
+	}, nil, nil), "look, then wait")
 	if err != nil {
 		return "", err
 	}
-	defer p.close()
-	s, err := c.start(ctx, p)
-	if err != nil {
-		return "", err
-	}
-	defer s.stop()
-	if err := s.s.Send(front.Turn{Kind: front.TurnWork, Prompt: "look, then wait"}); err != nil {
-		return "", err
-	}
+	defer end()
 	evs, err := s.until(ctx, "the reply's text", func(ev *transcript.Event) bool { return ev.Kind == transcript.KindAssistant })
 	if err != nil {
 		return "", err

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -159,13 +158,9 @@ func memQueuedCutCancelled(t *testing.T) {
 		h.Took = time.Minute
 		return h
 	})
-	_, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(ctx, memStep, memTask)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("RunStep: %v, want interrupted", err)
-	}
-	st := r.step()
-	if st.Status != manifest.StatusInterrupted || len(st.Generations) != 1 || st.Generations[0].Handoff != nil {
-		t.Errorf("status %s, %d generations: want interrupted, 1, no handoff", st.Status, len(st.Generations))
+	st := r.runCancelled(ctx)
+	if st.Generations[0].Handoff != nil {
+		t.Errorf("a handoff %+v: want none", st.Generations[0].Handoff)
 	}
 	if log := r.front.Log(); count(log, "cancel 1") != 2 || slices.Contains(log, "cut 1") {
 		t.Errorf("want the work turn cancelled, then the queued writing turn as it started:\n%s", strings.Join(log, "\n"))

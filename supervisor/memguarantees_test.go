@@ -140,6 +140,21 @@ func newMemRun(t *testing.T, plans [][]fronttest.Round, handoff func(int) frontt
 	return r
 }
 
+// runCancelled runs the row's step with ctx, which the row cancels during
+// the first generation: the step is interrupted, in that generation.
+func (r *memRun) runCancelled(ctx context.Context) *manifest.StepResult {
+	r.t.Helper()
+	_, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(ctx, memStep, memTask)
+	if !errors.Is(err, context.Canceled) {
+		r.t.Fatalf("RunStep: %v, want interrupted", err)
+	}
+	st := r.step()
+	if st.Status != manifest.StatusInterrupted || len(st.Generations) != 1 {
+		r.t.Fatalf("status %s, %d generations: want interrupted, 1", st.Status, len(st.Generations))
+	}
+	return st
+}
+
 // memTempDir is a row's directory. The rows write their manifest, notes
 // and trust store for real, and each write syncs (package atomicfile): on
 // a disk those syncs are most of a row's time, so the directory is on the
@@ -1000,14 +1015,7 @@ func memWarmCancelled(t *testing.T) {
 		h.Took = time.Minute
 		return h
 	})
-	_, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(ctx, memStep, memTask)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("RunStep: %v, want interrupted", err)
-	}
-	st := r.step()
-	if st.Status != manifest.StatusInterrupted || len(st.Generations) != 1 {
-		t.Errorf("status %s, %d generations: want interrupted, 1", st.Status, len(st.Generations))
-	}
+	st := r.runCancelled(ctx)
 	procs := r.front.Procs()
 	if len(procs) != 2 || procs[1].Spec.Prompt != "" {
 		t.Fatalf("%d harnesses: want the successor started early beside the writing turn", len(procs))

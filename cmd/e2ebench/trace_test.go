@@ -27,14 +27,7 @@ func TestTraceFigures(t *testing.T) {
 2500000000 20 out result success 1233 0
 2503000000 20 in user - 1274
 `
-	path := filepath.Join(t.TempDir(), "trace")
-	if err := os.WriteFile(path, []byte(trace), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	got, err := readTrace(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := traceOf(t, trace)
 	if want := []time.Duration{700 * time.Microsecond}; !slices.Equal(got.reactions, want) {
 		t.Errorf("reactions %v, want %v", got.reactions, want)
 	}
@@ -58,15 +51,22 @@ func TestTraceQueuedCutReaction(t *testing.T) {
 1800000000 20 start
 2503000000 20 in user - 1274
 `
+	got := traceOf(t, trace)
+	if want := []time.Duration{400 * time.Microsecond}; !slices.Equal(got.reactions, want) {
+		t.Errorf("reactions %v, want %v", got.reactions, want)
+	}
+}
+
+// traceOf is what readTrace makes of a trace file holding text.
+func traceOf(t *testing.T, text string) traced {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "trace")
-	if err := os.WriteFile(path, []byte(trace), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	got, err := readTrace(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []time.Duration{400 * time.Microsecond}; !slices.Equal(got.reactions, want) {
-		t.Errorf("reactions %v, want %v", got.reactions, want)
-	}
+	return got
 }
