@@ -108,7 +108,10 @@ func (a *attemptRun) cutEnded(s *cutting, f front.TurnEnded) (outcome, bool) {
 		return a.handoff(at, handoffwriter.Handoff{}, "overflow at the cut: "+firstNonEmpty(f.Text, f.Detail)), true
 	case s.queued:
 		// The turn ended before the harness took the writing prompt
-		// (interrupted, or on a limit): the prompt is its next turn.
+		// (interrupted, on a limit, or on its own after the tool, which
+		// a reply that called a tool does only when the harness stops
+		// it, a hook say): the prompt is its next turn. A limit that
+		// still holds ends that turn too, and the writing state waits.
 		a.rt.save(a.st)
 		a.enterWriting(s.at, causeCutEnded, false).lateCut = s.interrupted
 		return outcome{}, false
@@ -119,8 +122,7 @@ func (a *attemptRun) cutEnded(s *cutting, f front.TurnEnded) (outcome, bool) {
 	case f.How == front.EndedOnOwn && !a.rt.caps.OutsideTurns:
 		// The round over the threshold was the agent's last reply: the
 		// agent is done, and there is nothing to hand off (DESIGN.md «The
-		// cut»). A writing prompt queued goes with the harness, stopped
-		// as the attempt ends.
+		// cut»).
 		a.rt.save(a.st)
 		a.log.Info("the turn ended on its own at the cut; the step is done")
 		e := a.event(KindTurn)

@@ -24,6 +24,7 @@ func memCutRows() []memGuarantee {
 		{"queued cut: a tool that runs on is interrupted, the queued prompt its next turn", memQueuedCutLongTool},
 		{"queued cut: an interrupt that crosses the taken prompt asks again", memQueuedCutLate},
 		{"queued cut: flower stopped before the prompt is taken", memQueuedCutCancelled},
+		{"queued cut: the harness ends the turn after the tool, the prompt its next turn", memQueuedCutStopped},
 		{"a crossing reply that ends its turn ends the step", memCrossingLast},
 		{"a harness that does not queue is cut by interrupt", memInterruptCut},
 	}
@@ -166,6 +167,28 @@ func memQueuedCutCancelled(t *testing.T) {
 		t.Errorf("want the work turn cancelled, then the queued writing turn as it started:\n%s", strings.Join(log, "\n"))
 	}
 	r.checkEnds("1 interrupted", "1 interrupted")
+	r.checkLineage(st)
+}
+
+// memQueuedCutStopped: the harness ends the cut turn once the crossing
+// reply's tool has run, without another request (a Stop hook): the agent
+// was not done, and the queued writing prompt is the harness's next turn,
+// written from as any writing turn.
+func memQueuedCutStopped(t *testing.T) {
+	crossing := memTool(155_000, "echo two >> work.txt")
+	crossing.Stopped = true
+	r := newMemRun(t, [][]fronttest.Round{{memTool(100_000, "echo one >> work.txt"), crossing}, {memDone(20_000)}}, memHandoff)
+	st, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask)
+	if err != nil {
+		t.Fatalf("RunStep: %v", err)
+	}
+	if h := st.Generations[0].Handoff; len(st.Generations) != 2 || h == nil || h.Degraded {
+		t.Fatalf("%d generations: want a whole handoff", len(st.Generations))
+	}
+	if log := r.front.Log(); cutIndex(log, 1) >= 0 || len(r.front.Procs()[0].Prompts()) != 2 {
+		t.Errorf("want no interrupt, and the writing prompt sent once, taken as a turn of its own:\n%s", strings.Join(log, "\n"))
+	}
+	r.checkEnds("1 on its own", "1 on its own", "2 on its own")
 	r.checkLineage(st)
 }
 

@@ -538,7 +538,7 @@ func (s *stepRun) resumeWriting(gen *manifest.Generation, session string, begin 
 func (a *attemptRun) writingResumed(l launch) {
 	rt := a.rt
 	at := cutAt{reason: manifest.ReasonThreshold, context: l.writingContext}
-	a.enter(&writing{at: at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: rt.clock.Now(), cost0: a.meter.CostUSD}, causeResumed)
+	a.enter(&writing{at: at, dl: rt.after(rt.opts.WritingTimeout, "writing"), started: rt.clock.Now(), cost0: a.meter.CostUSD, taken: true}, causeResumed)
 	e := a.event(KindHandoff)
 	e.Phase, e.Context = PhaseWriting, at.context
 	rt.emit(e)

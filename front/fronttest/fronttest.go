@@ -92,6 +92,10 @@ type Round struct {
 	// Took is the request's latency; an interrupt in it ends the turn
 	// before the response.
 	Took time.Duration
+	// Stopped: once the round's tool has run, the harness ends the turn
+	// without asking again, as a Stop hook makes it (terminal reason
+	// hook_stopped): no turn sent while this one ran is taken into it.
+	Stopped bool
 	// Split: the reply is written as the real harness writes it, a line
 	// per content block (its text's, then its tool call's, one message
 	// id), rather than in one line.
@@ -783,6 +787,10 @@ func (s *session) turn(t front.Turn) (last Round) {
 		s.emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
 			"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result",
 				"tool_use_id": fmt.Sprintf("toolu_%d", s.msgSeq), "content": "ok"}}}})
+		if r.Stopped {
+			s.result(false, "", "hook_stopped", "tool_use", turns)
+			return r
+		}
 	}
 }
 
