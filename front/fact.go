@@ -141,8 +141,13 @@ func (e Ending) String() string {
 type SessionSwitched struct{ From, To string }
 
 // Output is one line the harness wrote, for programs that follow the run;
-// the engine passes it on and never reads it.
-type Output struct{ Raw []byte }
+// the engine passes it on and never reads it. Echo: the line is the
+// harness's echo of a prompt the engine sent (PromptTaken), flower's own
+// words rather than the harness's, and is not passed on.
+type Output struct {
+	Raw  []byte
+	Echo bool
+}
 
 func (Init) isFact()            {}
 func (Round) isFact()           {}
@@ -219,7 +224,7 @@ func (t *Translator) now() time.Time {
 // A record with a line (Raw) yields its Output first.
 func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 	if ev.Raw != nil {
-		out(Output{Raw: ev.Raw})
+		out(Output{Raw: ev.Raw, Echo: ev.Replay})
 	}
 	if ev.SessionID != "" && ev.Kind != transcript.KindControlResponse && ev.Kind != transcript.KindInit {
 		t.sessionID = ev.SessionID

@@ -413,7 +413,7 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 	}
 	// The cut came while the tool ran: flower pressed Esc, and the harness
 	// noted the interrupt in generation 1's transcript.
-	if !strings.Contains(string(log), "interrupting at the message boundary") {
+	if !strings.Contains(string(log), `"msg":"handoff due: cutting at the message boundary"`) || !strings.Contains(string(log), `"how":"interrupt"`) {
 		t.Errorf("flower.log does not show the interrupt")
 	}
 	// Every record says where in the run it was written

@@ -188,7 +188,8 @@ func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
 // package handoff).
 const (
 	msgResponse  = "response"
-	msgCut       = "handoff due: interrupting at the message boundary"
+	msgCut       = "handoff due: cutting at the message boundary"
+	msgCutBefore = "handoff due: interrupting at the message boundary" // flower before the queued cut
 	msgWritten   = "handoff document as written"
 	msgLaunched  = "handoff launched as edited"
 	msgAttemptKO = "attempt failed"
@@ -213,7 +214,7 @@ func (run *Run) fold(line []byte, steps map[string]*Step) bool {
 	case msgResponse:
 		s.Responses = append(s.Responses, Response{Time: r.Time, Generation: r.Gen, Phase: r.Phase, Context: r.Context,
 			Window: r.Window, At: r.At, WarnAt: r.WarnAt})
-	case msgCut:
+	case msgCut, msgCutBefore:
 		s.Cuts = append(s.Cuts, Mark{Time: r.Time, Generation: r.Gen, Context: r.Context, Text: r.Reason})
 	case msgAPIRetry:
 		s.Waits = append(s.Waits, Wait{Time: r.Time, Generation: r.Gen, Delay: time.Duration(max(r.DelayMS, 0)) * time.Millisecond,

@@ -420,7 +420,7 @@ func (a *attemptRun) sessionNamed(prev string) {
 // run; the writing turn is not streamed (DESIGN.md «Writing turn»): its
 // result is the done event.
 func (a *attemptRun) onOutput(f front.Output) {
-	if _, writing := a.state.(*writing); writing {
+	if _, writing := a.state.(*writing); writing || f.Echo {
 		return
 	}
 	e := a.event(KindRaw)

@@ -19,18 +19,27 @@ import (
 func (a *attemptRun) cut(at cutAt) {
 	c := &cutting{at: at, dl: a.rt.after(a.rt.opts.CutTimeout, "cut")}
 	a.enter(c, causeHandoffDue)
-	if !a.rt.caps.Queues || !a.replays || !a.onReply {
-		a.log.Info("handoff due: interrupting at the message boundary", "reason", at.reason, "context", at.context, "at", a.rt.policy.At())
+	queue := a.rt.caps.Queues && a.replays && a.onReply
+	how := "interrupt"
+	switch {
+	case queue && a.replyTools:
+		how = "the writing prompt, beside the tool's result"
+	case queue:
+		how = "the writing prompt once the reply calls a tool; none if its turn ends"
+	}
+	a.log.Info(logCut, "reason", at.reason, "context", at.context, "at", a.rt.policy.At(), "how", how)
+	if !queue {
 		a.interruptCut(c)
 		return
 	}
 	c.wait = a.rt.after(queueWait, "queued cut")
-	if !a.replyTools {
-		a.log.Info("handoff due: the reply calls no tool yet; waiting for its tool call or its turn's end", "reason", at.reason, "context", at.context, "at", a.rt.policy.At())
-		return
+	if a.replyTools {
+		a.queueWriting(c)
 	}
-	a.queueWriting(c)
 }
+
+// logCut is the log's record of a cut (runpage reads it).
+const logCut = "handoff due: cutting at the message boundary"
 
 // queueWait is how long a queued cut waits for the harness to take the
 // writing prompt (a reply's tool call to show, its tool to run) before it
@@ -41,7 +50,6 @@ const queueWait = 2 * time.Second
 // queueWriting sends the writing prompt into the running turn, for the
 // harness to take at its next request (DESIGN.md «Queued cut»).
 func (a *attemptRun) queueWriting(c *cutting) {
-	a.log.Info("handoff due: the writing prompt goes with the tool's result", "reason", c.at.reason, "context", c.at.context, "at", a.rt.policy.At())
 	if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(c.at)}); err != nil {
 		a.log.Warn("the writing prompt could not be queued; interrupting", "err", err)
 		a.interruptCut(c)
