@@ -56,6 +56,12 @@ func (a *attemptRun) queueWriting(c *cutting) {
 		return
 	}
 	c.queued = true
+	// The context the cut was decided at is on record, as a cut turn's
+	// result puts it there: a flower killed from here on leaves a step
+	// that a continue hands off, not resumes (DESIGN.md «Continuation»).
+	// The harness runs the tool meanwhile.
+	a.st.SetContext(a.meter.Context)
+	a.rt.save(a.st)
 }
 
 // interruptCut sends the cut's interrupt; a queued cut stops waiting.
@@ -94,7 +100,6 @@ func (a *attemptRun) onPromptTaken(front.PromptTaken) (outcome, bool) {
 	switch s := a.state.(type) {
 	case *cutting:
 		if s.queued {
-			a.rt.save(a.st)
 			a.enterWriting(s.at, causeTaken, true).lateCut = s.interrupted
 		}
 	case *writing:
