@@ -57,7 +57,8 @@ type Request struct {
 	// (midTurnMark). On 2.1.328 they come in a message with role
 	// "system" after the last user message, or, in a <system-reminder>
 	// at the end of the last tool result's content (seen with a Read
-	// tool and claude-haiku-4-5).
+	// tool and claude-haiku-4-5); on 2.1.332, in a text block of the
+	// last user message, after the tool result.
 	MidTurn string
 	// LastToolResults are the tool_result blocks of that message.
 	LastToolResults []ToolResult
@@ -144,20 +145,25 @@ func parseRequest(body []byte) (Request, error) {
 		c := a.Messages[last].Content
 		r.LastUserText = flattenTop(c)
 		r.LastToolResults = toolResults(c)
-		var mid []string
+		// Where the message is not in LastUserText already, it is
+		// added to it.
+		var mid, elsewhere []string
+		if t, ok := midTurn(r.LastUserText); ok {
+			mid = append(mid, t)
+		}
 		for _, tr := range r.LastToolResults {
 			if t, ok := midTurn(tr.Content); ok {
-				mid = append(mid, t)
+				mid, elsewhere = append(mid, t), append(elsewhere, t)
 			}
 		}
 		for _, m := range a.Messages[last+1:] {
 			if t, ok := midTurn(flattenTop(m.Content)); m.Role == "system" && ok {
-				mid = append(mid, t)
+				mid, elsewhere = append(mid, t), append(elsewhere, t)
 			}
 		}
 		r.MidTurn = strings.Join(mid, "\n")
-		if r.MidTurn != "" {
-			r.LastUserText = strings.TrimPrefix(r.LastUserText+"\n"+r.MidTurn, "\n")
+		if len(elsewhere) > 0 {
+			r.LastUserText = strings.TrimPrefix(r.LastUserText+"\n"+strings.Join(elsewhere, "\n"), "\n")
 		}
 	}
 	return r, nil

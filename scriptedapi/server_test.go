@@ -232,6 +232,17 @@ func TestMidTurnPrompt(t *testing.T) {
 	if want := "The user sent a new message while you were working:\nwrite the handoff\n</system-reminder>"; r.MidTurn != want || r.LastUserText != want {
 		t.Errorf("MidTurn = %q, LastUserText = %q: want %q", r.MidTurn, r.LastUserText, want)
 	}
+	// 2.1.332's way: a text block after the tool result.
+	post(t, s.URL+"/v1/messages?beta=true", `{"model":"claude-test","stream":true,"max_tokens":1000,
+ "system":[{"type":"text","text":"x-anthropic-billing-header: cc_version=1; cc_entrypoint=sdk-cli;"}],
+ "tools":[{"name":"Bash"}],
+ "messages":[{"role":"user","content":"the task"},
+  {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}]},
+  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"},{"type":"text","text":"The user sent a new message while you were working:\nwrite the handoff\n\nThis is how Claude Code surfaces messages."}]}]}`)
+	r = s.Requests()[2]
+	if want := "The user sent a new message while you were working:\nwrite the handoff\n\nThis is how Claude Code surfaces messages."; r.MidTurn != want || r.LastUserText != want {
+		t.Errorf("MidTurn = %q, LastUserText = %q: want %q once", r.MidTurn, r.LastUserText, want)
+	}
 }
 
 func TestKind(t *testing.T) {
