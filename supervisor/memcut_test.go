@@ -15,30 +15,28 @@ import (
 // memCutRows are the guarantees table's rows of the cut (DESIGN.md «The
 // cut», «Queued cut»): on a harness that queues turns, a reply that calls a
 // tool is cut by the writing prompt sent into its turn; the interrupt is
-// what is left for a tool that runs long, a harness that does not queue,
-// and a cut decided on no reply.
+// what is left for a tool that runs long (here), a harness that does not
+// queue (the rows of the other fronts) and a cut decided on no reply.
 func memCutRows() []memGuarantee {
 	return []memGuarantee{
-		{"queued cut: the writing prompt goes with the tool's result", func(t *testing.T) { memQueuedCut(t, false) }},
-		{"queued cut: a reply written a line per block", func(t *testing.T) { memQueuedCut(t, true) }},
+		{"queued cut: the writing prompt goes with the tool's result", memQueuedCut},
 		{"queued cut: a tool that runs on is interrupted, the queued prompt its next turn", memQueuedCutLongTool},
 		{"queued cut: an interrupt that crosses the taken prompt asks again", memQueuedCutLate},
 		{"queued cut: flower stopped before the prompt is taken", memQueuedCutCancelled},
 		{"queued cut: the harness ends the turn after the tool, the prompt its next turn", memQueuedCutStopped},
 		{"a crossing reply that ends its turn ends the step", memCrossingLast},
-		{"a harness that does not queue is cut by interrupt", memInterruptCut},
 	}
 }
 
 // memQueuedCut: the crossing reply's tool runs (a second on the fake
 // clock), and the request after it is the writing request, in the same
 // turn: no interrupt, one result for both, and the crossing reply → writing
-// request is the tool's run and nothing more. split: the reply comes a
-// line per content block, its tool call after its text, as the real
-// harness writes it; the cut waits for the tool call's line.
-func memQueuedCut(t *testing.T, split bool) {
+// request is the tool's run and nothing more. The reply comes a line per
+// content block, its tool call after its text, as the real harness writes
+// it: the cut waits for the tool call's line.
+func memQueuedCut(t *testing.T) {
 	crossing := memTool(155_000, "echo two >> work.txt")
-	crossing.Split = split
+	crossing.Split = true
 	r := newMemRun(t, [][]fronttest.Round{{memTool(100_000, "echo one >> work.txt"), crossing}, {memDone(20_000)}}, memHandoff)
 	st, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask)
 	if err != nil {
@@ -208,24 +206,5 @@ func memCrossingLast(t *testing.T) {
 		t.Errorf("want no cut and no writing prompt:\n%s", strings.Join(log, "\n"))
 	}
 	r.checkEnds("1 on its own")
-	r.checkLineage(st)
-}
-
-// memInterruptCut: a stream-json harness that does not queue turns is cut
-// by its interrupt; the writing turn is its next turn.
-func memInterruptCut(t *testing.T) {
-	r := newMemRun(t, memTwoGens, memHandoff)
-	r.front.NoQueue = true
-	st, err := r.runtime(Options{Handoff: window(200_000)}).RunStep(t.Context(), memStep, memTask)
-	if err != nil {
-		t.Fatalf("RunStep: %v", err)
-	}
-	if h := st.Generations[0].Handoff; len(st.Generations) != 2 || h == nil || h.Degraded {
-		t.Fatalf("%d generations: want a whole handoff", len(st.Generations))
-	}
-	if log := r.front.Log(); !slices.Contains(log, "cut 1") || slices.Contains(log, "taken 1") {
-		t.Errorf("want the cut's interrupt:\n%s", strings.Join(log, "\n"))
-	}
-	r.checkEnds("1 interrupted", "1 on its own", "2 on its own")
 	r.checkLineage(st)
 }

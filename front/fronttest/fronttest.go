@@ -186,13 +186,6 @@ type Launcher struct {
 	// relay. NoResume: the front cannot resume a session
 	// (Capabilities.Resumes is false).
 	Late, PersonTypes, Outside, NoResume bool
-	// NoQueue: the stream-json harness takes no turn while one runs; a
-	// turn sent then waits for the running one's end, and the harness
-	// does not say when it takes a prompt (Capabilities.Queues is false),
-	// as the harness's own screen, the relay and the Codex front do. By
-	// default a stream-json session queues as the real harness does (its
-	// --replay-user-messages: DESIGN.md «Queued cut»).
-	NoQueue bool
 	// Codex: the sessions are read by the Codex front's own session
 	// (package codex) over a scripted app-server: what the harness writes
 	// reaches it as the notifications Codex sends (codex.go), and its
@@ -240,7 +233,10 @@ func (l *Launcher) Capabilities() front.Capabilities {
 // queues reports whether the sessions take a turn sent while one runs into
 // it, and echo each prompt as they take it, as the stream-json harness
 // started by the headless front does.
-func (l *Launcher) queues() bool { return !l.NoQueue && !l.PersonTypes && !l.Outside && !l.Codex }
+// A stream-json session queues as the real harness does (its
+// --replay-user-messages: DESIGN.md «Queued cut»); the harness's own
+// screen, the relay and the Codex front do not.
+func (l *Launcher) queues() bool { return !l.PersonTypes && !l.Outside && !l.Codex }
 
 // Launch starts a scripted harness for s. A spec that resumes a session
 // the Launcher never saw is refused the way the harness refuses it.
