@@ -244,6 +244,7 @@ func (w *jsonw) generation(g *Generation) {
 	w.float("cost_usd", g.CostUSD)
 	w.int("num_turns", g.NumTurns)
 	w.int("context", g.Context)
+	w.boolOmit("answered", g.Answered)
 	w.intOmit("harness_window", g.HarnessWindow)
 	w.intOmit("start_floor", g.StartFloor)
 	w.boolPtrOmit("auto_compact_enabled", g.AutoCompactEnabled)

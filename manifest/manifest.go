@@ -162,6 +162,11 @@ type Generation struct {
 	NumTurns  int        `json:"num_turns"`
 	// Context is the main thread's context at the end, or at the cut.
 	Context int `json:"context"`
+	// Answered: the session's first request was answered, so its first
+	// prompt is surely in its conversation. A continue resumes a session
+	// that was named but never answered with that prompt again (DESIGN.md
+	// «Continuation»).
+	Answered bool `json:"answered,omitempty"`
 	// What the harness said when this generation's session was asked
 	// (get_context_usage, once per run: see Manifest.Probe): its window,
 	// its start-up floor, and whether its auto-compact is on. Zero/nil in

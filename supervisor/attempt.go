@@ -455,6 +455,11 @@ func (a *attemptRun) onRound(f front.Round) (outcome, bool) {
 		a.writingReply(w, f)
 		return outcome{}, false
 	}
+	if !a.gen.Answered {
+		// The first prompt is in the session's conversation now.
+		a.gen.Answered = true
+		a.rt.save(a.st)
+	}
 	if !f.Repeat {
 		a.replyTools = false
 	}

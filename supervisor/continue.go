@@ -132,6 +132,9 @@ func (s *stepRun) continuation(message string) (launch, error) {
 		// cut for a handoff (its context is saved at each result).
 		return s.recoverHandoff(gen, begin, message)
 
+	case !gen.Answered && gen.NumTurns == 0 && s.lastHandoff() != nil:
+		return s.resumeUnanswered(gen, session, message, begin)
+
 	default:
 		return s.resumeSession(gen, session, message, begin), nil
 	}
@@ -198,6 +201,26 @@ func (s *stepRun) resumeSession(gen *manifest.Generation, session, message strin
 		return prompt, from, err
 	}
 	return launch{prompt: message, resume: session, fallback: fallback}
+}
+
+// resumeUnanswered resumes a successor's session that was named but whose
+// first request was never answered: flower stopped as its harness took
+// the first prompt, which may not have reached its conversation. It is
+// sent that prompt again, built from the handoff file as it is on disk
+// now, with message, a person's, after it; a session that had it sees it
+// twice. Should the harness refuse to resume it, a fresh session starts
+// from the same prompt.
+func (s *stepRun) resumeUnanswered(gen *manifest.Generation, session, message string, begin func()) (launch, error) {
+	prompt, from, err := s.handoffFallback()
+	if err != nil {
+		return launch{}, err
+	}
+	prompt = appendMessage(prompt, message)
+	begin()
+	gen.EndedAt = nil // this generation runs on
+	s.log.Info("resuming a session whose first request was never answered, with its first prompt again", "resume", session, "from", from)
+	fallback := func() (string, string, error) { return prompt, from, nil }
+	return launch{prompt: prompt, resume: session, fallback: fallback}, nil
 }
 
 // recoverHandoff finishes the handoff a stopped flower was in the middle of:

@@ -77,8 +77,11 @@ func TestContinueResumesSuccessorAndKeepsHandingOff(t *testing.T) {
 	if got := resumeOf(starts[2]); got != s2 {
 		t.Fatalf("continue resumed %q, want the successor %s (retired %s)", got, s2, s1)
 	}
-	if p := b.firstPrompts()[2]; p != "PERSON-MESSAGE carry on" {
-		t.Errorf("resumed session told %q", p)
+	// The successor hung before it answered its first request: its first
+	// prompt may never have reached its conversation, and it is sent again,
+	// from the handoff file, with the person's message after it.
+	if p := b.firstPrompts()[2]; !strings.Contains(p, harnesstest.HandoffMark+" "+s1) || !strings.HasSuffix(p, "PERSON-MESSAGE carry on") {
+		t.Errorf("resumed session told %q: want generation 1's handoff again, then the person's message", p)
 	}
 	disk := b.onDisk("s")
 	if disk.Status != manifest.StatusSucceeded || len(disk.Generations) != 3 {

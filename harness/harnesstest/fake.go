@@ -256,7 +256,8 @@ type fake struct {
 	turn      int
 	ctx       []int
 	cost      float64
-	successor bool // the first prompt was a handoff
+	successor bool // the first prompt was a handoff, in a fresh session
+	resumed   bool // started with --resume: the session keeps its context
 }
 
 func run(mode string) int {
@@ -277,7 +278,7 @@ func run(mode string) int {
 	if faultFree() {
 		mode = ModeStream
 	}
-	f := &fake{mode: mode, out: bufio.NewWriterSize(os.Stdout, 1<<16), session: "fake-" + strconv.Itoa(os.Getpid())}
+	f := &fake{mode: mode, out: bufio.NewWriterSize(os.Stdout, 1<<16), session: "fake-" + strconv.Itoa(os.Getpid()), resumed: resume != ""}
 	for _, s := range strings.Split(os.Getenv(EnvContext), ",") {
 		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
 			f.ctx = append(f.ctx, n)
@@ -476,7 +477,7 @@ func (f *fake) userTurn(text string) (code int, stop bool) {
 	f.turn++
 	logf(LogEntry{Event: "user", Session: f.session, Text: text})
 	writing := strings.Contains(text, handoffwriter.PromptTag)
-	if f.turn == 1 && strings.Contains(text, "You are taking over") {
+	if f.turn == 1 && !f.resumed && strings.Contains(text, "You are taking over") {
 		f.successor = true
 	}
 	f.init()
