@@ -719,24 +719,13 @@ func (a *attemptRun) writingEnded(w *writing, f front.TurnEnded) (outcome, bool)
 	if f.How == front.EndedInterrupted && w.lateCut && !w.stopped && !w.again {
 		// The queued cut's interrupt crossed the harness's taking of the
 		// writing prompt, and ended the writing turn: ask again.
-		again := &writing{at: w.at, dl: w.dl, successor: w.successor, started: w.started, cost0: w.cost0, taken: w.taken}
-		a.enter(again, causeLateCut)
 		a.log.Warn("the cut's interrupt ended the writing turn; asking again")
-		if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(w.at)}); err != nil {
-			return a.handoff(w.at, handoffwriter.Handoff{}, "send the handoff prompt again: "+err.Error()), true
-		}
-		return outcome{}, false
+		return a.askAgain(w, causeLateCut, "", false)
 	}
 	if w.stopped && !w.again {
 		// It called a tool instead of writing: ask once more.
-		again := &writing{at: w.at, dl: w.dl, successor: w.successor, started: w.started, cost0: w.cost0, tools: w.tools, again: true, taken: w.taken}
-		a.enter(again, causeAskAgain)
 		a.log.Warn("asking again for the handoff document only")
-		if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: retryPrompt + a.writingPrompt(w.at)}); err != nil {
-			return a.handoff(w.at, handoffwriter.Handoff{}, "send the handoff prompt again: "+err.Error()), true
-		}
-		a.rt.save(a.st)
-		return outcome{}, false
+		return a.askAgain(w, causeAskAgain, retryPrompt, true)
 	}
 	var why string
 	switch {
@@ -748,6 +737,19 @@ func (a *attemptRun) writingEnded(w *writing, f front.TurnEnded) (outcome, bool)
 		why = "the handoff is missing " + strings.Join(h.Missing(), ", ")
 	}
 	return a.handoff(w.at, h, why), true
+}
+
+// askAgain asks for the handoff document once more, prefix before the
+// writing prompt, in a writing state that carries on w's deadline,
+// successor and books; again: the second ask after a tool call.
+func (a *attemptRun) askAgain(w *writing, c cause, prefix string, again bool) (outcome, bool) {
+	a.enter(&writing{at: w.at, dl: w.dl, successor: w.successor, started: w.started, cost0: w.cost0,
+		tools: w.tools, again: again, taken: w.taken}, c)
+	if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: prefix + a.writingPrompt(w.at)}); err != nil {
+		return a.handoff(w.at, handoffwriter.Handoff{}, "send the handoff prompt again: "+err.Error()), true
+	}
+	a.rt.save(a.st)
+	return outcome{}, false
 }
 
 // handoff ends the attempt with a handoff decided at at; a non-empty why
