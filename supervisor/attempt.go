@@ -218,9 +218,7 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 		case <-a.cutWait():
 			a.cutWaited()
 		case <-a.successorDue():
-			a.state.(*writing).successor = nil
-			a.startSuccessor()
-			a.books().Keep() // off the way from the handoff to the successor's prompt
+			a.successorNow(a.state.(*writing))
 		case <-expiry(a.state).C():
 			if out, end := a.expired(); end {
 				return out
@@ -807,7 +805,11 @@ func (a *attemptRun) startWriting(at cutAt, c cause) (outcome, bool) {
 	if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(at)}); err != nil {
 		return a.handoff(at, handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
 	}
-	a.writingTaken(w)
+	if !a.replays {
+		// A harness that echoes its prompts says when it takes this one
+		// (onPromptTaken); any other has it once it is sent.
+		a.writingTaken(w, false)
+	}
 	return outcome{}, false
 }
 
@@ -822,17 +824,33 @@ func (a *attemptRun) enterWriting(at cutAt, c cause, taken bool) *writing {
 	e.Context = at.context
 	rt.emit(e)
 	if taken {
-		a.writingTaken(w)
+		a.writingTaken(w, true)
 	}
 	return w
 }
 
 // writingTaken: the writing prompt is the harness's. The cut is over and
 // the handoff certain: the successor's harness starts beside the writing
-// turn, once the writing request is out (DESIGN.md «Warm successor»).
-func (a *attemptRun) writingTaken(w *writing) {
+// turn, once the harness is building the writing request (DESIGN.md «Warm
+// successor»): at once when the harness said it took the prompt (heard),
+// successorDelay after it was sent otherwise.
+func (a *attemptRun) writingTaken(w *writing, heard bool) {
 	w.taken = true
+	if heard {
+		a.successorNow(w)
+		return
+	}
 	w.successor = a.rt.after(successorDelay, "successor")
+}
+
+// successorNow starts the successor of the writing state w now, and keeps
+// the handoff file it replaces, off the way from the handoff to the
+// successor's prompt.
+func (a *attemptRun) successorNow(w *writing) {
+	w.successor.stop()
+	w.successor = nil
+	a.startSuccessor()
+	a.books().Keep()
 }
 
 // retryPrompt precedes the handoff prompt when the writing turn called a

@@ -104,7 +104,7 @@ func (a *attemptRun) onPromptTaken(front.PromptTaken) (outcome, bool) {
 		}
 	case *writing:
 		if !s.taken {
-			a.writingTaken(s)
+			a.writingTaken(s, true)
 		}
 	}
 	return outcome{}, false

@@ -8,8 +8,8 @@ import (
 )
 
 // This file is the warm successor (DESIGN.md «Warm successor»). As soon as a
-// handoff is certain (the cut turn ended and the writing prompt went out, or
-// there is no writing turn), the successor's harness starts, so that its
+// handoff is certain (the harness took the writing prompt, or there is no
+// writing turn), the successor's harness starts, so that its
 // start-up overlaps the writing turn instead of following it. It gets
 // no prompt until the handoff is frozen: its first prompt is read from the
 // file at that moment, so a person's edit still wins. The burned
@@ -43,11 +43,12 @@ func (a *attemptRun) startSuccessor() {
 	a.log.Info("successor harness started early", "successor", a.gen.N+1)
 }
 
-// successorDelay is how long after the writing prompt the successor's
-// harness starts: its start-up takes a core for about a second, and the
-// cut harness needs one first to turn the writing prompt into its request.
-// A writing turn takes seconds; one that ends sooner starts the successor
-// at once (handoffOutcome).
+// successorDelay is how long after the writing prompt was sent the
+// successor's harness starts, when the harness does not say when it takes
+// the prompt (one that does starts it then: writingTaken): its start-up
+// takes a core for about a second, and the cut harness needs one first to
+// turn the writing prompt into its request. A writing turn takes seconds;
+// one that ends sooner starts the successor at once (handoffOutcome).
 const successorDelay = 300 * time.Millisecond
 
 // dropSuccessor stops a successor started early that is not needed after
