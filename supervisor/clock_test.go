@@ -112,9 +112,9 @@ func clockRun(t *testing.T, c *manualClock, plans [][]fronttest.Round, handoff f
 	return r, done
 }
 
-// The writing timeout and the successor's start run on the Runtime's
-// clock: a writing turn that never ends degrades once the clock passes an
-// hour, and the successor's harness waits on the clock too.
+// The writing timeout runs on the Runtime's clock: a writing turn that
+// never ends degrades once the clock passes an hour. The successor's
+// harness starts as the harness takes the writing prompt, on no clock.
 func TestClockRunsTheWritingDeadline(t *testing.T) {
 	c := newManualClock()
 	hang := func(int) fronttest.Round { return fronttest.Round{Hang: true} }
@@ -136,9 +136,14 @@ func TestClockRunsTheWritingDeadline(t *testing.T) {
 	}
 	c.advance(queueWait)
 	// The writing turn's deadline; the successor starts as the harness
-	// takes the writing prompt, on no timer.
+	// takes the writing prompt, on no timer: with the clock held still.
 	if d := c.await(t, time.Hour, done); d != nil {
 		t.Errorf("timers between the cut's patience and the writing deadline: %v", d)
+	}
+	for wait := time.Now().Add(10 * time.Second); len(r.front.Procs()) < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(wait) {
+			t.Fatal("no successor started while the clock stood still after the harness took the writing prompt")
+		}
 	}
 	c.advance(time.Hour)
 	if err := <-done; err != nil {
