@@ -73,7 +73,8 @@ type writing struct {
 	at cutAt
 	dl *deadline
 	// successor fires when the successor's harness is to start beside
-	// the writing turn (warm.go); nil once it has.
+	// the writing turn (warm.go), for a harness that does not say when it
+	// takes the writing prompt; nil otherwise, and once it has.
 	successor *deadline
 	started   time.Time
 	cost0     float64 // the process's cost when the writing turn began
@@ -81,9 +82,9 @@ type writing struct {
 	tools     int  // tool calls of the writing turn, both asks
 	stopped   bool // StopTool was sent in this ask
 	again     bool
-	// taken: the harness has taken the writing prompt (its request is
-	// out): always, but for a prompt the cut queued, whose PromptTaken
-	// comes with its turn. lateCut: the queued cut's interrupt was sent,
+	// taken: the harness has taken the writing prompt, as its
+	// PromptTaken says (a harness that does not echo its prompts: as the
+	// prompt is sent). lateCut: the queued cut's interrupt was sent,
 	// and may reach the writing turn the harness took just before it.
 	taken   bool
 	lateCut bool
