@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -78,30 +79,45 @@ func Open(env []string) (*Store, error) {
 	return OpenDir(dir)
 }
 
-// OpenDir is Open for the store folder dir.
+// OpenDir is Open for the store folder dir. Its subfolders, which hold
+// the records, are checked as the folder itself is: a receipts folder that
+// is a link to a folder anyone can write would let anyone vouch for a file.
 func OpenDir(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("trust store %s: %w", dir, err)
 	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("trust store %s: %w", dir, err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("trust store %s is not a directory (a link or a file is refused): remove it, and flower makes its own", dir)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return nil, fmt.Errorf("trust store %s is owned by uid %d, not you (uid %d): nothing it says is believed; remove it, and flower makes its own", dir, st.Uid, os.Geteuid())
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return nil, fmt.Errorf("trust store %s can be written by others (mode %04o): nothing it says is believed; run chmod 700 %s", dir, fi.Mode().Perm(), dir)
+	if err := ownFolder(dir, "trust store "+dir); err != nil {
+		return nil, err
 	}
 	for _, sub := range []string{workspacesDir, receiptsDir} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		p := filepath.Join(dir, sub)
+		if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("trust store %s: %w", dir, err)
+		}
+		if err := ownFolder(p, "trust store folder "+p); err != nil {
+			return nil, err
 		}
 	}
 	return &Store{dir: dir}, nil
+}
+
+// ownFolder refuses a folder of the store that is not a real directory of
+// this user's that only they can write; what names it in the refusal.
+func ownFolder(path, what string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (a link or a file is refused): remove it, and flower makes its own", what)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s is owned by uid %d, not you (uid %d): nothing it says is believed; remove it, and flower makes its own", what, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s can be written by others (mode %04o): nothing it says is believed; run chmod 700 %s", what, fi.Mode().Perm(), path)
+	}
+	return nil
 }
 
 // Path is the store's folder.
@@ -178,10 +194,37 @@ func (s *Store) update(file string, v any, change func() (remove bool)) error {
 // maxRecord caps a record file that is read.
 const maxRecord = 1 << 20
 
+// read reads the record at file into v. A record is opened without
+// following a link (and without blocking on a FIFO), and only a regular
+// file of this user's that others cannot write is believed.
 func (s *Store) read(file string, v any) error {
-	b, err := diskfile.ReadFile(file)
+	f, err := diskfile.Open(file, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return fmt.Errorf("trust store: %s is a link, not a record: nothing it says is believed", file)
+		}
 		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("trust store: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("trust store: %s is not a regular file: nothing it says is believed", file)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("trust store: %s is owned by uid %d, not you: nothing it says is believed", file, st.Uid)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("trust store: %s can be written by others (mode %04o): nothing it says is believed", file, fi.Mode().Perm())
+	}
+	if fi.Size() > maxRecord {
+		return fmt.Errorf("trust store: %s is over %d bytes", file, maxRecord)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
+	if err != nil {
+		return fmt.Errorf("trust store: %w", err)
 	}
 	if len(b) > maxRecord {
 		return fmt.Errorf("trust store: %s is over %d bytes", file, maxRecord)

@@ -249,3 +249,100 @@ func TestReceiptIsEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreSubfoldersCheckedAsTheStore: a receipts folder that is a link to
+// a folder anyone can write, or that others can write, is refused as the
+// store itself would be; a record that is a link, or that others can write,
+// is not believed.
+func TestStoreSubfoldersCheckedAsTheStore(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		plant func(t *testing.T, sub string)
+		want  string
+	}{
+		{"link to a world-writable folder", func(t *testing.T, sub string) {
+			open := t.TempDir()
+			if err := os.Chmod(open, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(open, sub); err != nil {
+				t.Fatal(err)
+			}
+		}, "is not a directory"},
+		{"writable by others", func(t *testing.T, sub string) {
+			if err := os.Mkdir(sub, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(sub, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}, "chmod 700"},
+		{"a file", func(t *testing.T, sub string) { write(t, sub, "x") }, "is not a directory"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, which := range []string{receiptsDir, workspacesDir} {
+				dir := filepath.Join(t.TempDir(), "flower")
+				if err := os.Mkdir(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				tt.plant(t, filepath.Join(dir, which))
+				_, err := OpenDir(dir)
+				if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), which) {
+					t.Errorf("%s: OpenDir = %v, want a refusal naming %s and %q", which, err, which, tt.want)
+				}
+			}
+		})
+	}
+
+	s := newStore(t)
+	path := filepath.Join(t.TempDir(), "交接-main.md")
+	data := []byte("handoff")
+	if err := s.Record("handoff file", path, data); err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Check(path, data); v != Known {
+		t.Fatalf("Check of a recorded file = %v, want Known", v)
+	}
+	rec := s.recordFile(receiptsDir, Canonical(path))
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same record, as a link to a copy elsewhere: not believed, and
+	// not written through either.
+	forged := filepath.Join(t.TempDir(), "forged.json")
+	write(t, forged, string(b))
+	if err := os.Remove(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(forged, rec); err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Check(path, data); v != Unknown {
+		t.Errorf("Check through a record that is a link = %v, want Unknown", v)
+	}
+	if err := s.Record("handoff file", path, []byte("other")); err == nil || !strings.Contains(err.Error(), "link") {
+		t.Errorf("Record over a record that is a link = %v, want a refusal", err)
+	}
+	// The same record, writable by others.
+	if err := os.Remove(rec); err != nil {
+		t.Fatal(err)
+	}
+	write(t, rec, string(b))
+	if err := os.Chmod(rec, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Check(path, data); v != Unknown {
+		t.Errorf("Check of a record others can write = %v, want Unknown", v)
+	}
+	// A FIFO in a record's place is not waited on.
+	if err := os.Remove(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscallMkfifo(rec); err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Check(path, data); v != Unknown {
+		t.Errorf("Check of a FIFO record = %v, want Unknown", v)
+	}
+}
