@@ -16,6 +16,19 @@ import (
 // off when set to "1".
 const DisableAutoCompact = "DISABLE_AUTO_COMPACT"
 
+// Held are the variables every harness child gets, whatever the compact
+// mode: a harness under flower never updates itself (DESIGN.md «Held
+// harness»), so the release a run starts is the one it was started on.
+var Held = map[string]string{"DISABLE_AUTOUPDATER": "1"}
+
+// OtherCompaction are the variables that switch on a compaction of the
+// harness's own beside auto-compact (sleep compaction, which queues a
+// /compact while the session idles, and its timer; cold and idle
+// compaction's tuning). With the harness's compaction held off they are
+// taken out of the inherited environment.
+var OtherCompaction = []string{"CLAUDE_CODE_SLEEP_COMPACT", "CLAUDE_CODE_SLEEP_COMPACT_AFTER_MS",
+	"CLAUDE_CODE_COLD_COMPACT", "CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS"}
+
 // CompactMode is an agent spec's compact policy.
 type CompactMode string
 
@@ -62,11 +75,13 @@ type Plan struct {
 
 // Child builds the environment of a harness child: base (the inherited
 // environment, duplicates removed with the last entry winning), then extra,
-// then the compact mode's say over DISABLE_AUTO_COMPACT. Later layers win, so
-// injected variables beat inherited ones, and no key appears twice.
+// then Held, then the compact mode's say over DISABLE_AUTO_COMPACT. Later
+// layers win, so injected variables beat inherited ones, and no key appears
+// twice.
 //
 // The effective compact mode (see Effective) owns DISABLE_AUTO_COMPACT:
-//   - no_summary: it is set to "1", whatever base or extra said;
+//   - no_summary: it is set to "1", whatever base or extra said, and the
+//     switches of OtherCompaction are removed;
 //   - auto: it is removed, since an inherited "1" would silently defeat the
 //     explicit request; the Notice says auto-compact stays on;
 //   - unset (handoff off, no spec): nothing is injected and the user's
@@ -86,12 +101,19 @@ func Child(base []string, spec CompactMode, handoff bool, extra map[string]strin
 		env = Set(env, k, extra[k])
 		injected[k] = extra[k]
 	}
+	for _, k := range slices.Sorted(maps.Keys(Held)) {
+		env = Set(env, k, Held[k])
+		injected[k] = Held[k]
+	}
 
 	var notice string
 	switch Effective(spec, handoff) {
 	case CompactNoSummary:
 		env = Set(env, DisableAutoCompact, "1")
 		injected[DisableAutoCompact] = "1"
+		for _, k := range OtherCompaction {
+			env = unset(env, k)
+		}
 	case CompactAuto:
 		env = unset(env, DisableAutoCompact)
 		delete(injected, DisableAutoCompact)

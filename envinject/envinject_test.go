@@ -144,11 +144,12 @@ func TestChildPrecedence(t *testing.T) {
 		"C=keep",
 		"DISABLE_AUTO_COMPACT=1",
 		"ANTHROPIC_BASE_URL=http://127.0.0.1:9",
+		"DISABLE_AUTOUPDATER=1",
 	}
 	if !slices.Equal(p.Env, want) {
 		t.Errorf("Env = %q\nwant  %q", p.Env, want)
 	}
-	wantInjected := map[string]string{"B": "extra", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "DISABLE_AUTO_COMPACT": "1"}
+	wantInjected := map[string]string{"B": "extra", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "DISABLE_AUTO_COMPACT": "1", "DISABLE_AUTOUPDATER": "1"}
 	if !maps.Equal(p.Injected, wantInjected) {
 		t.Errorf("Injected = %v, want %v", p.Injected, wantInjected)
 	}
@@ -214,6 +215,40 @@ func TestSet(t *testing.T) {
 		}
 		if !slices.Equal(tt.env, in) {
 			t.Errorf("%s: input changed to %q", tt.name, tt.env)
+		}
+	}
+}
+
+// TestChildHoldsTheHarness: every child, in every compact mode, is started
+// with the harness's self-update off, over an inherited 0; with compaction
+// held off, the switches of its other compactions are taken out, and with
+// compaction asked for they are left as the person set them.
+func TestChildHoldsTheHarness(t *testing.T) {
+	base := []string{"DISABLE_AUTOUPDATER=0", "CLAUDE_CODE_SLEEP_COMPACT=1", "CLAUDE_CODE_SLEEP_COMPACT_AFTER_MS=1000",
+		"CLAUDE_CODE_COLD_COMPACT=1", "CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS=1", "KEEP=1"}
+	for _, tt := range []struct {
+		mode    CompactMode
+		handoff bool
+		held    bool
+	}{
+		{CompactUnset, true, true},
+		{CompactNoSummary, false, true},
+		{CompactAuto, true, false},
+		{CompactUnset, false, false},
+	} {
+		p := Child(base, tt.mode, tt.handoff, nil)
+		keysOnce(t, p.Env)
+		if v, _ := Lookup(p.Env, "DISABLE_AUTOUPDATER"); v != "1" {
+			t.Errorf("%q handoff=%v: DISABLE_AUTOUPDATER=%q, want 1", tt.mode, tt.handoff, v)
+		}
+		if v, _ := Lookup(p.Env, "KEEP"); v != "1" {
+			t.Errorf("%q handoff=%v: an unrelated variable was lost", tt.mode, tt.handoff)
+		}
+		for _, k := range OtherCompaction {
+			_, there := Lookup(p.Env, k)
+			if there == tt.held {
+				t.Errorf("%q handoff=%v: %s there=%v, want %v", tt.mode, tt.handoff, k, there, !tt.held)
+			}
 		}
 	}
 }

@@ -65,7 +65,11 @@ func StopDecision() string { return `{"continue":false}` }
 // hook.
 func Settings(hook string) map[string]any {
 	return map[string]any{
-		"env":                map[string]any{"DISABLE_AUTO_COMPACT": "1"},
+		// The env block outranks a project's or the user's: compaction
+		// stays off, sleep compaction (a /compact queued while the
+		// session idles) is not armed, and the harness does not update
+		// itself, whatever their env blocks say.
+		"env":                map[string]any{"DISABLE_AUTO_COMPACT": "1", "CLAUDE_CODE_SLEEP_COMPACT": "0", "DISABLE_AUTOUPDATER": "1"},
 		"autoCompactEnabled": false,
 		"idleCompaction":     false,
 		"hooks": map[string]any{"PreCompact": []any{

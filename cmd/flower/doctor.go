@@ -55,16 +55,17 @@ type doctorPlan struct {
 // planDoctor resolves the harness and its kind (harnessOf) into the facts
 // to check.
 func planDoctor(c *cli.Context, p proc) (doctorPlan, error) {
-	path, kind, err := harnessOf(c.Context, c.String("harness"), c.String("harness-kind"))
+	ch, kind, err := chooseOf(c.Context, c.String("harness"), c.String("harness-kind"))
 	if err != nil {
 		return doctorPlan{}, err
 	}
+	path := ch.Path
 	cfg := checkup.Config{Harness: path, Args: p.harnessArgs, Env: p.env, Logger: slog.New(slog.DiscardHandler)}
 	if kind != kindCodex {
-		return doctorPlan{checkup.Facts(), cfg, path + ", started as a run starts it, against a scripted model on 127.0.0.1"}, nil
+		return doctorPlan{checkup.Facts(), cfg, path + " (" + ch.Why + "), started as a run starts it, against a scripted model on 127.0.0.1"}, nil
 	}
 	cfg.Flower = hookBinary
-	return doctorPlan{checkup.CodexFacts(), cfg, path + " (the Codex CLI), its app-server against a scripted Responses API on 127.0.0.1"}, nil
+	return doctorPlan{checkup.CodexFacts(), cfg, path + " (the Codex CLI), " + ch.Why + ", its app-server against a scripted Responses API on 127.0.0.1"}, nil
 }
 
 func doctorAction(c *cli.Context, p proc) error {

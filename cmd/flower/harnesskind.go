@@ -49,22 +49,32 @@ func parseHarnessKind(s string) (harnessKind, error) {
 // says (codex-cli X.Y.Z is the Codex CLI; anything else the Claude Code
 // CLI, as before there was a choice); an unnamed one is claude.
 func harnessOf(ctx context.Context, flag, kind string) (string, harnessKind, error) {
+	ch, k, err := chooseOf(ctx, flag, kind)
+	return ch.Path, k, err
+}
+
+// chooseOf is harnessOf with why that harness (chooseHarness).
+func chooseOf(ctx context.Context, flag, kind string) (harnessChoice, harnessKind, error) {
 	k, err := parseHarnessKind(kind)
 	if err != nil {
-		return "", "", err
+		return harnessChoice{}, "", err
 	}
 	if k == kindCodex && flag == "" {
 		p, err := findCodex()
-		return p, k, err
+		why := "codex on PATH"
+		if p == cachedCodex() {
+			why = "flower's pinned Codex CLI (no codex on PATH)"
+		}
+		return harnessChoice{Path: p, Why: why}, k, err
 	}
-	p, err := findHarness(flag)
+	ch, err := chooseHarness(flag)
 	switch {
 	case err != nil:
-		return "", "", err
+		return harnessChoice{}, "", err
 	case k != "":
-		return p, k, nil
+		return ch, k, nil
 	}
-	return p, detectKind(ctx, p), nil
+	return ch, detectKind(ctx, ch.Path), nil
 }
 
 // detectKind is the kind of the harness at path, from its name, else its

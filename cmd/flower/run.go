@@ -331,7 +331,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	harnessPath, kind, workspace, err := jobPlace(set)
+	harnessPath, kind, workspace, err := jobPlace(set, p.stderr)
 	if err != nil {
 		render.close()
 		return nil, err
@@ -388,11 +388,16 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 }
 
 // jobPlace is set's harness, its kind and the workspace, made absolute and
-// checked. The Codex CLI runs headless only: its own screen is not a
+// checked; a harness chosen over PATH's claude is said on stderr. The Codex CLI runs headless only: its own screen is not a
 // front of flower's.
-func jobPlace(set jobSettings) (harnessPath string, kind harnessKind, workspace string, err error) {
-	if harnessPath, kind, err = harnessOf(context.Background(), set.harness, set.harnessKind); err != nil {
+func jobPlace(set jobSettings, stderr io.Writer) (harnessPath string, kind harnessKind, workspace string, err error) {
+	ch, kind, err := chooseOf(context.Background(), set.harness, set.harnessKind)
+	if err != nil {
 		return "", "", "", err
+	}
+	harnessPath = ch.Path
+	if ch.Note != "" {
+		fmt.Fprintln(stderr, ch.Note)
 	}
 	if kind == kindCodex && set.front != nil {
 		return "", "", "", usagef("the Codex CLI runs headless under flower: leave out -i (its own screen is not one of flower's fronts)")
