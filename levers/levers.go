@@ -85,6 +85,10 @@ type Own struct {
 	// Source is what the flag said: a path, or "inline JSON".
 	Source   string
 	settings map[string]any
+	// Pin are variables flower's settings hold at the value they had when
+	// the run started (Endpoint's), in every mode: a settings file
+	// written mid-run does not change them.
+	Pin map[string]string
 }
 
 // ErrSettings is wrapped by every error about the person's --settings.
@@ -156,8 +160,31 @@ func settingsError(v, path string, err error) error {
 // flower's (Merge). The flag goes as one "--settings=…" word, so no
 // variadic flag before it (--allowedTools a b) can take it for a value.
 func Args(args []string, own Own, hook string) []string {
-	merged := Merge(own.settings, Settings(hook))
-	b, _ := jsonenc.Marshal(merged) // encoding/json's bytes, without its reflection
+	return withSettings(args, Merge(Merge(own.settings, Settings(hook)), pinned(own.Pin)))
+}
+
+// Pinned is Args for a run whose compaction is not held off: the person's
+// settings with only own.Pin laid over them; args as they are when there
+// is nothing to pin.
+func Pinned(args []string, own Own) []string {
+	if len(own.Pin) == 0 {
+		return args
+	}
+	return withSettings(args, Merge(own.settings, pinned(own.Pin)))
+}
+
+func pinned(pin map[string]string) map[string]any {
+	env := map[string]any{}
+	for k, v := range pin {
+		env[k] = v
+	}
+	return map[string]any{"env": env}
+}
+
+// withSettings is args with every --settings taken out and settings put
+// last as one --settings= word.
+func withSettings(args []string, settings map[string]any) []string {
+	b, _ := jsonenc.Marshal(settings) // encoding/json's bytes, without its reflection
 	return append(without(args), flag+"="+string(b))
 }
 

@@ -39,13 +39,14 @@ func (s *stepRun) closeInbox() {
 	}
 }
 
-// harnessArgs are the harness's arguments for this step: with handoff on
-// and compaction not asked for, the person's own with flower's
-// compaction levers merged into their --settings (DESIGN.md «Compaction levers»).
+// harnessArgs are the harness's arguments for this step: the person's own
+// with the endpoint held in their --settings (DESIGN.md «Held harness»),
+// and with handoff on and compaction not asked for, flower's compaction
+// levers merged in as well (DESIGN.md «Compaction levers»).
 func (s *stepRun) harnessArgs() []string {
 	rt := s.rt
 	if !rt.levers {
-		return rt.opts.HarnessArgs
+		return levers.Pinned(rt.opts.HarnessArgs, rt.ownSettings)
 	}
 	hook := levers.BlockOnly
 	if h := s.hold(); h.Hook != nil {

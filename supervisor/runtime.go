@@ -222,15 +222,17 @@ func New(opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("handoff policy: %w", err)
 	}
 	rt := &Runtime{opts: opts, caps: opts.Front.Capabilities(), policy: pol, windowSource: windowSource(opts.Handoff), log: log, clock: opts.Clock}
-	if rt.levers = envinject.Effective(opts.Compact, pol.Enabled) == envinject.CompactNoSummary; rt.levers {
-		// The person's --settings is read once, here: a bad one fails
-		// before any harness starts, as the harness would fail.
-		if rt.ownSettings, err = levers.Read(opts.HarnessArgs, opts.Workspace); err != nil {
-			return nil, err
-		}
+	rt.levers = envinject.Effective(opts.Compact, pol.Enabled) == envinject.CompactNoSummary
+	// The person's --settings is read once, here: a bad one fails before
+	// any harness starts, as the harness would fail.
+	if rt.ownSettings, err = levers.Read(opts.HarnessArgs, opts.Workspace); err != nil {
+		return nil, err
 	}
 	plan := envinject.Child(opts.Env, opts.Compact, pol.Enabled, nil)
 	rt.env = plan.Env
+	// The endpoint is held where the run started it (DESIGN.md «Held
+	// harness»).
+	rt.ownSettings.Pin = levers.Hold(opts.HarnessArgs, rt.env, opts.Workspace, rt.ownSettings)
 	if plan.Notice != "" {
 		log.Warn("compact policy", "notice", plan.Notice)
 		rt.emit(Event{Kind: KindNotice, Text: plan.Notice})

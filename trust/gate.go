@@ -51,7 +51,9 @@ func (e *UntrustedError) Unwrap() error { return ErrUntrusted }
 // before anything starts (DESIGN.md «Trust store»). A workspace with no
 // file that can run a command or set the environment, or one the person
 // trusted as its files are now, gives nothing to add. Otherwise, with skip,
-// it gives SkipArgs and a line to say; without, an *UntrustedError. A nil
+// it gives SkipArgs and a line to say; without, an *UntrustedError. With
+// skip, a workspace with no such file gets SkipArgs too, with no line: what
+// the harness reads is decided by how it starts, not by what was there. A nil
 // store (none could be opened; storeErr says why) trusts nothing.
 func Gate(s *Store, storeErr error, ws string, skip bool) (args []string, note string, err error) {
 	files, err := Scan(ws)
@@ -59,6 +61,12 @@ func Gate(s *Store, storeErr error, ws string, skip bool) (args []string, note s
 		return nil, "", fmt.Errorf("workspace %s: %w", ws, err)
 	}
 	if len(files) == 0 {
+		if skip {
+			// Nothing to leave out now, but a file a repository script
+			// writes mid-run would be read: the harness is started so
+			// that it reads none.
+			return SkipArgs, "", nil
+		}
 		return nil, "", nil
 	}
 	untrusted := files

@@ -24,11 +24,20 @@ var SettingsFiles = []string{
 	".mcp.json",
 }
 
-// DefinitionDirs hold the project's agents, skills and commands: markdown
-// whose front matter can declare hooks and allowed tools, and whose body
-// can hold shell lines the harness runs when it is used. The harness loads
-// them with the project setting source.
-var DefinitionDirs = []string{".claude/agents", ".claude/skills", ".claude/commands"}
+// DefinitionDirs hold what a folder gives the harnesses besides settings:
+// Claude Code's agents, skills, commands, output styles, workflows,
+// routines, hook scripts and plugins (markdown whose front matter can
+// declare hooks and allowed tools, and whose body can hold shell lines the
+// harness runs when it is used), and the Codex CLI's whole project folder
+// (its config, with MCP servers and hooks, its skills). Claude Code loads
+// them, and a project's .mcp.json, from every folder up to the git root,
+// not only from the one it runs in (see Folders).
+var DefinitionDirs = []string{".claude/agents", ".claude/skills", ".claude/commands", ".claude/output-styles",
+	".claude/workflows", ".claude/routines", ".claude/hooks", ".claude/plugins", ".codex"}
+
+// ParentFiles are the files of SettingsFiles that the harness reads in the
+// folders above the one it runs in, as well as there.
+var ParentFiles = []string{".mcp.json"}
 
 // maxDefinitions bounds how many files of DefinitionDirs are hashed; past
 // it the workspace is untrusted until the person looks (a listing that
@@ -48,31 +57,92 @@ type File struct {
 	Commands []string
 }
 
-// Scan finds the files of ws that can run a command or set the harness's
-// environment and hashes them. A workspace with none gives none.
-func Scan(ws string) ([]File, error) {
-	var out []File
-	for _, rel := range SettingsFiles {
-		f, err := scanOne(ws, rel)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+// Folders are the folders whose files a harness run in ws reads: ws, then
+// each folder above it up to the git root (the first that holds .git), or
+// up to / where there is none; never the home folder or one above it,
+// whose files are the person's own (home is "" when there is none).
+func Folders(ws, home string) []string {
+	ws = filepath.Clean(ws)
+	if home != "" {
+		home = filepath.Clean(home)
+	}
+	dirs := []string{ws}
+	if hasGit(ws) {
+		return dirs
+	}
+	for d := filepath.Dir(ws); ; d = filepath.Dir(d) {
+		if home != "" && (d == home || isAbove(d, home)) {
+			break
 		}
+		dirs = append(dirs, d)
+		if hasGit(d) || d == filepath.Dir(d) {
+			break
+		}
+	}
+	return dirs
+}
+
+// hasGit: dir is a git work tree's root (.git is a folder, or a file of a
+// worktree's).
+func hasGit(dir string) bool {
+	_, err := os.Lstat(filepath.Join(dir, ".git"))
+	return err == nil
+}
+
+// isAbove reports whether home lies below dir.
+func isAbove(dir, home string) bool {
+	if dir == string(filepath.Separator) {
+		return strings.HasPrefix(home, dir)
+	}
+	return strings.HasPrefix(home, dir+string(filepath.Separator))
+}
+
+// Scan finds the files that a harness run in ws reads and that can run a
+// command or set its environment, in ws and the folders above it
+// (Folders), and hashes them. A path is relative to ws ("../.mcp.json" for
+// the parent's). A workspace with none gives none.
+func Scan(ws string) ([]File, error) {
+	home, _ := os.UserHomeDir()
+	var out []File
+	for i, dir := range Folders(ws, home) {
+		names := ParentFiles
+		if i == 0 {
+			names = SettingsFiles
+		}
+		for _, name := range names {
+			f, err := scanOne(ws, relTo(ws, dir, name))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		}
+		defs, err := scanDefinitions(ws, dir, maxDefinitions-len(out))
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, f)
+		out = append(out, defs...)
 	}
-	defs, err := scanDefinitions(ws)
-	if err != nil {
-		return nil, err
-	}
-	return append(out, defs...), nil
+	return out, nil
 }
 
-func scanDefinitions(ws string) ([]File, error) {
+// relTo is name in dir, relative to ws and slash-separated.
+func relTo(ws, dir, name string) string {
+	rel, err := filepath.Rel(ws, filepath.Join(dir, filepath.FromSlash(name)))
+	if err != nil {
+		return filepath.ToSlash(filepath.Join(dir, name))
+	}
+	return filepath.ToSlash(rel)
+}
+
+// scanDefinitions hashes the files of dir's DefinitionDirs, at most room of
+// them.
+func scanDefinitions(ws, dir string, room int) ([]File, error) {
 	var out []File
 	for _, d := range DefinitionDirs {
-		root := filepath.Join(ws, filepath.FromSlash(d))
+		root := filepath.Join(dir, filepath.FromSlash(d))
 		err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) && p == root {
@@ -83,8 +153,8 @@ func scanDefinitions(ws string) ([]File, error) {
 			if e.IsDir() {
 				return nil
 			}
-			if len(out) >= maxDefinitions {
-				return fmt.Errorf("%s holds more than %d files: look at them before flower runs the harness here", root, maxDefinitions)
+			if len(out) >= room {
+				return fmt.Errorf("the folders %s reads hold more than %d files that can steer the harness (%s is one of them): look at them before flower runs the harness here", ws, maxDefinitions, root)
 			}
 			rel, _ := filepath.Rel(ws, p)
 			f, err := scanOne(ws, filepath.ToSlash(rel))

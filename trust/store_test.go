@@ -346,3 +346,77 @@ func TestStoreSubfoldersCheckedAsTheStore(t *testing.T) {
 		t.Errorf("Check of a FIFO record = %v, want Unknown", v)
 	}
 }
+
+// TestScanReadsTheFoldersAbove: a run in a subfolder of a repository is
+// steered by the root's .mcp.json and by the skills, agents and commands of
+// every folder up to the git root (and Codex's .codex there), as the
+// harness reads them; not by the root's settings.json, which the harness
+// reads only where it runs, and not by anything above the git root or in
+// the home folder.
+func TestScanReadsTheFoldersAbove(t *testing.T) {
+	top := t.TempDir()
+	root := filepath.Join(top, "repo")
+	ws := filepath.Join(root, "services", "api")
+	if err := os.MkdirAll(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, ".mcp.json"), `{"mcpServers":{"x":{"command":"sh"}}}`)
+	write(t, filepath.Join(root, ".claude", "skills", "s", "SKILL.md"), "---\nname: s\n---\n!`printenv ANTHROPIC_API_KEY`\n")
+	write(t, filepath.Join(root, "services", ".claude", "output-styles", "o.md"), "style")
+	write(t, filepath.Join(root, ".codex", "config.toml"), "[mcp_servers.x]\ncommand = \"sh\"\n")
+	write(t, filepath.Join(root, ".claude", "settings.json"), `{"env":{"A":"1"}}`) // read only where the harness runs
+	write(t, filepath.Join(top, ".mcp.json"), `{}`)                                // above the git root
+	files, err := Scan(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, f.Rel)
+	}
+	want := []string{"../.claude/output-styles/o.md", "../../.mcp.json", "../../.claude/skills/s/SKILL.md", "../../.codex/config.toml"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Scan of a subfolder = %q, want %q", got, want)
+	}
+	for _, f := range files {
+		if f.Rel == "../../.claude/skills/s/SKILL.md" && !strings.Contains(strings.Join(f.Risks, ";"), "shell lines") {
+			t.Errorf("the parent's skill's risks %q do not name its shell line", f.Risks)
+		}
+	}
+
+	// Without git: every folder up to the one that holds home, not home.
+	home := filepath.Join(top, "home")
+	deep := filepath.Join(home, "a", "b")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := Folders(deep, home), []string{deep, filepath.Join(home, "a")}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Folders under home = %q, want %q", got, want)
+	}
+	if got := Folders(ws, home); fmt.Sprint(got) != fmt.Sprint([]string{ws, filepath.Join(root, "services"), root}) {
+		t.Errorf("Folders up to the git root = %q", got)
+	}
+	if got := Folders("/a/b", ""); fmt.Sprint(got) != fmt.Sprint([]string{"/a/b", "/a", "/"}) {
+		t.Errorf("Folders with no home and no git = %q", got)
+	}
+}
+
+// TestGateSkipStartsClosed: with the flag, a workspace with nothing to
+// leave out is still started so that the harness reads nothing of it (a
+// file a script writes mid-run included), and says nothing about it.
+func TestGateSkipStartsClosed(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.Mkdir(filepath.Join(ws, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args, note, err := Gate(newStore(t), nil, ws, true)
+	if err != nil || note != "" || fmt.Sprint(args) != fmt.Sprint(SkipArgs) {
+		t.Errorf("Gate(skip) of an empty workspace = %q, %q, %v; want SkipArgs, no note", args, note, err)
+	}
+	if args, _, err := Gate(newStore(t), nil, ws, false); err != nil || args != nil {
+		t.Errorf("Gate of an empty workspace = %q, %v; want nothing", args, err)
+	}
+}
