@@ -65,7 +65,12 @@ aimock:
 
 # tmux: the demo's screen is checked under a real terminal. chromium: a
 # run's page is checked in a real headless browser (integration/pagecheck).
+# bubblewrap and socat: the harness's scrub keeps the API key from the
+# model's tools with them (docs/DESIGN.md «Held harness»).
 tools:
+	@command -v bwrap >/dev/null && command -v socat >/dev/null || { echo "installing bubblewrap and socat"; \
+	  (apt-get update -qq && apt-get install -y -qq bubblewrap socat) >/dev/null || \
+	  { echo "bubblewrap and socat are required (apt-get install bubblewrap socat)" >&2; exit 1; }; }
 	@command -v tmux >/dev/null || { echo "installing tmux"; \
 	  (apt-get update -qq && apt-get install -y -qq tmux) >/dev/null || \
 	  { echo "tmux is required (apt-get install tmux)" >&2; exit 1; }; }

@@ -30,6 +30,11 @@ type codexRun struct {
 // person's config.toml settings personal and flower's overrides, and
 // starts a thread as a run would.
 func (c *Checkup) startCodex(ctx context.Context, script scriptedresp.Script, personal string, overrides []string) (*codexRun, error) {
+	return c.startCodexIn(ctx, "workspace-write", script, personal, overrides)
+}
+
+// startCodexIn is startCodex with the thread's sandbox mode.
+func (c *Checkup) startCodexIn(ctx context.Context, sandbox string, script scriptedresp.Script, personal string, overrides []string) (*codexRun, error) {
 	root, err := os.MkdirTemp("", "flower-doctor-codex-")
 	if err != nil {
 		return nil, fmt.Errorf("temporary directory: %w", err)
@@ -54,7 +59,7 @@ func (c *Checkup) startCodex(ctx context.Context, script scriptedresp.Script, pe
 		r.close()
 		return nil, err
 	}
-	if err := r.startThread(ctx, work); err != nil {
+	if err := r.startThread(ctx, work, sandbox); err != nil {
 		r.close()
 		return nil, err
 	}
@@ -83,14 +88,14 @@ func codexEnv(parent []string, home string) []string {
 	return append(env, "HOME="+home)
 }
 
-func (r *codexRun) startThread(ctx context.Context, work string) error {
+func (r *codexRun) startThread(ctx context.Context, work, sandbox string) error {
 	trust, err := r.client.SessionHookTrust(ctx)
 	if err != nil {
 		return err
 	}
 	r.hooked = trust != nil
 	r.thread, err = r.client.StartThread(ctx, codexrpc.ThreadOptions{Cwd: work, ApprovalPolicy: "never",
-		Sandbox: "workspace-write", Config: trust})
+		Sandbox: sandbox, Config: trust})
 	return err
 }
 

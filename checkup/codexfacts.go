@@ -122,7 +122,9 @@ func turnProblem(what string, end codexrpc.TurnCompleted, err error) error {
 const interruptBound = 10 * time.Second
 
 func checkCodexInterrupt(ctx context.Context, c *Checkup) (string, error) {
-	r, err := c.startCodex(ctx, func(q *scriptedresp.Request) scriptedresp.Reply {
+	// The command runs outside Codex's sandbox: this checks the cut, not
+	// whether bubblewrap can start on this machine.
+	r, err := c.startCodexIn(ctx, "danger-full-access", func(q *scriptedresp.Request) scriptedresp.Reply {
 		if q.LastUserText == "first" && len(q.Outputs) == 0 {
 			return scriptedresp.Reply{Calls: []scriptedresp.Call{{Cmd: "sleep 60"}}, Usage: scriptedresp.Usage{InputTokens: 900, OutputTokens: 5}}
 		}
@@ -171,6 +173,13 @@ func (r *codexRun) commandStarted(ctx context.Context, id string) error {
 		return (started && it.Started && it.Type == "commandExecution") || (ended && tc.TurnID == id)
 	})
 	if tc, ended := n.Value.(codexrpc.TurnCompleted); err == nil && ended {
+		// Say what the command gave the model instead of running: a
+		// sandbox that could not start shows here.
+		for _, q := range r.api.Requests() {
+			for _, o := range q.Outputs {
+				return fmt.Errorf("%w; the command's output to the model: %q", turnProblem("the turn meant to run a long command", tc, nil), clip(o.Output, 300))
+			}
+		}
 		return turnProblem("the turn meant to run a long command", tc, nil)
 	}
 	return err
@@ -272,4 +281,12 @@ func (r *codexRun) hookVerdict(past int64, heard []inbox.Request) (string, error
 	}
 	return verdict(problems, fmt.Sprintf("at %d, past 90 %% of the window, flower's hook (trusted) stopped the compaction: "+
 		"the turn ended interrupted, no compaction request, the inbox told", past))
+}
+
+// clip is s cut to n bytes, marked when cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

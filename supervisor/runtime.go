@@ -229,7 +229,13 @@ func New(opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	plan := envinject.Child(opts.Env, opts.Compact, pol.Enabled, nil)
-	rt.env = plan.Env
+	// The model's tools get no key where the harness can keep it from
+	// them (DESIGN.md «Held harness»).
+	var scrubbed bool
+	var unscrubbed string
+	if rt.env, scrubbed, unscrubbed = levers.Scrub(plan.Env); !scrubbed {
+		log.Info("the model's tools can read the API key", "why", unscrubbed)
+	}
 	// The endpoint is held where the run started it (DESIGN.md «Held
 	// harness»).
 	rt.ownSettings.Pin = levers.Hold(opts.HarnessArgs, rt.env, opts.Workspace, rt.ownSettings)

@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,7 +112,7 @@ func Scan(ws string) ([]File, error) {
 		}
 		for _, name := range names {
 			f, err := scanOne(ws, relTo(ws, dir, name))
-			if errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errEmpty) {
 				continue
 			}
 			if err != nil {
@@ -158,6 +159,9 @@ func scanDefinitions(ws, dir string, room int) ([]File, error) {
 			}
 			rel, _ := filepath.Rel(ws, p)
 			f, err := scanOne(ws, filepath.ToSlash(rel))
+			if errors.Is(err, errEmpty) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -170,6 +174,10 @@ func scanDefinitions(ws, dir string, room int) ([]File, error) {
 	}
 	return out, nil
 }
+
+// errEmpty: the file holds nothing but white space, so the harness reads
+// nothing from it (an empty .mcp.json left in /tmp is no one's server).
+var errEmpty = errors.New("empty")
 
 // maxParse is how much of a file is parsed for --show and the refusal's
 // risks; the whole file is hashed.
@@ -215,6 +223,9 @@ func scanOne(ws, rel string) (File, error) {
 		return f, err
 	}
 	f.SHA256 = h.hex()
+	if len(bytes.TrimSpace(head)) == 0 && fi.Size() <= maxParse {
+		return f, errEmpty
+	}
 	if strings.HasSuffix(rel, ".json") {
 		f.Risks, f.Commands = jsonRisks(head)
 	} else {

@@ -369,6 +369,7 @@ func TestScanReadsTheFoldersAbove(t *testing.T) {
 	write(t, filepath.Join(root, ".codex", "config.toml"), "[mcp_servers.x]\ncommand = \"sh\"\n")
 	write(t, filepath.Join(root, ".claude", "settings.json"), `{"env":{"A":"1"}}`) // read only where the harness runs
 	write(t, filepath.Join(top, ".mcp.json"), `{}`)                                // above the git root
+	write(t, filepath.Join(root, "services", ".mcp.json"), " \n")                  // empty: nothing to read
 	files, err := Scan(ws)
 	if err != nil {
 		t.Fatal(err)

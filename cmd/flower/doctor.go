@@ -50,6 +50,7 @@ type doctorPlan struct {
 	facts  []checkup.Fact
 	cfg    checkup.Config
 	header string
+	claude bool // the Claude Code CLI's facts
 }
 
 // planDoctor resolves the harness and its kind (harnessOf) into the facts
@@ -62,10 +63,10 @@ func planDoctor(c *cli.Context, p proc) (doctorPlan, error) {
 	path := ch.Path
 	cfg := checkup.Config{Harness: path, Args: p.harnessArgs, Env: p.env, Logger: slog.New(slog.DiscardHandler)}
 	if kind != kindCodex {
-		return doctorPlan{checkup.Facts(), cfg, path + " (" + ch.Why + "), started as a run starts it, against a scripted model on 127.0.0.1"}, nil
+		return doctorPlan{checkup.Facts(), cfg, path + " (" + ch.Why + "), started as a run starts it, against a scripted model on 127.0.0.1", true}, nil
 	}
 	cfg.Flower = hookBinary
-	return doctorPlan{checkup.CodexFacts(), cfg, path + " (the Codex CLI), " + ch.Why + ", its app-server against a scripted Responses API on 127.0.0.1"}, nil
+	return doctorPlan{checkup.CodexFacts(), cfg, path + " (the Codex CLI), " + ch.Why + ", its app-server against a scripted Responses API on 127.0.0.1", false}, nil
 }
 
 func doctorAction(c *cli.Context, p proc) error {
@@ -80,6 +81,9 @@ func doctorAction(c *cli.Context, p proc) error {
 		return err
 	}
 	fmt.Fprintf(p.stdout, "flower doctor: %s\n", plan.header)
+	if plan.claude {
+		fmt.Fprintf(p.stdout, "flower doctor: %s\n", keyLine(p.env))
+	}
 	start := time.Now()
 	results := checkup.New(plan.cfg).Run(c.Context, plan.facts, c.Int("parallel"))
 	failed := 0

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/flowerhq/flower/console"
+	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/relay"
 	"github.com/flowerhq/flower/trust"
 	"github.com/flowerhq/flower/workbench"
@@ -85,6 +86,7 @@ func trustAction(c *cli.Context, p proc) error {
 	untrusted := store.Trusted(ws, files)
 	adopt := unadopted(store, ws)
 	showTrust(p.stdout, ws, files, untrusted, adopt)
+	fmt.Fprintln(p.stdout, keyLine(p.env))
 	if c.Bool("show") {
 		return nil
 	}
@@ -178,6 +180,15 @@ func showTrust(w io.Writer, ws string, files, untrusted []trust.File, adopt []ad
 	for _, a := range adopt {
 		fmt.Fprintf(w, "%s %s: no receipt (not written by flower on this machine); trusting adopts it\n", a.what, console.Escape(a.path))
 	}
+}
+
+// keyLine says plainly whether the model's tools under flower can read the
+// API key, for a child started from env (DESIGN.md «Held harness»).
+func keyLine(env []string) string {
+	if _, on, why := levers.Scrub(env); !on {
+		return "the model's tools CAN read the API key (Claude Code): " + why + "; with bubblewrap and socat installed (apt-get install bubblewrap socat), flower starts the harness with its scrub"
+	}
+	return "the model's tools cannot read the API key (Claude Code): the harness's scrub runs them under bubblewrap"
 }
 
 // gateWorkspace opens the person's trust store and, for an unattended run,

@@ -113,3 +113,30 @@ func TestTrustStoreWritableByOthersRefused(t *testing.T) {
 		t.Fatalf("exit %d, %d starts:\n%s", code, len(fakeStarts(fakeLog)), out)
 	}
 }
+
+// TestTrustShowSaysWhetherToolsReadTheKey: --show says plainly whether the
+// model's tools can read the API key: they can where the harness's scrub
+// cannot run (no bubblewrap or socat on PATH), and it says what to install.
+func TestTrustShowSaysWhetherToolsReadTheKey(t *testing.T) {
+	ws := t.TempDir()
+	bin := t.TempDir()
+	t.Setenv("PATH", bin)
+	show := func() string {
+		var stdout, stderr strings.Builder
+		if err := run(context.Background(), []string{"flower", "trust", "--show", ws}, strings.NewReader(""), &stdout, &stderr); err != nil {
+			t.Fatal(err)
+		}
+		return stdout.String()
+	}
+	if out := show(); !strings.Contains(out, "the model's tools CAN read the API key") || !strings.Contains(out, "apt-get install bubblewrap socat") {
+		t.Errorf("without bubblewrap:\n%s", out)
+	}
+	for _, name := range []string{"bwrap", "socat"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := show(); !strings.Contains(out, "the model's tools cannot read the API key") {
+		t.Errorf("with bubblewrap:\n%s", out)
+	}
+}
