@@ -16,6 +16,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -100,6 +101,13 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Home != "" {
 		env = append(env, "CODEX_HOME="+cfg.Home)
 	}
+	env = append(env, cfg.Env...)
+	if t := homeTemp(env); t != "" {
+		if err := os.MkdirAll(strings.TrimPrefix(t, "TMPDIR="), 0o700); err != nil {
+			return nil, fmt.Errorf("codex app-server temporary folder: %w", err)
+		}
+		env = append(env, t)
+	}
 	logw := cfg.Log
 	if logw == nil {
 		logw = io.Discard
@@ -109,7 +117,7 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("codex app-server pipes: %w", err)
 	}
 	proc, err := child.Start(context.Background(), child.Config{Path: cfg.Binary, Args: append(args, cfg.Args...), Dir: cfg.Dir,
-		Env: append(env, cfg.Env...), Stdin: p.inR, Stdout: p.outW, Stderr: p.errW, CancelSignal: syscall.SIGTERM,
+		Env: env, Stdin: p.inR, Stdout: p.outW, Stderr: p.errW, CancelSignal: syscall.SIGTERM,
 		Grace: cfg.Grace, Logger: cfg.Logger})
 	p.closeChildEnds()
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowerhq/flower/fleet"
 	"github.com/flowerhq/flower/handoff"
+	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/scriptedapi"
@@ -228,8 +229,18 @@ func TestWorkspaceSettingsLeftOutOrTrusted(t *testing.T) {
 					t.Errorf("trusted: %d requests at the other listener, %d more at the person's: the planted env did not take effect", len(other.Requests()), len(srv.Requests())-before)
 				}
 			case "hook", "mcp", "parent mcp", "parent skill":
-				if b, err := os.ReadFile(leak); err != nil || strings.TrimSpace(string(b)) != scriptedapi.APIKey {
-					t.Errorf("trusted: the hook did not run (%q, %v): the plant proves nothing", b, err)
+				// The plant ran: its file is there. Under the harness's
+				// subprocess scrub it ran without the key, else with it.
+				b, err := os.ReadFile(leak)
+				if err != nil {
+					t.Fatalf("trusted: the plant did not run (%v): it proves nothing", err)
+				}
+				want := scriptedapi.APIKey
+				if _, scrubbed, _ := levers.Scrub(env); scrubbed {
+					want = ""
+				}
+				if got := strings.TrimSpace(string(b)); got != want {
+					t.Errorf("trusted: the plant read the key as %q, want %q (scrub on: %v)", got, want, want == "")
 				}
 			}
 		})

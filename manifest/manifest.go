@@ -42,6 +42,10 @@ const (
 	// StatusAuthFailed: the API refused the credentials (401 or 403)
 	// after a retry; the step stopped, its session kept for continue.
 	StatusAuthFailed = "auth_failed"
+	// StatusUntrusted: a file the harness reads changed under the run
+	// (DESIGN.md «Trust store»); the step stopped before the next harness
+	// started, its session kept for continue once the person looked.
+	StatusUntrusted = "workspace_changed"
 )
 
 // Where a step's context window figure came from.

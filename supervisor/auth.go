@@ -65,3 +65,23 @@ func credentialFix(env []string) string {
 func (s *stepRun) authStop(out outcome) error {
 	return s.stop(manifest.StatusAuthFailed, out.why)
 }
+
+// admit asks Options.Admit whether a harness may start now; "" when it
+// may, else why not.
+func (s *stepRun) admit() string {
+	if s.rt.opts.Admit == nil {
+		return ""
+	}
+	if err := s.rt.opts.Admit(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// untrustedStop ends the step whose next harness Admit refused (why), before
+// its generation begins: recorded as workspace_changed, the latest session
+// kept for flower continue once the person has looked.
+func (s *stepRun) untrustedStop(why string) error {
+	s.rt.emit(Event{Kind: KindNotice, Step: s.st.Name, Text: why})
+	return s.stop(manifest.StatusUntrusted, why)
+}

@@ -34,6 +34,10 @@ func (s *stepRun) generation(ctx context.Context, l *launch, failedBefore int) g
 			s.abandon(*l)
 			return genEnd{gen: s.st.Current(), err: err}
 		}
+		if why := s.admit(); why != "" { // a file the harness reads changed: nothing starts until the person looks
+			s.abandon(*l)
+			return genEnd{gen: s.st.Current(), err: s.untrustedStop(why)}
+		}
 		s.beginGeneration(l)
 		gen := s.st.Current()
 		if l.resume != "" && !s.rt.caps.Resumes {

@@ -82,6 +82,12 @@ type Options struct {
 	// command is flower's PreCompact hook: it records each blocked
 	// compaction in the run. Empty: the hook blocks and records nothing.
 	HookBinary string
+	// Admit, when set, is asked before each harness starts (a generation,
+	// a resumed session, a successor started early): an error stops the
+	// step, status manifest.StatusUntrusted, with the error as the reason,
+	// and nothing starts. The edge says what it checks (the trust gate's
+	// scan, DESIGN.md «Trust store»); the engine only asks.
+	Admit func() error
 	// Front starts the harness of each attempt (Headless, the stream-json
 	// process, when nil).
 	Front front.Launcher

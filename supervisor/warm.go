@@ -32,6 +32,10 @@ func (a *attemptRun) startSuccessor() {
 	if !a.startsEarly() || a.early != nil || a.over() || rt.policy.LastGeneration(a.gen.N) || a.ctx.Err() != nil {
 		return
 	}
+	if why := a.admit(); why != "" {
+		a.log.Warn("the successor is not started early", "why", why) // the attempt's launch stops the step
+		return
+	}
 	spec := a.spec(a.gen.N+1, "", "")
 	spec.Early = true
 	sess, err := rt.opts.Front.Launch(a.ctx, spec)
@@ -84,7 +88,7 @@ func stopUnused(sess front.Session) {
 // the attempt records it, as it would its own.
 func (s *stepRun) startFirst(ctx context.Context, task string) (sess front.Session, begin error) {
 	rt := s.rt
-	if !s.startsEarly() || ctx.Err() != nil || rt.policy.Futile(rt.runFloor()) {
+	if !s.startsEarly() || ctx.Err() != nil || rt.policy.Futile(rt.runFloor()) || s.admit() != "" {
 		return nil, nil
 	}
 	sess, err := rt.opts.Front.Launch(ctx, s.spec(len(s.st.Generations)+1, task, ""))

@@ -90,3 +90,47 @@ func Gate(s *Store, storeErr error, ws string, skip bool) (args []string, note s
 	return SkipArgs, fmt.Sprintf("workspace %s is not trusted: the harness runs without %s (%s: only your user settings, and only MCP servers given with --mcp-config)",
 		ws, strings.Join(rels, ", "), SkipFlag), nil
 }
+
+// Recheck is the gate again, under a run that passed it without skip:
+// before each harness start after the first, so a file a repository
+// script wrote or changed mid-run (a new .claude/settings.json with a
+// hook, a parent's .mcp.json) is never loaded by a successor. nil while
+// every file the harness reads is trusted as it is (or there is none);
+// else a *ChangedError.
+func Recheck(s *Store, ws string) error {
+	files, err := Scan(ws)
+	if err != nil {
+		return fmt.Errorf("workspace %s: %w", ws, err)
+	}
+	if s != nil {
+		files = s.Trusted(ws, files)
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	return &ChangedError{Workspace: ws, Files: files}
+}
+
+// ChangedError: files the harness reads changed under a run, and are not
+// trusted as they are now.
+type ChangedError struct {
+	Workspace string
+	Files     []File
+}
+
+// Error is one line: the files, what they can do, and what to run.
+func (e *ChangedError) Error() string {
+	var parts []string
+	for _, f := range e.Files {
+		risk := strings.Join(f.Risks, "; ")
+		if risk == "" {
+			risk = "no risky key"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", f.Rel, risk))
+	}
+	return fmt.Sprintf("a file the harness reads changed under the run: %s; nothing more was started. See what it does with `flower trust --show %s`, trust it with `flower trust %s`, then go on with flower continue",
+		strings.Join(parts, ", "), e.Workspace, e.Workspace)
+}
+
+// Unwrap makes errors.Is(err, ErrUntrusted) true.
+func (e *ChangedError) Unwrap() error { return ErrUntrusted }

@@ -142,7 +142,7 @@ func (j *job) finish(st *manifest.StepResult, err error) {
 		j.notifier.Send(ev)
 	}
 	j.render.summary(st, j.runDir)
-	if (j.interactive || errors.Is(err, context.Canceled)) && !j.noContinue {
+	if (j.interactive || errors.Is(err, context.Canceled) || st.Status == manifest.StatusUntrusted) && !j.noContinue {
 		// The same way on from both fronts: never a retired session.
 		_, _ = io.WriteString(j.render.live, console.Escape(interactive.ContinueHint(j.rt.RunDir(), st, j.harnessArgs)))
 	}
@@ -336,7 +336,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		render.close()
 		return nil, err
 	}
-	store, harnessArgs, err := gateWorkspace(p, workspace, set.skipWorkspace, set.front == nil && kind == kindClaude)
+	store, harnessArgs, admit, err := gateWorkspace(p, workspace, set.skipWorkspace, set.front == nil && kind == kindClaude)
 	if err != nil {
 		render.close()
 		return nil, err
@@ -370,7 +370,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		HarnessPath: harnessPath, HarnessArgs: harnessArgs, HookBinary: hookBinary, Env: set.harnessEnv, Model: set.model,
 		MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout,
 		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, HarnessKind: string(kind), TaskCarry: set.taskCarry,
-		TrustNotes: set.trustNotes, Trust: store,
+		TrustNotes: set.trustNotes, Trust: store, Admit: admit,
 		MaxBudgetUSD: set.maxBudgetUSD, MaxDuration: set.maxDuration, MaxWait: set.maxWait, LimitBackoff: set.limitBackoff,
 	}, set.step, func(err error) {
 		// The run goes on; show and continue then need the run dir named.

@@ -51,7 +51,7 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	// setting sources out itself needs no trust for them.
 	q := p
 	q.harnessArgs = args
-	store, args, err := gateWorkspace(q, workspace, env(envSkipWorkspace) != "", !relayLeavesWorkspaceOut(args))
+	store, args, admit, err := gateWorkspace(q, workspace, env(envSkipWorkspace) != "", !relayLeavesWorkspaceOut(args))
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	model, _ := relay.Value(args, "--model")
 	rt, err := place.startRun(supervisor.Options{
 		Workspace: workspace, Handoff: &set.handoff,
-		HarnessPath: set.harness, HarnessArgs: args, HookBinary: hookBinary, Env: p.env, Model: model, Front: rl, Trust: store,
+		HarnessPath: set.harness, HarnessArgs: args, HookBinary: hookBinary, Env: p.env, Model: model, Front: rl, Trust: store, Admit: admit,
 		MaxBudgetUSD: set.maxBudgetUSD, MaxDuration: set.maxDuration, OnEvent: onEvent,
 	}, step, func(err error) { logger.Warn("runs/latest not updated", "err", err) })
 	if err != nil {

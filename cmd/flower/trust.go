@@ -197,31 +197,37 @@ func keyLine(env []string) string {
 // after the ones that leave the workspace's settings out, when skip and
 // the workspace is untrusted, which is said on stderr). An untrusted
 // workspace is refused as a usage error (exit 2). An interactive run
-// relies on the harness's own trust dialog.
-func gateWorkspace(p proc, ws string, skip, unattended bool) (*trust.Store, []string, error) {
+// relies on the harness's own trust dialog. admit, for a run that passed
+// with the workspace's files read, checks them again before each later
+// harness start (supervisor.Options.Admit, trust.Recheck); nil when the
+// harness starts closed to them, or decides itself.
+func gateWorkspace(p proc, ws string, skip, unattended bool) (store *trust.Store, args []string, admit func() error, err error) {
 	store, storeErr := trust.Open(p.env)
 	switch {
 	case errors.Is(storeErr, trust.ErrNoStore):
 		// No HOME: nothing is trusted, and nothing gets a receipt.
 		fmt.Fprintf(p.stderr, "flower: %v: no workspace settings are trusted and nothing flower writes gets a receipt\n", storeErr)
 	case storeErr != nil:
-		return nil, nil, usageError{storeErr}
+		return nil, nil, nil, usageError{storeErr}
 	}
 	if !unattended {
-		return store, p.harnessArgs, nil
+		return store, p.harnessArgs, nil, nil
 	}
 	extra, note, err := trust.Gate(store, storeErr, ws, skip)
 	var ue *trust.UntrustedError
 	switch {
 	case errors.As(err, &ue):
-		return nil, nil, usageError{err}
+		return nil, nil, nil, usageError{err}
 	case err != nil:
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if note != "" {
 		fmt.Fprintf(p.stderr, "flower: %s\n", console.Escape(note))
 	}
-	return store, append(append([]string(nil), extra...), p.harnessArgs...), nil
+	if len(extra) == 0 {
+		admit = func() error { return trust.Recheck(store, ws) }
+	}
+	return store, append(append([]string(nil), extra...), p.harnessArgs...), admit, nil
 }
 
 // envSkipWorkspace is the relay's --skip-workspace-settings.

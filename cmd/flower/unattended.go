@@ -43,6 +43,8 @@ func stopCode(err error) (int, bool) {
 		return exitLimitWait, true
 	case manifest.StatusAuthFailed:
 		return exitAuth, true
+	case manifest.StatusUntrusted: // as a workspace refused at the start
+		return exitUsage, true
 	}
 	return exitFailed, true
 }

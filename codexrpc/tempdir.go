@@ -1,0 +1,60 @@
+package codexrpc
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// Codex makes the links its sandbox starts through (codex-linux-sandbox,
+// apply_patch) in CODEX_HOME/tmp, and refuses to when CODEX_HOME lies
+// under the temporary folder. With a system bubblewrap on PATH its sandbox
+// then cannot start any command ("bwrap: execvp codex-linux-sandbox: No
+// such file or directory", measured on 0.171.0); with only its bundled one
+// it can. A CODEX_HOME under the temporary folder (doctor's, a test's) is
+// therefore given a temporary folder of its own, CODEX_HOME/tmp, so the
+// links are made (docs/DESIGN.md «Codex facts»).
+
+// homeTemp is the TMPDIR=… entry env needs for Codex's sandbox to start
+// with env's CODEX_HOME (else HOME/.codex), or "" when that is not under
+// env's temporary folder.
+func homeTemp(env []string) string {
+	home := envValue(env, "CODEX_HOME")
+	if home == "" {
+		if h := envValue(env, "HOME"); h != "" {
+			home = filepath.Join(h, ".codex")
+		}
+	}
+	tmp := envValue(env, "TMPDIR")
+	if tmp == "" {
+		tmp = "/tmp"
+	}
+	if home == "" || !filepath.IsAbs(home) || !within(resolved(home), resolved(tmp)) {
+		return ""
+	}
+	return "TMPDIR=" + filepath.Join(home, "tmp")
+}
+
+// envValue is the last value of key in env (the one a process sees).
+func envValue(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// resolved is path with its links followed as far as they exist.
+func resolved(path string) string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		return p
+	}
+	return filepath.Clean(path)
+}
+
+// within says whether path is dir or below it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
