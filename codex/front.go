@@ -121,8 +121,15 @@ func openThread(ctx context.Context, c *codexrpc.Client, s front.Spec) (codexrpc
 			return codexrpc.Thread{}, err
 		}
 	}
+	// The thread opens read-only, so Codex marks nothing trusted in the
+	// person's config; the sandbox they chose comes with each turn.
+	policy, err := c.PersonSandbox(ctx)
+	if err != nil {
+		return codexrpc.Thread{}, err
+	}
+	c.SetTurnSandbox(policy)
 	// Nobody answers an approval in an unattended run.
-	return c.OpenThread(ctx, codexrpc.ThreadOptions{Cwd: s.Dir, ApprovalPolicy: "never", Config: trust}, s.Resume)
+	return c.OpenThread(ctx, codexrpc.ThreadOptions{Cwd: s.Dir, ApprovalPolicy: "never", Sandbox: codexrpc.ThreadSandbox, Config: trust}, s.Resume)
 }
 
 // Conn is what a session uses of its app-server: a *codexrpc.Client, or a

@@ -68,6 +68,8 @@ type Client struct {
 	nextID   int
 	calls    map[int]chan response
 	err      error // why the read loop ended
+	// turnSandbox is every turn's sandboxPolicy (SetTurnSandbox).
+	turnSandbox map[string]any
 }
 
 type response struct {

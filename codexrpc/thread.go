@@ -28,6 +28,11 @@ func (c *Client) StartThread(ctx context.Context, o ThreadOptions) (string, erro
 // turn's end is a turn/completed notification.
 func (c *Client) StartTurn(ctx context.Context, threadID, text string) (string, error) {
 	params := map[string]any{"threadId": threadID, "input": []map[string]string{{"type": "text", "text": text}}}
+	c.mu.Lock()
+	if c.turnSandbox != nil {
+		params["sandboxPolicy"] = c.turnSandbox
+	}
+	c.mu.Unlock()
 	var res struct {
 		Turn struct {
 			ID string `json:"id"`
