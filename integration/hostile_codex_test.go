@@ -12,7 +12,8 @@ import (
 	"github.com/flowerhq/flower/scriptedresp"
 )
 
-// A Codex run leaves the person's $CODEX_HOME/config.toml byte for byte
+// A Codex run is gated on the workspace's .codex/ as a Claude Code run is
+// on .claude/. It leaves the person's $CODEX_HOME/config.toml byte for byte
 // as it was, and grants the workspace no trust of Codex's: the MCP server
 // of a workspace's .codex/config.toml does not start, while the model's
 // commands still write in the workspace (the person's workspace-write,
@@ -57,7 +58,16 @@ func TestCodexRunGrantsNoTrust(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The gate: .codex/ untrusted by the person in flower is refused
+		// before anything starts; trusted, it runs.
 		code, out := runFlowerCLI(t, env, "--harness", bin, "-C", ws, "TASK-MARK: write a file")
+		if code != 2 || !strings.Contains(out, ".codex/config.toml (MCP servers") || len(api.Requests()) != 0 {
+			t.Fatalf("person trusts %v: untrusted in flower: exit %d, %d requests; want 2 naming .codex/config.toml and none:\n%s", personTrusts, code, len(api.Requests()), out)
+		}
+		if code, out := runFlowerCLI(t, env, "trust", ws); code != 0 {
+			t.Fatalf("flower trust: exit %d\n%s", code, out)
+		}
+		code, out = runFlowerCLI(t, env, "--harness", bin, "-C", ws, "TASK-MARK: write a file")
 		if code != 0 {
 			t.Fatalf("person trusts %v: flower exited %d:\n%s", personTrusts, code, out)
 		}

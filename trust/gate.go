@@ -3,6 +3,7 @@ package trust
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -56,7 +57,55 @@ func (e *UntrustedError) Unwrap() error { return ErrUntrusted }
 // the harness reads is decided by how it starts, not by what was there. A nil
 // store (none could be opened; storeErr says why) trusts nothing.
 func Gate(s *Store, storeErr error, ws string, skip bool) (args []string, note string, err error) {
+	return ClaudeCode.Gate(s, storeErr, ws, skip)
+}
+
+// Harness is what the gate knows of a harness: which of the scanned files
+// it reads, and how flower starts it without them.
+type Harness struct {
+	// Reads keeps the scanned files (by Rel) this harness reads; nil keeps
+	// them all.
+	Reads func(rel string) bool
+	// SkipArgs start it with the workspace's files left out; nil where no
+	// argument can (then what loads is the harness's own decision).
+	SkipArgs []string
+	// SkipSays ends the line said when it runs with SkipFlag.
+	SkipSays string
+}
+
+// ClaudeCode reads every file of the scan, and is started without them
+// by SkipArgs.
+var ClaudeCode = Harness{SkipArgs: SkipArgs, SkipSays: "only your user settings, and only MCP servers given with --mcp-config"}
+
+// Codex reads the .codex/ folders of the scan. Codex loads a project's
+// .codex/ only where the person's own Codex config trusts the project,
+// and no -c setting turns that off (measured on 0.171.0); flower grants
+// Codex no trust (package codexrpc, ThreadSandbox).
+var Codex = Harness{
+	Reads: func(rel string) bool {
+		return slices.Contains(strings.Split(rel, "/"), ".codex")
+	},
+	SkipSays: "flower grants Codex no trust of its own: Codex loads them only where your Codex config trusts this project",
+}
+
+// scan is Scan, kept to the files h reads.
+func (h Harness) scan(ws string) ([]File, error) {
 	files, err := Scan(ws)
+	if err != nil || h.Reads == nil {
+		return files, err
+	}
+	var out []File
+	for _, f := range files {
+		if h.Reads(f.Rel) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// Gate is the package's Gate for harness h.
+func (h Harness) Gate(s *Store, storeErr error, ws string, skip bool) (args []string, note string, err error) {
+	files, err := h.scan(ws)
 	if err != nil {
 		return nil, "", fmt.Errorf("workspace %s: %w", ws, err)
 	}
@@ -65,7 +114,7 @@ func Gate(s *Store, storeErr error, ws string, skip bool) (args []string, note s
 			// Nothing to leave out now, but a file a repository script
 			// writes mid-run would be read: the harness is started so
 			// that it reads none.
-			return SkipArgs, "", nil
+			return h.SkipArgs, "", nil
 		}
 		return nil, "", nil
 	}
@@ -87,8 +136,12 @@ func Gate(s *Store, storeErr error, ws string, skip bool) (args []string, note s
 	for _, f := range untrusted {
 		rels = append(rels, f.Rel)
 	}
-	return SkipArgs, fmt.Sprintf("workspace %s is not trusted: the harness runs without %s (%s: only your user settings, and only MCP servers given with --mcp-config)",
-		ws, strings.Join(rels, ", "), SkipFlag), nil
+	if h.SkipArgs == nil {
+		return nil, fmt.Sprintf("workspace %s is not trusted: the run goes on with nothing added for %s (%s: %s)",
+			ws, strings.Join(rels, ", "), SkipFlag, h.SkipSays), nil
+	}
+	return h.SkipArgs, fmt.Sprintf("workspace %s is not trusted: the harness runs without %s (%s: %s)",
+		ws, strings.Join(rels, ", "), SkipFlag, h.SkipSays), nil
 }
 
 // Recheck is the gate again, under a run that passed it without skip:
@@ -97,8 +150,11 @@ func Gate(s *Store, storeErr error, ws string, skip bool) (args []string, note s
 // hook, a parent's .mcp.json) is never loaded by a successor. nil while
 // every file the harness reads is trusted as it is (or there is none);
 // else a *ChangedError.
-func Recheck(s *Store, ws string) error {
-	files, err := Scan(ws)
+func Recheck(s *Store, ws string) error { return ClaudeCode.Recheck(s, ws) }
+
+// Recheck is the package's Recheck for harness h.
+func (h Harness) Recheck(s *Store, ws string) error {
+	files, err := h.scan(ws)
 	if err != nil {
 		return fmt.Errorf("workspace %s: %w", ws, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -226,9 +227,12 @@ func scanOne(ws, rel string) (File, error) {
 	if len(bytes.TrimSpace(head)) == 0 && fi.Size() <= maxParse {
 		return f, errEmpty
 	}
-	if strings.HasSuffix(rel, ".json") {
+	switch {
+	case strings.HasSuffix(rel, ".json"):
 		f.Risks, f.Commands = jsonRisks(head)
-	} else {
+	case strings.HasSuffix(rel, ".toml"):
+		f.Risks = tomlRisks(head)
+	default:
 		f.Risks = definitionRisks(head)
 	}
 	for i, r := range f.Risks {
@@ -364,6 +368,35 @@ func (f *jsonFindings) mcpServers(doc map[string]json.RawMessage) {
 		f.risks = append(f.risks, "MCP server "+name)
 		f.commands = append(f.commands, fmt.Sprintf("MCP server %s: %s", name, Mask(strings.TrimSpace(firstNonEmpty(sv.URL, sv.Command+" "+strings.Join(sv.Args, " "))))))
 	}
+}
+
+// tomlKeys are the Codex settings that start a command, aim the model
+// elsewhere or shape the tools' environment, by the table or key a line
+// of a config.toml begins with.
+var tomlKeys = []struct{ prefix, risk string }{
+	{"mcp_servers", "MCP servers"}, {"hooks", "hooks"}, {"notify", "notify command"},
+	{"model_provider", "the model endpoint"}, {"openai_base_url", "the model endpoint"},
+	{"shell_environment_policy", "the tools' environment"}, {"sandbox", "the sandbox"},
+	{"approval_policy", "approvals"}, {"profile", "profiles"}, {"features", "features"},
+}
+
+// tomlRisks names what a Codex config.toml can do, from the tables and
+// keys its lines begin with (a line scan: no TOML parser is needed to
+// name them, and the hash covers the whole file whatever is named).
+func tomlRisks(b []byte) []string {
+	var risks []string
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimLeft(strings.TrimSpace(line), "[")
+		for _, k := range tomlKeys {
+			if strings.HasPrefix(line, k.prefix) && !slices.Contains(risks, k.risk) {
+				risks = append(risks, k.risk)
+			}
+		}
+	}
+	if len(risks) == 0 {
+		risks = []string{"Codex settings"}
+	}
+	return risks
 }
 
 // definitionRisks names what an agent, skill or command file can do.

@@ -421,3 +421,51 @@ func TestGateSkipStartsClosed(t *testing.T) {
 		t.Errorf("Gate of an empty workspace = %q, %v; want nothing", args, err)
 	}
 }
+
+// The Codex gate weighs the .codex/ folders only (a Claude Code settings
+// file is nothing Codex reads), refuses them untrusted, passes them once
+// trusted, and sees a change to them again; with skip it adds no argument
+// and says what Codex decides itself.
+func TestCodexGateWeighsCodexFolders(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(root, "services", "api")
+	write(t, filepath.Join(ws, ".claude", "settings.json"), `{"hooks":{"Stop":[]}}`)
+	s := newStore(t)
+	if args, note, err := Codex.Gate(s, nil, ws, false); err != nil || args != nil || note != "" {
+		t.Fatalf("Codex.Gate with only .claude/ = %q, %q, %v; want nothing", args, note, err)
+	}
+	if _, _, err := Gate(s, nil, ws, false); !errors.Is(err, ErrUntrusted) {
+		t.Fatalf("Claude Code's gate = %v; want it refused", err)
+	}
+	write(t, filepath.Join(root, ".codex", "config.toml"), "[mcp_servers.x]\ncommand = \"sh\"\n")
+	_, _, err := Codex.Gate(s, nil, ws, false)
+	var ue *UntrustedError
+	if !errors.As(err, &ue) || len(ue.Files) != 1 || ue.Files[0].Rel != "../../.codex/config.toml" || fmt.Sprint(ue.Files[0].Risks) != "[MCP servers]" {
+		t.Fatalf("Codex.Gate with the root's .codex/ = %v; want it refused naming ../../.codex/config.toml alone, for its MCP servers", err)
+	}
+	args, note, err := Codex.Gate(s, nil, ws, true)
+	if err != nil || args != nil || !strings.Contains(note, "../../.codex/config.toml") || !strings.Contains(note, "Codex config trusts") {
+		t.Errorf("Codex.Gate(skip) = %q, %q, %v; want no argument and a line on what Codex decides", args, note, err)
+	}
+	files, err := Scan(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Trust(ws, files); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Codex.Gate(s, nil, ws, false); err != nil {
+		t.Fatalf("Codex.Gate once trusted = %v", err)
+	}
+	if err := Codex.Recheck(s, ws); err != nil {
+		t.Fatalf("Codex.Recheck unchanged = %v", err)
+	}
+	write(t, filepath.Join(root, ".codex", "hooks.json"), `{"hooks":{}}`)
+	var ce *ChangedError
+	if err := Codex.Recheck(s, ws); !errors.As(err, &ce) || len(ce.Files) != 1 || ce.Files[0].Rel != "../../.codex/hooks.json" {
+		t.Errorf("Codex.Recheck after a new .codex/hooks.json = %v; want it named", err)
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/safefile"
 	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/trust"
 	"github.com/flowerhq/flower/workbench"
 )
 
@@ -336,7 +337,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		render.close()
 		return nil, err
 	}
-	store, harnessArgs, admit, err := gateWorkspace(p, workspace, set.skipWorkspace, set.front == nil && kind == kindClaude)
+	store, harnessArgs, admit, err := gateWorkspace(p, workspace, set.skipWorkspace, gateOf(kind, set.front != nil))
 	if err != nil {
 		render.close()
 		return nil, err
@@ -385,6 +386,18 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	}
 	return &job{rt: rt, runPlace: place, harnessPath: harnessPath, render: render,
 		harnessArgs: p.harnessArgs, interactive: set.front != nil, noContinue: set.noContinue}, nil
+}
+
+// gateOf is the trust gate of an unattended run on a harness of kind; nil
+// for an interactive one, whose harness asks the person itself.
+func gateOf(kind harnessKind, interactive bool) *trust.Harness {
+	switch {
+	case interactive:
+		return nil
+	case kind == kindCodex:
+		return &trust.Codex
+	}
+	return &trust.ClaudeCode
 }
 
 // jobPlace is set's harness, its kind and the workspace, made absolute and

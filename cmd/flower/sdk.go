@@ -24,6 +24,7 @@ import (
 	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/relay"
 	"github.com/flowerhq/flower/supervisor"
+	"github.com/flowerhq/flower/trust"
 	"github.com/flowerhq/flower/workbench"
 )
 
@@ -51,7 +52,7 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	// setting sources out itself needs no trust for them.
 	q := p
 	q.harnessArgs = args
-	store, args, admit, err := gateWorkspace(q, workspace, env(envSkipWorkspace) != "", !relayLeavesWorkspaceOut(args))
+	store, args, admit, err := gateWorkspace(q, workspace, env(envSkipWorkspace) != "", relayGate(args))
 	if err != nil {
 		return err
 	}
@@ -281,4 +282,13 @@ func pollParent(ctx context.Context, ppid int, gone func(error)) {
 			}
 		}
 	}
+}
+
+// relayGate is the relay's trust gate: none when the application's own
+// arguments start the harness closed to the workspace.
+func relayGate(args []string) *trust.Harness {
+	if relayLeavesWorkspaceOut(args) {
+		return nil
+	}
+	return &trust.ClaudeCode
 }

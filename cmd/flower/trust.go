@@ -192,16 +192,17 @@ func keyLine(env []string) string {
 }
 
 // gateWorkspace opens the person's trust store and, for an unattended run,
-// passes the workspace through trust.Gate (DESIGN.md «Trust store»): it
+// passes the workspace through h's gate (DESIGN.md «Trust store»): it
 // returns the store and the harness arguments to run with (the person's,
 // after the ones that leave the workspace's settings out, when skip and
 // the workspace is untrusted, which is said on stderr). An untrusted
-// workspace is refused as a usage error (exit 2). An interactive run
-// relies on the harness's own trust dialog. admit, for a run that passed
+// workspace is refused as a usage error (exit 2). A nil h (an interactive
+// run, which relies on the harness's own trust dialog, or a relay whose
+// application starts the harness closed) is not gated. admit, for a run that passed
 // with the workspace's files read, checks them again before each later
 // harness start (supervisor.Options.Admit, trust.Recheck); nil when the
 // harness starts closed to them, or decides itself.
-func gateWorkspace(p proc, ws string, skip, unattended bool) (store *trust.Store, args []string, admit func() error, err error) {
+func gateWorkspace(p proc, ws string, skip bool, h *trust.Harness) (store *trust.Store, args []string, admit func() error, err error) {
 	store, storeErr := trust.Open(p.env)
 	switch {
 	case errors.Is(storeErr, trust.ErrNoStore):
@@ -210,10 +211,10 @@ func gateWorkspace(p proc, ws string, skip, unattended bool) (store *trust.Store
 	case storeErr != nil:
 		return nil, nil, nil, usageError{storeErr}
 	}
-	if !unattended {
+	if h == nil {
 		return store, p.harnessArgs, nil, nil
 	}
-	extra, note, err := trust.Gate(store, storeErr, ws, skip)
+	extra, note, err := h.Gate(store, storeErr, ws, skip)
 	var ue *trust.UntrustedError
 	switch {
 	case errors.As(err, &ue):
@@ -224,8 +225,8 @@ func gateWorkspace(p proc, ws string, skip, unattended bool) (store *trust.Store
 	if note != "" {
 		fmt.Fprintf(p.stderr, "flower: %s\n", console.Escape(note))
 	}
-	if len(extra) == 0 {
-		admit = func() error { return trust.Recheck(store, ws) }
+	if !skip {
+		admit = func() error { return h.Recheck(store, ws) }
 	}
 	return store, append(append([]string(nil), extra...), p.harnessArgs...), admit, nil
 }
