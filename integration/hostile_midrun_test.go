@@ -101,7 +101,7 @@ func TestMidRunSettingsWriteStopsTheSuccessor(t *testing.T) {
 	if _, err := os.Lstat(leak); err == nil {
 		t.Errorf("the planted hook ran")
 	}
-	if n := len(j.firstSeq); n != 1 {
+	if n := j.generationsSeen(); n != 1 {
 		t.Errorf("%d generations reached the model, want 1", n)
 	}
 
@@ -112,7 +112,7 @@ func TestMidRunSettingsWriteStopsTheSuccessor(t *testing.T) {
 	if code, out := flowerCmd(t, env, ws, "continue", "-C", ws); code != 0 {
 		t.Fatalf("continue after trusting: exit %d\n%s", code, out)
 	}
-	if n := len(j.firstSeq); n != 2 {
+	if n := j.generationsSeen(); n != 2 {
 		t.Errorf("%d generations reached the model after continue, want 2", n)
 	}
 }

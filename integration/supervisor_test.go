@@ -70,6 +70,14 @@ func (j *job) script(r *scriptedapi.Request) scriptedapi.Reply {
 	return reply
 }
 
+// generationsSeen is how many generations' first requests reached the
+// model so far (safe while the server still answers).
+func (j *job) generationsSeen() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.firstSeq)
+}
+
 func usage(ctx int) scriptedapi.Usage {
 	return scriptedapi.Usage{InputTokens: 100, CacheReadInputTokens: ctx - 100, OutputTokens: 50}
 }

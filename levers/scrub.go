@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -105,4 +106,27 @@ var (
 func isExec(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}
+
+// modeFlags set a permission mode of the person's, which the harness's
+// scrub forces back to default ("Permission mode forced to default —
+// CLAUDE_CODE_SUBPROCESS_ENV_SCRUB is set", measured on 2.1.328).
+var modeFlags = []string{"--permission-mode", "--dangerously-skip-permissions"}
+
+// ScrubFor is Scrub for a harness started with args: a permission mode
+// the person chose there is theirs, so the scrub is not switched on over
+// it (a value of ScrubKey of their own still decides).
+func ScrubFor(env, args []string) (out []string, on bool, why string) {
+	if _, ok := lookup(env, ScrubKey); !ok {
+		for _, a := range args {
+			if a == "--" {
+				break
+			}
+			flag, _, _ := strings.Cut(a, "=")
+			if slices.Contains(modeFlags, flag) {
+				return env, false, flag + " sets a permission mode, which the harness's scrub would force back to default"
+			}
+		}
+	}
+	return Scrub(env)
 }

@@ -54,3 +54,21 @@ func TestScrub(t *testing.T) {
 		t.Errorf("a bubblewrap that fails: %q %v %q", out, on, why)
 	}
 }
+
+// A permission mode the person chose is not forced back to default by a
+// scrub flower switched on; their own ScrubKey still decides.
+func TestScrubForKeepsAPermissionMode(t *testing.T) {
+	env := []string{"PATH=/nonexistent"}
+	for _, args := range [][]string{{"--permission-mode", "acceptEdits"}, {"--permission-mode=plan"}, {"-p", "--dangerously-skip-permissions"}} {
+		out, on, why := ScrubFor(env, args)
+		if on || len(out) != len(env) || !strings.Contains(why, "permission mode") {
+			t.Errorf("ScrubFor(%q) = %q, %v, %q; want it left off, saying why", args, out, on, why)
+		}
+	}
+	if _, on, _ := ScrubFor(append(env, ScrubKey+"=1"), []string{"--permission-mode", "acceptEdits"}); !on {
+		t.Errorf("the person's own %s=1 was not kept", ScrubKey)
+	}
+	if _, _, why := ScrubFor(env, []string{"--", "--permission-mode"}); strings.Contains(why, "permission mode") {
+		t.Errorf("an argument after -- counted as a flag: %q", why)
+	}
+}

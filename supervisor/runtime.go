@@ -239,7 +239,7 @@ func New(opts Options) (*Runtime, error) {
 	// them (DESIGN.md «Held harness»).
 	var scrubbed bool
 	var unscrubbed string
-	if rt.env, scrubbed, unscrubbed = levers.Scrub(plan.Env); !scrubbed {
+	if rt.env, scrubbed, unscrubbed = levers.ScrubFor(plan.Env, opts.HarnessArgs); !scrubbed {
 		log.Info("the model's tools can read the API key", "why", unscrubbed)
 	}
 	// The endpoint is held where the run started it (DESIGN.md «Held
