@@ -237,11 +237,8 @@ func New(opts Options) (*Runtime, error) {
 	plan := envinject.Child(opts.Env, opts.Compact, pol.Enabled, nil)
 	// The model's tools get no key where the harness can keep it from
 	// them (DESIGN.md «Held harness»).
-	var scrubbed bool
-	var unscrubbed string
-	if rt.env, scrubbed, unscrubbed = levers.ScrubFor(plan.Env, opts.HarnessArgs); !scrubbed {
-		log.Info("the model's tools can read the API key", "why", unscrubbed)
-	}
+	// (flower trust --show and doctor say when they are not.)
+	rt.env, _, _ = levers.ScrubFor(plan.Env, opts.HarnessArgs)
 	// The endpoint is held where the run started it (DESIGN.md «Held
 	// harness»).
 	rt.ownSettings.Pin = levers.Hold(opts.HarnessArgs, rt.env, opts.Workspace, rt.ownSettings)
