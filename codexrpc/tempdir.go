@@ -3,6 +3,8 @@ package codexrpc
 import (
 	"path/filepath"
 	"strings"
+
+	"github.com/flowerhq/flower/envinject"
 )
 
 // Codex makes the links its sandbox starts through (codex-linux-sandbox,
@@ -18,13 +20,13 @@ import (
 // with env's CODEX_HOME (else HOME/.codex), or "" when that is not under
 // env's temporary folder.
 func homeTemp(env []string) string {
-	home := envValue(env, "CODEX_HOME")
+	home := value(env, "CODEX_HOME")
 	if home == "" {
-		if h := envValue(env, "HOME"); h != "" {
+		if h := value(env, "HOME"); h != "" {
 			home = filepath.Join(h, ".codex")
 		}
 	}
-	tmp := envValue(env, "TMPDIR")
+	tmp := value(env, "TMPDIR")
 	if tmp == "" {
 		tmp = "/tmp"
 	}
@@ -32,17 +34,6 @@ func homeTemp(env []string) string {
 		return ""
 	}
 	return "TMPDIR=" + filepath.Join(home, "tmp")
-}
-
-// envValue is the last value of key in env (the one a process sees).
-func envValue(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
 }
 
 // resolved is path with its links followed as far as they exist.
@@ -57,4 +48,10 @@ func resolved(path string) string {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// value is key's value in env ("" when unset).
+func value(env []string, key string) string {
+	v, _ := envinject.Lookup(env, key)
+	return v
 }

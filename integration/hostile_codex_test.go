@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/integration/itest"
 	"github.com/flowerhq/flower/scriptedresp"
 )
@@ -41,7 +42,7 @@ func TestCodexRunGrantsNoTrust(t *testing.T) {
 		leak := filepath.Join(t.TempDir(), "mcp-ran")
 		writeFile(t, filepath.Join(ws, ".codex", "config.toml"), "[mcp_servers.x]\ncommand = \"sh\"\nargs = [\"-c\", \"echo ran > "+leak+"; sleep 30\"]\n")
 		env := codexEnv(t, api.URL, codexPersonConfig)
-		config := filepath.Join(envOf(env, "CODEX_HOME"), "config.toml")
+		config := filepath.Join(codexHomeOf(env), "config.toml")
 		if personTrusts {
 			real, err := filepath.EvalSymlinks(ws)
 			if err != nil {
@@ -91,13 +92,8 @@ func TestCodexRunGrantsNoTrust(t *testing.T) {
 	}
 }
 
-// envOf is the last value of key in env.
-func envOf(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
+// codexHomeOf is env's CODEX_HOME.
+func codexHomeOf(env []string) string {
+	v, _ := envinject.Lookup(env, "CODEX_HOME")
 	return v
 }
