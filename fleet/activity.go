@@ -108,6 +108,12 @@ func (g *Generations) Generation(ctx context.Context, t GenerationTask) (*Outcom
 	opts := g.Options
 	opts.Workspace = workspace // the path checked, links resolved
 	opts.Trust = g.Trust
+	if !g.SkipWorkspaceSettings {
+		// Weighed again before each later harness start, as a run on
+		// the command line is: a file a script wrote mid-run is never
+		// loaded by a successor.
+		opts.Admit = func() error { return trust.Recheck(g.Trust, workspace) }
+	}
 	opts.HarnessArgs = append(append([]string(nil), extra...), opts.HarnessArgs...)
 	opts.Workbench = true
 	opts.WorkbenchDir = ""

@@ -134,9 +134,18 @@ func TestHandoffKeyBetweenTurns(t *testing.T) {
 	if _, err := tf.tmux("send-keys", "-t", "it", `C-\`); err != nil {
 		t.Fatal(err)
 	}
-	until(t, "a second generation", func() bool {
+	// The person stays quiet until the successor has asked its model:
+	// till then the first session, told the job is done, is the latest,
+	// and an /exit typed at it while it writes would cut the handoff.
+	until(t, "the successor's first request", func() bool {
 		m, err := manifest.Load(manifest.Path(g.runDir))
-		return err == nil && m.Step(guarStep) != nil && len(m.Step(guarStep).Generations) > 1
+		if err != nil || m.Step(guarStep) == nil || len(m.Step(guarStep).Generations) < 2 {
+			return false
+		}
+		gens := m.Step(guarStep).Generations
+		_, first := g.sessions()
+		_, asked := first[gens[1].SessionID]
+		return gens[0].Handoff != nil && gens[1].SessionID != "" && asked
 	})
 	g.mu.Lock()
 	g.hold = false

@@ -453,10 +453,7 @@ func hostileCell(t *testing.T, row hostileRow, cmd string, want cellKind) string
 	if cmd == "worker activity" {
 		code, out = hostileActivity(t, ws, srv)
 	} else {
-		// A refused cell must start no harness, so flower's rusage is its
-		// own; elsewhere it would count the harness too, and only samples
-		// of flower's VmHWM are used.
-		code, out, rssKB = hostileCommand(t, cmd, ws, task, env, want == refused || cmd == "show" || cmd == "logs")
+		code, out, rssKB = hostileCommand(t, cmd, ws, task, env)
 	}
 	if n := decoy.requests.Load(); n > 0 {
 		t.Errorf("%d requests reached the decoy listener: something aimed the key away from the person's endpoint", n)
@@ -555,8 +552,8 @@ func rssText(kb int) string {
 }
 
 // hostileCommand runs flower's command in ws and returns its exit code,
-// output and peak RSS (VmHWM while it ran, else its rusage).
-func hostileCommand(t *testing.T, cmd, ws, taskFile string, env []string, alone bool) (int, string, int) {
+// output and peak RSS (its VmHWM, sampled while it ran).
+func hostileCommand(t *testing.T, cmd, ws, taskFile string, env []string) (int, string, int) {
 	var args []string
 	switch cmd {
 	case "run":
@@ -606,11 +603,11 @@ func hostileCommand(t *testing.T, cmd, ws, taskFile string, env []string, alone 
 	if ctx.Err() != nil {
 		t.Errorf("flower %s did not end in %s: killed", cmd, "3m")
 	}
-	// Without a harness flower is the only process under it, and its
-	// rusage is its own peak even when it exited before a sample.
-	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok && alone {
-		peak = max(peak, int(ru.Maxrss))
-	}
+	// flower's rusage is not its own: Go starts a child sharing the
+	// test's memory until exec (vfork), and Linux keeps that memory's
+	// high-water mark as the child's maxrss, so it reads as this test
+	// binary's size. VmHWM, sampled from the first instant after exec,
+	// is flower's own.
 	return exitCode(err), out.String(), peak
 }
 
