@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,13 +124,16 @@ func openThread(ctx context.Context, c *codexrpc.Client, s front.Spec) (codexrpc
 	}
 	// The thread opens read-only, so Codex marks nothing trusted in the
 	// person's config; the sandbox they chose comes with each turn.
-	policy, err := c.PersonSandbox(ctx)
+	p, err := c.ReadPerson(ctx)
 	if err != nil {
 		return codexrpc.Thread{}, err
 	}
-	c.SetTurnSandbox(policy)
+	c.SetTurnSandbox(p.Sandbox)
+	// The model's commands go without the keys (DESIGN.md «Held harness»).
+	config := maps.Clone(p.ToolEnv)
+	maps.Copy(config, trust)
 	// Nobody answers an approval in an unattended run.
-	return c.OpenThread(ctx, codexrpc.ThreadOptions{Cwd: s.Dir, ApprovalPolicy: "never", Sandbox: codexrpc.ThreadSandbox, Config: trust}, s.Resume)
+	return c.OpenThread(ctx, codexrpc.ThreadOptions{Cwd: s.Dir, ApprovalPolicy: "never", Sandbox: codexrpc.ThreadSandbox, Config: config}, s.Resume)
 }
 
 // Conn is what a session uses of its app-server: a *codexrpc.Client, or a

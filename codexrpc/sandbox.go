@@ -3,6 +3,7 @@ package codexrpc
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // Codex's app-server, asked for a thread whose sandbox can write (given in
@@ -22,11 +23,26 @@ const ThreadSandbox = "read-only"
 // MethodConfigRead reads the effective config.
 const MethodConfigRead = "config/read"
 
-// PersonSandbox is the sandbox policy the person's config asks for (its
-// user layer and the -c settings: no project's), as turn/start takes it:
-// sandbox_mode, with sandbox_workspace_write's settings; workspace-write
-// where it says nothing, as a thread Codex trusts gets.
-func (c *Client) PersonSandbox(ctx context.Context) (map[string]any, error) {
+// Person is what flower reads of the person's Codex config (its user
+// layer and the -c settings: no project's) before it opens a thread.
+type Person struct {
+	// Sandbox is the sandbox policy it asks for, as turn/start takes it:
+	// sandbox_mode, with sandbox_workspace_write's settings;
+	// workspace-write where it says nothing, as a thread Codex trusts
+	// gets.
+	Sandbox map[string]any
+	// ToolEnv is the thread's config override that keeps the model's
+	// keys out of the model's commands (ToolEnvOverride).
+	ToolEnv map[string]any
+}
+
+// KeyVars are the variables Codex itself takes a model key or token
+// from, whatever the provider; each provider's env_key (and the variables
+// its env_http_headers name) are added to them.
+var KeyVars = []string{"OPENAI_API_KEY", "CODEX_API_KEY", "CODEX_ACCESS_TOKEN"}
+
+// ReadPerson reads the person's config (config/read).
+func (c *Client) ReadPerson(ctx context.Context) (Person, error) {
 	var res struct {
 		Config struct {
 			Mode  string `json:"sandbox_mode"`
@@ -36,27 +52,64 @@ func (c *Client) PersonSandbox(ctx context.Context) (map[string]any, error) {
 				ExcludeTmpdirEnvVar bool     `json:"exclude_tmpdir_env_var"`
 				ExcludeSlashTmp     bool     `json:"exclude_slash_tmp"`
 			} `json:"sandbox_workspace_write"`
+			ToolEnv struct {
+				Exclude []string `json:"exclude"`
+			} `json:"shell_environment_policy"`
+			Providers map[string]struct {
+				EnvKey     string            `json:"env_key"`
+				EnvHeaders map[string]string `json:"env_http_headers"`
+			} `json:"model_providers"`
 		} `json:"config"`
 	}
 	if err := c.Call(ctx, MethodConfigRead, map[string]any{}, &res); err != nil {
-		return nil, err
+		return Person{}, err
 	}
+	var p Person
 	switch m := res.Config.Mode; m {
 	case "read-only":
-		return map[string]any{"type": "readOnly"}, nil
+		p.Sandbox = map[string]any{"type": "readOnly"}
 	case "danger-full-access":
-		return map[string]any{"type": "dangerFullAccess"}, nil
+		p.Sandbox = map[string]any{"type": "dangerFullAccess"}
 	case "workspace-write", "":
 		w := res.Config.Write
 		roots := w.WritableRoots
 		if roots == nil {
 			roots = []string{}
 		}
-		return map[string]any{"type": "workspaceWrite", "writableRoots": roots, "networkAccess": w.NetworkAccess,
-			"excludeTmpdirEnvVar": w.ExcludeTmpdirEnvVar, "excludeSlashTmp": w.ExcludeSlashTmp}, nil
+		p.Sandbox = map[string]any{"type": "workspaceWrite", "writableRoots": roots, "networkAccess": w.NetworkAccess,
+			"excludeTmpdirEnvVar": w.ExcludeTmpdirEnvVar, "excludeSlashTmp": w.ExcludeSlashTmp}
 	default:
-		return nil, fmt.Errorf("codex config: sandbox_mode %q is none flower knows (read-only, workspace-write, danger-full-access)", m)
+		return Person{}, fmt.Errorf("codex config: sandbox_mode %q is none flower knows (read-only, workspace-write, danger-full-access)", m)
 	}
+	keys := slices.Clone(KeyVars)
+	for _, pr := range res.Config.Providers {
+		keys = append(keys, pr.EnvKey)
+		for _, v := range pr.EnvHeaders {
+			keys = append(keys, v)
+		}
+	}
+	p.ToolEnv = ToolEnvOverride(res.Config.ToolEnv.Exclude, keys)
+	return p, nil
+}
+
+// ToolEnvOverride is the config override that leaves the variables keys
+// out of the environment of the model's commands, on top of the person's
+// own exclude list (kept, in its order): Codex's shell environment policy
+// passes every variable on by default (it no longer leaves out names with
+// KEY, SECRET or TOKEN in them), so any script a repository has the model
+// run could read the key. The key still reaches Codex; only its tools go
+// without.
+func ToolEnvOverride(person, keys []string) map[string]any {
+	out := slices.Clone(person)
+	for _, k := range keys {
+		if k != "" && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return map[string]any{"shell_environment_policy.exclude": out}
 }
 
 // SetTurnSandbox makes every later turn/start carry policy (nil: none).

@@ -3,6 +3,7 @@ package integration_test
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -96,4 +97,60 @@ func TestCodexRunGrantsNoTrust(t *testing.T) {
 func codexHomeOf(env []string) string {
 	v, _ := envinject.Lookup(env, "CODEX_HOME")
 	return v
+}
+
+// The model's commands under Codex go without the model's keys: Codex
+// passes its whole environment to them by default, so any script a
+// repository has the model run could read the provider's key. Under
+// flower, the provider's env_key, OPENAI_API_KEY and the person's own
+// excluded names are empty in the command, and other variables reach it.
+// Control: the same command under Codex alone (codex exec) reads the key.
+func TestCodexToolsGetNoKey(t *testing.T) {
+	t.Parallel()
+	bin := itest.CodexPath(t)
+	const probe = `echo "k=$SCRIPTED_API_KEY o=$OPENAI_API_KEY m=$MY_SECRET p=$FLOWER_PLAIN" > seen.txt`
+	for _, under := range []string{"codex alone", "flower"} {
+		j := &codexJob{work: func(session, n int) scriptedresp.Reply {
+			if n == 1 {
+				return codexTool(30000, probe)
+			}
+			return codexDone()
+		}}
+		api, err := scriptedresp.Start(j.reply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = api.Close() })
+		ws := t.TempDir()
+		if err := os.Mkdir(filepath.Join(ws, ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		env := append(codexEnv(t, api.URL, codexPersonConfig+"[shell_environment_policy]\nexclude = [\"MY_SECRET\"]\n"),
+			"OPENAI_API_KEY=sk-decoy-openai", "MY_SECRET=s3cret-mine", "FLOWER_PLAIN=visible")
+		if under == "flower" {
+			if code, out := runFlowerCLI(t, env, "--harness", bin, "-C", ws, "TASK-MARK: look around"); code != 0 {
+				t.Fatalf("flower exited %d:\n%s", code, out)
+			}
+		} else {
+			// As flower starts it: a CODEX_HOME under the temporary
+			// folder needs a TMPDIR of its own for the sandbox's links.
+			c := exec.Command(bin, "exec", "--skip-git-repo-check", "-C", ws, "TASK-MARK: look around")
+			c.Env = append(env, "TMPDIR="+filepath.Join(codexHomeOf(env), "tmp"))
+			if out, err := c.CombinedOutput(); err != nil {
+				t.Fatalf("codex exec: %v\n%s", err, out)
+			}
+		}
+		b, err := os.ReadFile(filepath.Join(ws, "seen.txt"))
+		if err != nil {
+			t.Fatalf("%s: the model's command did not run: %v", under, err)
+		}
+		got := strings.TrimSpace(string(b))
+		want := "k= o= m= p=visible"
+		if under != "flower" {
+			want = "k=" + scriptedresp.APIKey + " o=sk-decoy-openai m= p=visible"
+		}
+		if got != want {
+			t.Errorf("%s: the model's command saw %q, want %q", under, got, want)
+		}
+	}
 }

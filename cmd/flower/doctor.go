@@ -83,6 +83,8 @@ func doctorAction(c *cli.Context, p proc) error {
 	fmt.Fprintf(p.stdout, "flower doctor: %s\n", plan.header)
 	if plan.claude {
 		fmt.Fprintf(p.stdout, "flower doctor: %s\n", keyLine(p.env))
+	} else {
+		fmt.Fprintf(p.stdout, "flower doctor: %s\n", codexKeyLine)
 	}
 	start := time.Now()
 	results := checkup.New(plan.cfg).Run(c.Context, plan.facts, c.Int("parallel"))

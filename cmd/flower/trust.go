@@ -87,6 +87,7 @@ func trustAction(c *cli.Context, p proc) error {
 	adopt := unadopted(store, ws)
 	showTrust(p.stdout, ws, files, untrusted, adopt)
 	fmt.Fprintln(p.stdout, keyLine(p.env))
+	fmt.Fprintln(p.stdout, codexKeyLine)
 	if c.Bool("show") {
 		return nil
 	}
@@ -190,6 +191,10 @@ func keyLine(env []string) string {
 	}
 	return "the model's tools cannot read the API key (Claude Code): the harness's scrub runs them under bubblewrap"
 }
+
+// codexKeyLine is keyLine for Codex, whose thread flower opens with the
+// model's keys left out of its commands' environment.
+const codexKeyLine = "the model's commands cannot read the model's keys (Codex): flower leaves the providers' env_key, OPENAI_API_KEY and CODEX_API_KEY out of their environment"
 
 // gateWorkspace opens the person's trust store and, for an unattended run,
 // passes the workspace through h's gate (DESIGN.md «Trust store»): it

@@ -139,4 +139,7 @@ func TestTrustShowSaysWhetherToolsReadTheKey(t *testing.T) {
 	if out := show(); !strings.Contains(out, "the model's tools cannot read the API key") {
 		t.Errorf("with bubblewrap:\n%s", out)
 	}
+	if out := show(); !strings.Contains(out, "the model's commands cannot read the model's keys (Codex)") {
+		t.Errorf("nothing said of Codex:\n%s", out)
+	}
 }
