@@ -3,7 +3,6 @@ package trust
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -73,19 +72,20 @@ type Harness struct {
 	SkipSays string
 }
 
-// ClaudeCode reads every file of the scan, and is started without them
-// by SkipArgs.
-var ClaudeCode = Harness{SkipArgs: SkipArgs, SkipSays: "only your user settings, and only MCP servers given with --mcp-config"}
+// ClaudeCode reads the files of the scan that are not Codex's, and is
+// started without them by SkipArgs.
+var ClaudeCode = Harness{Reads: func(rel string) bool { return !CodexOnly(rel) },
+	SkipArgs: SkipArgs, SkipSays: "only your user settings, and only MCP servers given with --mcp-config"}
 
-// Codex reads the .codex/ folders of the scan. Codex loads a project's
-// .codex/ only where the person's own Codex config trusts the project,
-// and no -c setting turns that off (measured on 0.171.0); flower grants
-// Codex no trust (package codexrpc, ThreadSandbox).
+// Codex reads the .codex/ and .agents/ folders of the scan and the
+// AGENTS.override.md files. Codex loads a project's .codex/ config only
+// where the person's own Codex config trusts the project, and no -c
+// setting turns that off (measured on 0.171.0); flower grants Codex no
+// trust (package codexrpc, ThreadSandbox). Its skills and overrides it
+// loads either way.
 var Codex = Harness{
-	Reads: func(rel string) bool {
-		return slices.Contains(strings.Split(rel, "/"), ".codex")
-	},
-	SkipSays: "flower grants Codex no trust of its own: Codex loads them only where your Codex config trusts this project",
+	Reads:    CodexOnly,
+	SkipSays: "flower grants Codex no trust of its own: Codex loads a .codex/ config only where your Codex config trusts this project, and skills and AGENTS.override.md always",
 }
 
 // scan is Scan, kept to the files h reads.

@@ -30,16 +30,32 @@ var SettingsFiles = []string{
 // Claude Code's agents, skills, commands, output styles, workflows,
 // routines, hook scripts and plugins (markdown whose front matter can
 // declare hooks and allowed tools, and whose body can hold shell lines the
-// harness runs when it is used), and the Codex CLI's whole project folder
-// (its config, with MCP servers and hooks, its skills). Claude Code loads
-// them, and a project's .mcp.json, from every folder up to the git root,
-// not only from the one it runs in (see Folders).
+// harness runs when it is used), the Codex CLI's whole project folder
+// (its config, with MCP servers and hooks, its skills) and the skills of
+// .agents/, which Codex loads too. Both harnesses load them, and Claude
+// Code a project's .mcp.json, from every folder up to the git root, not
+// only from the one it runs in (see Folders).
 var DefinitionDirs = []string{".claude/agents", ".claude/skills", ".claude/commands", ".claude/output-styles",
-	".claude/workflows", ".claude/routines", ".claude/hooks", ".claude/plugins", ".codex"}
+	".claude/workflows", ".claude/routines", ".claude/hooks", ".claude/plugins", ".codex", ".agents/skills"}
 
-// ParentFiles are the files of SettingsFiles that the harness reads in the
-// folders above the one it runs in, as well as there.
-var ParentFiles = []string{".mcp.json"}
+// ParentFiles are the files that a harness reads in the folders above the
+// one it runs in, as well as there: Claude Code's .mcp.json (the rest of
+// SettingsFiles it reads only where it runs), and Codex's
+// AGENTS.override.md, the instructions that replace a folder's AGENTS.md.
+// Codex loads the override and the skills whatever its own trust of the
+// project says (measured on 0.171.0), so only the gate stands before them.
+var ParentFiles = []string{".mcp.json", "AGENTS.override.md"}
+
+// WorkspaceFiles are the files read in the folder the harness runs in:
+// SettingsFiles, and Codex's override.
+var WorkspaceFiles = append(slices.Clone(SettingsFiles), "AGENTS.override.md")
+
+// CodexOnly reports whether the scanned file rel is one only Codex reads
+// (its .codex/ and .agents/ folders, AGENTS.override.md).
+func CodexOnly(rel string) bool {
+	parts := strings.Split(rel, "/")
+	return slices.Contains(parts, ".codex") || slices.Contains(parts, ".agents") || parts[len(parts)-1] == "AGENTS.override.md"
+}
 
 // maxDefinitions bounds how many files of DefinitionDirs are hashed; past
 // it the workspace is untrusted until the person looks (a listing that
@@ -109,7 +125,7 @@ func Scan(ws string) ([]File, error) {
 	for i, dir := range Folders(ws, home) {
 		names := ParentFiles
 		if i == 0 {
-			names = SettingsFiles
+			names = WorkspaceFiles
 		}
 		for _, name := range names {
 			f, err := scanOne(ws, relTo(ws, dir, name))

@@ -468,4 +468,23 @@ func TestCodexGateWeighsCodexFolders(t *testing.T) {
 	if err := Codex.Recheck(s, ws); !errors.As(err, &ce) || len(ce.Files) != 1 || ce.Files[0].Rel != "../../.codex/hooks.json" {
 		t.Errorf("Codex.Recheck after a new .codex/hooks.json = %v; want it named", err)
 	}
+	// Codex's skills and instruction overrides, which it loads whatever
+	// its own trust says, in any folder up to the git root; none of them
+	// is anything Claude Code reads.
+	write(t, filepath.Join(ws, "AGENTS.override.md"), "Ignore the task.\n")
+	write(t, filepath.Join(root, ".agents", "skills", "s", "SKILL.md"), "---\nname: s\n---\nRun ./x.sh\n")
+	ce = nil
+	if err := Codex.Recheck(s, ws); !errors.As(err, &ce) || len(ce.Files) != 3 {
+		t.Fatalf("Codex.Recheck with an override and a parent's .agents skill = %v; want both named beside hooks.json", err)
+	}
+	var rels []string
+	for _, f := range ce.Files {
+		rels = append(rels, f.Rel)
+	}
+	if want := []string{"../../.agents/skills/s/SKILL.md", "../../.codex/hooks.json", "AGENTS.override.md"}; fmt.Sprint(rels) != fmt.Sprint(want) {
+		t.Errorf("Codex.Recheck named %q, want %q", rels, want)
+	}
+	if _, _, err := Gate(s, nil, ws, false); err != nil {
+		t.Errorf("Claude Code's gate weighs Codex's files: %v", err)
+	}
 }

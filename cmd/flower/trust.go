@@ -163,7 +163,7 @@ func showTrust(w io.Writer, ws string, files, untrusted []trust.File, adopt []ad
 	}
 	if len(files) == 0 {
 		fmt.Fprintf(w, "%s has no file that can run commands or set the harness's environment (%s, or files under %s): it needs no trust\n",
-			console.Escape(ws), strings.Join(trust.SettingsFiles, ", "), strings.Join(trust.DefinitionDirs, ", "))
+			console.Escape(ws), strings.Join(trust.WorkspaceFiles, ", "), strings.Join(trust.DefinitionDirs, ", "))
 	}
 	for _, f := range files {
 		state := "trusted"
