@@ -19,6 +19,7 @@ var habitWords = []struct{ word, instead string }{
 	{"init", "flower doctor"}, {"setup", "flower doctor"}, {"install", "flower doctor"}, {"config", "flower doctor"}, {"configure", "flower doctor"},
 	{"update", "flower version"}, {"upgrade", "flower version"},
 	{"top", "flower ps"}, {"jobs", "flower ps"}, {"tasks", "flower ps"},
+	{"info", "flower show"}, {"pause", "flower stop"},
 }
 
 // mistypedCommand refuses a task that is one word close to a command name

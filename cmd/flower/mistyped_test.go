@@ -29,7 +29,7 @@ func TestMistypedCommand(t *testing.T) {
 		{"kill", "flower stop"}, {"cancel", "flower stop"}, {"login", "claude /login"}, {"logout", "claude /logout"},
 		{"init", "flower doctor"}, {"config", "flower doctor"}, {"update", "flower version"}, {"Login", "claude /login"},
 		{"stpo", "flower stop"}, {"verison", "flower version"}, {"stauts", "flower status"}, {"lsit", "flower list"},
-		{"resmue", "flower resume"}, {"hepl", "flower help"},
+		{"resmue", "flower resume"}, {"hepl", "flower help"}, {"info", "flower show"}, {"pause", "flower stop"},
 	} {
 		t.Run(tt.word, func(t *testing.T) {
 			var stdout, stderr strings.Builder

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 )
@@ -95,7 +96,11 @@ func flagError(c *cli.Context, err error, _ bool) error {
 		}
 	}
 	if m := unknownFlag.FindStringSubmatch(err.Error()); m != nil {
-		return usagef("unknown flag --%s (see %s --help)", m[1], where)
+		dash := "--" // a name of one letter is a short flag, typed -x
+		if utf8.RuneCountInString(m[1]) == 1 {
+			dash = "-"
+		}
+		return usagef("unknown flag %s%s (see %s --help)", dash, m[1], where)
 	}
 	return usagef("%v (see %s --help)", err, where)
 }

@@ -18,6 +18,7 @@ func TestUsageErrorsOneShape(t *testing.T) {
 		want string
 	}{
 		{[]string{"ps", "--jsn"}, "unknown flag --jsn (see flower ps --help)"},
+		{[]string{"ps", "-x"}, "unknown flag -x (see flower ps --help)"},
 		{[]string{"status", "--jsn"}, "unknown flag --jsn (see flower ps --help)"},
 		{[]string{"show", "--bogus"}, "unknown flag --bogus (see flower show --help)"},
 		{[]string{"logs", "--bogus"}, "unknown flag --bogus"},
