@@ -139,7 +139,7 @@ var en = labels{
 	writing:  "context %s/%s —— writing the handoff",
 	written:  "<- handoff written to %s",
 	noFile:   "<- no workbench: the handoff goes to the new session through its prompt only",
-	takeover: "<- new session takes over; context restarts from %s",
+	takeover: "<- new session takes over; its context starts over (was %s)",
 	sections: map[string]string{"doing": "doing", "decided": "decided", "deadends": "dead ends", "next": "next"},
 	width:    10,
 

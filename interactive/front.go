@@ -339,6 +339,9 @@ func (f *Front) setRunning(p *proc, box string) (prev *proc) {
 	f.mu.Lock()
 	prev, f.cur = f.cur, p
 	f.inbox = box
+	// A window resized since p started (a successor started early, a
+	// SIGWINCH while no harness was running) is p's size from now on.
+	p.Resize(f.term.Size())
 	f.mu.Unlock()
 	f.gate.Hold()
 	f.gate.Attach(p.pty)

@@ -46,7 +46,7 @@ func (PlainRenderer) Lines(ev event.Event) string {
 		} else {
 			b.WriteString("<- no workbench: the handoff goes to the new session through its prompt only\n")
 		}
-		fmt.Fprintf(&b, "<- new session takes over; context restarts from %s\n", policy.FormatUsed(ev.Context))
+		fmt.Fprintf(&b, "<- new session takes over; its context starts over (was %s)\n", policy.FormatUsed(ev.Context))
 		return b.String()
 	}
 	return ""
