@@ -17,7 +17,7 @@ import (
 func continueCommand(p proc) *cli.Command {
 	return &cli.Command{
 		Name:      "continue",
-		Usage:     "resume a step's latest session (never a retired generation) and supervise it on",
+		Usage:     "resume a step's latest session (never a retired generation), tell it MESSAGE, and supervise it",
 		UsageText: "flower continue [flags] [MESSAGE] [-- HARNESS ARGS]",
 		Description: `Picks up a step of an earlier run: the one that was interrupted (Ctrl-C),
 killed, or crashed, or one that finished and should do more. Its latest
