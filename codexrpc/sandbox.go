@@ -81,14 +81,15 @@ func (c *Client) ReadPerson(ctx context.Context) (Person, error) {
 	default:
 		return Person{}, fmt.Errorf("codex config: sandbox_mode %q is none flower knows (read-only, workspace-write, danger-full-access)", m)
 	}
-	keys := slices.Clone(KeyVars)
+	var named []string // in a fixed order: the maps' order is random
 	for _, pr := range res.Config.Providers {
-		keys = append(keys, pr.EnvKey)
+		named = append(named, pr.EnvKey)
 		for _, v := range pr.EnvHeaders {
-			keys = append(keys, v)
+			named = append(named, v)
 		}
 	}
-	p.ToolEnv = ToolEnvOverride(res.Config.ToolEnv.Exclude, keys)
+	slices.Sort(named)
+	p.ToolEnv = ToolEnvOverride(res.Config.ToolEnv.Exclude, append(slices.Clone(KeyVars), named...))
 	return p, nil
 }
 

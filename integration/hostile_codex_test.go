@@ -25,21 +25,7 @@ func TestCodexRunGrantsNoTrust(t *testing.T) {
 	t.Parallel()
 	bin := itest.CodexPath(t)
 	for _, personTrusts := range []bool{false, true} {
-		j := &codexJob{work: func(session, n int) scriptedresp.Reply {
-			if n == 1 {
-				return codexTool(30000, "echo wrote > made.txt")
-			}
-			return codexDone()
-		}}
-		api, err := scriptedresp.Start(j.reply)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = api.Close() })
-		ws := t.TempDir()
-		if err := os.Mkdir(filepath.Join(ws, ".git"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		api, ws := codexRepo(t, "echo wrote > made.txt")
 		leak := filepath.Join(t.TempDir(), "mcp-ran")
 		writeFile(t, filepath.Join(ws, ".codex", "config.toml"), "[mcp_servers.x]\ncommand = \"sh\"\nargs = [\"-c\", \"echo ran > "+leak+"; sleep 30\"]\n")
 		env := codexEnv(t, api.URL, codexPersonConfig)
@@ -99,6 +85,29 @@ func codexHomeOf(env []string) string {
 	return v
 }
 
+// codexRepo starts a scripted Responses API whose first reply runs cmd
+// ("" for none) and whose next says done, and makes a repository for it
+// (a folder with .git); a run there talks to api.
+func codexRepo(t *testing.T, cmd string) (api *scriptedresp.Server, repo string) {
+	t.Helper()
+	j := &codexJob{work: func(session, n int) scriptedresp.Reply {
+		if n == 1 && cmd != "" {
+			return codexTool(30000, cmd)
+		}
+		return codexDone()
+	}}
+	api, err := scriptedresp.Start(j.reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.Close() })
+	repo = t.TempDir()
+	if err := os.Mkdir(filepath.Join(repo, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return api, repo
+}
+
 // The model's commands under Codex go without the model's keys: Codex
 // passes its whole environment to them by default, so any script a
 // repository has the model run could read the provider's key. Under
@@ -110,21 +119,7 @@ func TestCodexToolsGetNoKey(t *testing.T) {
 	bin := itest.CodexPath(t)
 	const probe = `echo "k=$SCRIPTED_API_KEY o=$OPENAI_API_KEY m=$MY_SECRET p=$FLOWER_PLAIN" > seen.txt`
 	for _, under := range []string{"codex alone", "flower"} {
-		j := &codexJob{work: func(session, n int) scriptedresp.Reply {
-			if n == 1 {
-				return codexTool(30000, probe)
-			}
-			return codexDone()
-		}}
-		api, err := scriptedresp.Start(j.reply)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = api.Close() })
-		ws := t.TempDir()
-		if err := os.Mkdir(filepath.Join(ws, ".git"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		api, ws := codexRepo(t, probe)
 		env := append(codexEnv(t, api.URL, codexPersonConfig+"[shell_environment_policy]\nexclude = [\"MY_SECRET\"]\n"),
 			"OPENAI_API_KEY=sk-decoy-openai", "MY_SECRET=s3cret-mine", "FLOWER_PLAIN=visible")
 		if under == "flower" {
@@ -164,16 +159,7 @@ func TestCodexToolsGetNoKey(t *testing.T) {
 func TestCodexGateWeighsSkillsAndOverrides(t *testing.T) {
 	t.Parallel()
 	bin := itest.CodexPath(t)
-	j := &codexJob{work: func(session, n int) scriptedresp.Reply { return codexDone() }}
-	api, err := scriptedresp.Start(j.reply)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = api.Close() })
-	root := t.TempDir()
-	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	api, root := codexRepo(t, "")
 	ws := filepath.Join(root, "sub")
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		t.Fatal(err)
