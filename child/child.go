@@ -307,6 +307,13 @@ func track(kill func()) (untrack func()) {
 	}
 }
 
+// Live is how many children this program started are still running.
+func Live() int {
+	live.Lock()
+	defer live.Unlock()
+	return len(live.m)
+}
+
 // KillAll sends SIGKILL at once to every child this program started that is
 // still running, and to all they started, and returns how many children it
 // reached. It is what a second Ctrl-C does: each Process then ends as if its

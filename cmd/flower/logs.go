@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/logfollow"
+	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/safefile"
 	"github.com/flowerhq/flower/transcript"
 	"github.com/flowerhq/flower/workbench"
@@ -35,7 +38,8 @@ decimals, and a handoff document is folded into one preview line below
 its record (--json has every record whole). Records below --level (INFO)
 or before --since are left out. RUN_DIR defaults to
 WORKSPACE/.flower/runs/latest. With -f it keeps printing lines as they are
-written, through the log being truncated or replaced, until Ctrl-C.
+written, through the log being truncated or replaced, until the run
+ends (no flower in flower ps runs in RUN_DIR) or Ctrl-C.
 
 Examples:
    flower logs                        # the latest run's log, INFO and above
@@ -66,8 +70,23 @@ func logsAction(c *cli.Context, p proc) error {
 		return err
 	}
 	if c.Bool("follow") {
-		// Ctrl-C is how following ends, so it is not an error here.
-		return logfollow.Follow(c.Context, path, logfollow.Options{}, lp.line)
+		// Ctrl-C, or the run's end, is how following ends: not an error.
+		ctx, stop := context.WithCancel(c.Context)
+		defer stop()
+		ended := make(chan struct{})
+		go func() {
+			if runEnds(ctx, p.env, dir, runCheckInterval) {
+				close(ended)
+				stop()
+			}
+		}()
+		err := logfollow.Follow(ctx, path, logfollow.Options{}, lp.line)
+		select {
+		case <-ended:
+			fmt.Fprintf(p.stderr, "flower: no flower runs in %s any more: its log is printed to the end\n", dir)
+		default:
+		}
+		return err
 	}
 	f, err := safefile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -94,6 +113,61 @@ func logsAction(c *cli.Context, p proc) error {
 		if perr := lp.line(l); perr != nil {
 			return perr
 		}
+	}
+}
+
+// runCheckInterval is how often logs -f asks flower ps's registry whether
+// the run it follows still runs.
+const runCheckInterval = time.Second
+
+// runEnds waits until no live flower in the registry (flower ps's) runs in
+// dir, and reports true; false when ctx ends first. A run is taken for
+// ended only after two looks in a row, so that one starting now has the
+// time to list itself. A run not listed (its registry could not be
+// written) ends its follow at once: the rarer loss, against following an
+// ended run for ever.
+func runEnds(ctx context.Context, env []string, dir string, every time.Duration) bool {
+	reg, err := registry.Dir(env)
+	if err != nil {
+		return false // no registry to ask: Ctrl-C alone ends following
+	}
+	want := sameDir(dir)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for misses := 0; ; {
+		live := false
+		entries, err := registry.List(reg)
+		if err != nil {
+			return false
+		}
+		for _, e := range entries {
+			live = live || want(e.RunDir)
+		}
+		if misses++; live {
+			misses = 0
+		}
+		if misses >= 2 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// sameDir reports whether a path names dir, through links (runs/latest).
+func sameDir(dir string) func(string) bool {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		real = dir
+	}
+	return func(p string) bool {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		return p == real
 	}
 }
 

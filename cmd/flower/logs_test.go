@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/flowerhq/flower/workbench"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flowerhq/flower/registry"
+	"github.com/flowerhq/flower/workbench"
 )
 
 // sampleLog writes records to dir's log the way a run does, through slog's
@@ -240,6 +243,8 @@ func TestLogsFollow(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, workbench.LogFileName)
 	writeFileT(t, path, `{"level":"INFO","msg":"before","gen":1}`+"\n")
+	// A run goes on in dir as long as the test: following stops at Ctrl-C.
+	listRun(t, dir)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -293,5 +298,74 @@ func TestLogsFollow(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "before"); n != 1 {
 		t.Errorf("the first line was printed %d times, want once:\n%s", n, out.String())
+	}
+}
+
+// listRun lists this process in a registry of the test's own as a flower
+// running in dir, and returns the handle that ends it.
+func listRun(t *testing.T, dir string) *registry.Handle {
+	t.Helper()
+	reg := filepath.Join(t.TempDir(), "ps")
+	t.Setenv(registry.EnvDir, reg)
+	h, err := registry.Register(reg, registry.Entry{Front: "headless", Workspace: dir, Step: "main", RunDir: dir}, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// logs -f follows a run while it runs, and stops by itself, with what was
+// written to the end, once no flower runs in the run dir; on a run that
+// has ended, it prints the log and stops, as logs does.
+func TestLogsFollowEndsWithTheRun(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, workbench.LogFileName)
+	writeFileT(t, path, `{"level":"INFO","msg":"before"}`+"\n")
+	h := listRun(t, dir)
+	var out, errOut syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(context.Background(), []string{"flower", "logs", "-f", dir}, strings.NewReader(""), &out, &errOut)
+	}()
+	waitOutput(t, &out, "INFO   before\n", 5*time.Second)
+	// Still running: following goes on past two looks.
+	time.Sleep(3 * runCheckInterval)
+	select {
+	case err := <-done:
+		t.Fatalf("logs -f stopped while the run was listed (%v)\n%s%s", err, out.String(), errOut.String())
+	default:
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"level":"INFO","msg":"the last line"}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	h.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("logs -f ended with %v, want nil", err)
+		}
+	case <-time.After(10 * runCheckInterval):
+		t.Fatalf("logs -f went on after the run ended\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "INFO   the last line\n") {
+		t.Errorf("the line written before the end was not printed:\n%s", out.String())
+	}
+	if want := "no flower runs in " + dir + " any more"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr %q, want %q", errOut.String(), want)
+	}
+
+	// The run has ended: the whole log, and an end.
+	var again syncBuffer
+	if err := run(context.Background(), []string{"flower", "logs", "-f", dir}, strings.NewReader(""), &again, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got := again.String(); !strings.Contains(got, "before") || !strings.Contains(got, "the last line") {
+		t.Errorf("logs -f on an ended run printed %q", got)
 	}
 }

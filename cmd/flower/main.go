@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -108,7 +109,9 @@ type signals struct {
 	ch     chan os.Signal
 	killed chan struct{} // closed once a second signal killed the harness
 	kill   func() int    // kills every harness group (child.KillAll)
+	live   func() int    // how many harnesses run (child.Live)
 	grace  time.Duration // secondSignalGrace
+	out    io.Writer     // where the signals are said (stderr)
 }
 
 func watchSignals() *signals {
@@ -121,18 +124,24 @@ func watchSignals() *signals {
 func newSignals() *signals {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &signals{ctx: ctx, cancel: cancel, ch: make(chan os.Signal, 2), killed: make(chan struct{}),
-		kill: child.KillAll, grace: secondSignalGrace}
+		kill: child.KillAll, live: child.Live, grace: secondSignalGrace, out: os.Stderr}
 }
 
 // handle is the signal goroutine: it cancels, then kills, and never exits
 // the process.
 func (s *signals) handle() {
 	sig := <-s.ch
-	fmt.Fprintf(os.Stderr, "\nflower: %v: finishing the current turn (again to stop at once)\n", sig)
+	// Only a harness has a turn to finish: a command that runs none (logs
+	// -f, ps) just stops.
+	if s.live() > 0 {
+		fmt.Fprintf(s.out, "\nflower: %v: finishing the current turn (again to stop at once)\n", sig)
+	} else {
+		fmt.Fprintf(s.out, "\nflower: %v: stopping\n", sig)
+	}
 	s.cancel(child.Interruption{Signal: sig})
 	sig = <-s.ch
 	n := s.kill()
-	fmt.Fprintf(os.Stderr, "flower: %v again: killed the harness (%d process group(s)); stopping now\n", sig, n)
+	fmt.Fprintf(s.out, "flower: %v again: killed the harness (%d process group(s)); stopping now\n", sig, n)
 	close(s.killed)
 }
 

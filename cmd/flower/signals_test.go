@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -31,6 +33,26 @@ func TestFirstSignalCancelsTheRun(t *testing.T) {
 	}
 	if kills != 0 {
 		t.Errorf("the first signal killed the harness")
+	}
+}
+
+// The first signal says what it stops: the current turn where a harness
+// runs, else the command (logs -f has no turn to finish).
+func TestFirstSignalSaysWhatStops(t *testing.T) {
+	for _, tt := range []struct {
+		live int
+		want string
+	}{{0, "flower: terminated: stopping\n"}, {1, "flower: terminated: finishing the current turn (again to stop at once)\n"}} {
+		s := newSignals()
+		var out bytes.Buffer
+		s.out, s.live = &out, func() int { return tt.live }
+		s.kill = func() int { return 0 }
+		go s.handle()
+		s.ch <- syscall.SIGTERM
+		<-s.ctx.Done()
+		if got := strings.TrimPrefix(out.String(), "\n"); got != tt.want {
+			t.Errorf("with %d harness(es) running: %q, want %q", tt.live, got, tt.want)
+		}
 	}
 }
 
