@@ -56,7 +56,7 @@ type doctorPlan struct {
 // planDoctor resolves the harness and its kind (harnessOf) into the facts
 // to check.
 func planDoctor(c *cli.Context, p proc) (doctorPlan, error) {
-	ch, kind, err := chooseOf(c.Context, c.String("harness"), c.String("harness-kind"))
+	ch, kind, err := chooseOf(c.Context, inherited(c, "harness"), inherited(c, "harness-kind"))
 	if err != nil {
 		return doctorPlan{}, err
 	}

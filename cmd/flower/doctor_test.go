@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowerhq/flower/checkup"
 	"github.com/flowerhq/flower/harness/harnesstest"
@@ -158,14 +159,14 @@ func fakeHarness(t *testing.T, dir, name, answer string) string {
 // app-server they fail, and the doctor says so.
 func TestDoctorPicksTheCodexFacts(t *testing.T) {
 	dir := t.TempDir()
-	claudeLike := fakeHarness(t, dir, "h", "2.1.328 (Claude Code)")
+	standIn := fakeHarness(t, dir, "h", "agent 1.0")
 	codexLike := fakeHarness(t, dir, "some-agent", "codex-cli 0.171.0")
 	for _, tc := range []struct {
 		name, kindEnv string
 		args          []string
 	}{
-		{"flag", "", []string{"--harness-kind", "codex", "--harness", claudeLike}},
-		{"environment", "codex", []string{"--harness", claudeLike}},
+		{"flag", "", []string{"--harness-kind", "codex", "--harness", standIn}},
+		{"environment", "codex", []string{"--harness", standIn}},
 		{"detected", "", []string{"--harness", codexLike}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,6 +184,36 @@ func TestDoctorPicksTheCodexFacts(t *testing.T) {
 				t.Errorf("not the Codex CLI's checks alone:\n%s", out)
 			}
 		})
+	}
+}
+
+// A kind given over a binary of the other kind is refused in one line
+// before anything starts, by doctor as by a run, and a kind given before
+// the command counts as one given after it.
+func TestKindAndBinaryThatDisagreeAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	claudeLike := fakeHarness(t, dir, "h", "2.1.328 (Claude Code)")
+	codexLike := fakeHarness(t, dir, "c", "codex-cli 0.171.0")
+	t.Setenv(envHarnessKind, "")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"doctor", "--harness-kind", "codex", "--harness", claudeLike}, "--harness-kind codex, but " + claudeLike + " is the Claude Code CLI (its --version says \"2.1.328 (Claude Code)\"): name the Codex CLI with --harness"},
+		{[]string{"--harness-kind", "codex", "--harness", claudeLike, "doctor"}, "--harness-kind codex, but " + claudeLike + " is the Claude Code CLI"},
+		{[]string{"--harness-kind", "claude", "--harness", codexLike, "a task"}, "--harness-kind claude, but " + codexLike + " is the Codex CLI (its --version says \"codex-cli 0.171.0\")"},
+	} {
+		var out bytes.Buffer
+		start := time.Now()
+		err := runIn(context.Background(), append([]string{"flower"}, tc.args...), proc{stdin: strings.NewReader(""), stdout: &out, stderr: &out,
+			env: []string{"PATH=/nonexistent", "HOME=" + t.TempDir()}})
+		if exitCode(err) != exitUsage || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("flower %q: %v (exit %d), want exit %d and %q\n%s", tc.args, err, exitCode(err), exitUsage, tc.want, out.String())
+		}
+		if strings.Contains(out.String(), "✓") || strings.Contains(out.String(), "✗") {
+			t.Errorf("flower %q checked something before refusing:\n%s", tc.args, out.String())
+		}
+		t.Logf("refused in %v", time.Since(start))
 	}
 }
 

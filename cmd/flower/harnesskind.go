@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -72,22 +73,70 @@ func chooseOf(ctx context.Context, flag, kind string) (harnessChoice, harnessKin
 	case err != nil:
 		return harnessChoice{}, "", err
 	case k != "":
+		// A kind given over a binary of the other kind would start a
+		// front that waits for what the binary never says.
+		if other, said, ok := knownKind(ctx, ch.Path); ok && other != k {
+			return harnessChoice{}, "", usagef("--harness-kind %s, but %s is %s%s: name %s with --harness, or leave --harness-kind out",
+				k, ch.Path, other.product(), said, k.product())
+		}
 		return ch, k, nil
 	}
 	return ch, detectKind(ctx, ch.Path), nil
 }
 
-// detectKind is the kind of the harness at path, from its name, else its
-// --version.
-func detectKind(ctx context.Context, path string) harnessKind {
+// product is the kind as a person names it.
+func (k harnessKind) product() string {
+	if k == kindCodex {
+		return "the Codex CLI"
+	}
+	return "the Claude Code CLI"
+}
+
+// knownKind is the kind of the harness at path when its name or its
+// --version says it for certain, with what its --version said (or "");
+// a stand-in that says neither is no kind known.
+func knownKind(ctx context.Context, path string) (k harnessKind, said string, ok bool) {
 	switch strings.TrimSuffix(filepath.Base(path), ".exe") {
 	case "claude":
-		return kindClaude
+		return kindClaude, "", true
 	case "codex":
-		return kindCodex
+		return kindCodex, "", true
 	}
-	if _, ok := codexrpc.VersionOf(harnessVersion(ctx, path)); ok {
-		return kindCodex
+	v := harnessVersion(ctx, path)
+	said = fmt.Sprintf(" (its --version says %q)", v)
+	if _, ok := codexrpc.VersionOf(v); ok {
+		return kindCodex, said, true
+	}
+	if strings.Contains(v, "(Claude Code)") {
+		return kindClaude, said, true
+	}
+	return "", "", false
+}
+
+// flagEnv is the variable of each flag inherited reads.
+var flagEnv = map[string]string{"harness": "FLOWER_HARNESS", "harness-kind": envHarnessKind}
+
+// inherited is the flag name as given on the command line to c, else to
+// the first command above it (flower --harness-kind codex doctor), else
+// from its variable or default: a subcommand's own flag of a name hides
+// its parent's.
+func inherited(c *cli.Context, name string) string {
+	env := os.Getenv(flagEnv[name])
+	for _, cc := range c.Lineage() {
+		// A flag its variable set is listed too: only a value of another
+		// was given on the command line.
+		if v := cc.String(name); slices.Contains(cc.LocalFlagNames(), name) && v != "" && v != env {
+			return v
+		}
+	}
+	return c.String(name) // its variable, else its default
+}
+
+// detectKind is the kind of the harness at path, from its name, else its
+// --version; the Claude Code CLI when neither says.
+func detectKind(ctx context.Context, path string) harnessKind {
+	if k, _, ok := knownKind(ctx, path); ok {
+		return k
 	}
 	return kindClaude
 }

@@ -27,8 +27,8 @@ func TestHarnessKindDetected(t *testing.T) {
 		{script("h1", "codex-cli 0.171.0"), "", kindCodex},
 		{script("h2", "2.1.328 (Claude Code)"), "", kindClaude},
 		{script("h3", "something else"), "", kindClaude},
-		{script("h4", "codex-cli 0.171.0"), "claude", kindClaude}, // given wins
-		{script("h5", "2.1.328 (Claude Code)"), "Codex", kindCodex},
+		{script("h4", "a wrapper of mine"), "claude", kindClaude}, // given, where nothing says otherwise
+		{script("h5", "a wrapper of mine"), "Codex", kindCodex},
 		{script("codex", "no version at all"), "", kindCodex}, // the name says it
 	} {
 		_, k, err := harnessOf(ctx, c.path, c.kind)
