@@ -70,7 +70,7 @@ settings then come from FLOWER_* environment variables (see docs/guide.md).`,
 		Flags: append(runFlags(), versionFlag()),
 		Action: func(c *cli.Context) error {
 			if c.Bool("version") {
-				return printVersion(c.Context, p.stdout, c.String("harness"))
+				return printVersion(c.Context, p.stdout, c.String("harness"), c.String("harness-kind"))
 			}
 			if err := mistypedCommand(c, asTaskRun); err != nil {
 				return err

@@ -188,7 +188,7 @@ func TestDoctorPicksTheCodexFacts(t *testing.T) {
 }
 
 // A kind given over a binary of the other kind is refused in one line
-// before anything starts, by doctor as by a run, and a kind given before
+// before anything starts, by doctor and version as by a run, and a kind given before
 // the command counts as one given after it.
 func TestKindAndBinaryThatDisagreeAreRefused(t *testing.T) {
 	dir := t.TempDir()
@@ -202,6 +202,7 @@ func TestKindAndBinaryThatDisagreeAreRefused(t *testing.T) {
 		{[]string{"doctor", "--harness-kind", "codex", "--harness", claudeLike}, "--harness-kind codex, but " + claudeLike + " is the Claude Code CLI (its --version says \"2.1.328 (Claude Code)\"): name the Codex CLI with --harness"},
 		{[]string{"--harness-kind", "codex", "--harness", claudeLike, "doctor"}, "--harness-kind codex, but " + claudeLike + " is the Claude Code CLI"},
 		{[]string{"--harness-kind", "claude", "--harness", codexLike, "a task"}, "--harness-kind claude, but " + codexLike + " is the Codex CLI (its --version says \"codex-cli 0.171.0\")"},
+		{[]string{"--harness-kind", "codex", "--harness", claudeLike, "version", "--json"}, "--harness-kind codex, but " + claudeLike + " is the Claude Code CLI"},
 	} {
 		var out bytes.Buffer
 		start := time.Now()

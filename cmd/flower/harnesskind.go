@@ -102,7 +102,7 @@ func knownKind(ctx context.Context, path string) (k harnessKind, said string, ok
 	case "codex":
 		return kindCodex, "", true
 	}
-	v := harnessVersion(ctx, path)
+	v := askVersion(ctx, path)
 	said = fmt.Sprintf(" (its --version says %q)", v)
 	if _, ok := codexrpc.VersionOf(v); ok {
 		return kindCodex, said, true
@@ -155,7 +155,7 @@ func findCodex() (string, error) {
 	if p := cachedCodex(); isExecutable(p) {
 		return p, nil
 	}
-	return "", usageError{fmt.Errorf("%w (looked for codex on PATH and %s; make codex installs it)", errNoHarness, cachedCodex())}
+	return "", usageError{fmt.Errorf("%w for --harness-kind codex: looked for codex on PATH and %s; pass --harness, put codex on PATH, or run `make codex`", errNoHarness, cachedCodex())}
 }
 
 // cacheDir is $XDG_CACHE_HOME, else ~/.cache.

@@ -72,7 +72,7 @@ func chooseHarness(flag string) (harnessChoice, error) {
 	if havePinned {
 		return harnessChoice{Path: pinned, Why: "flower's pinned " + PinnedHarnessVersion + " (no claude on PATH)"}, nil
 	}
-	return harnessChoice{}, usageError{fmt.Errorf("%w (looked for claude on PATH and %s)", errNoHarness, pinned)}
+	return harnessChoice{}, usageError{fmt.Errorf("%w: looked for claude on PATH and %s; pass --harness, set FLOWER_HARNESS, put claude on PATH, or run `make harness`", errNoHarness, pinned)}
 }
 
 // pathHarnessVersion is the release of the claude at p: from the package
@@ -97,7 +97,7 @@ func pathHarnessVersion(p string) string {
 		}
 		dir = up
 	}
-	v, _, _ := strings.Cut(harnessVersion(context.Background(), p), " ")
+	v, _, _ := strings.Cut(askVersion(context.Background(), p), " ")
 	return v
 }
 

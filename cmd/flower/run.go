@@ -557,7 +557,7 @@ func linkLatest(runDir, workbenchDir string) error {
 	return workbench.LinkLatest(runDir)
 }
 
-var errNoHarness = errors.New("no harness found: pass --harness, set FLOWER_HARNESS, put claude on PATH, or run `make harness`")
+var errNoHarness = errors.New("no harness found")
 
 // readTaskFile reads --task-file: the person's file, read as they named it
 // (links followed, unless a link in the workspace leads out of it), but

@@ -246,7 +246,7 @@ func relayHarness(given, path string) (string, error) {
 	if p := cachedHarness(); isExecutable(p) && !sameFile(p, self) {
 		return p, nil
 	}
-	return "", fmt.Errorf("%w (looked for claude on PATH, skipping flower itself, and %s)", errNoHarness, cachedHarness())
+	return "", fmt.Errorf("%w: looked for claude on PATH, skipping flower itself, and %s; pass --harness, set FLOWER_HARNESS, put claude on PATH, or run `make harness`", errNoHarness, cachedHarness())
 }
 
 func sameFile(a, b string) bool {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/flowerhq/flower/codexrpc"
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/harness"
 )
@@ -24,15 +27,26 @@ func versionCommand(p proc) *cli.Command {
 	return &cli.Command{
 		Name:      "version",
 		Usage:     "print flower's version, its build and the version of the harness it would run",
-		UsageText: "flower version [--harness PATH]\nflower --version",
+		UsageText: "flower version [--harness PATH] [--harness-kind claude|codex] [--json]\nflower --version",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the claude executable", DefaultText: "claude on PATH, else the copy make installed"},
+			&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the harness executable: claude, or codex",
+				DefaultText: "claude on PATH, else the copy make installed; codex the same with --harness-kind codex"},
+			harnessKindFlag(),
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object: flower's version and build, and the harness's path, kind, why that one, version and tested versions"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("version takes no arguments, got %q", c.Args().First())
 			}
-			return printVersion(c.Context, p.stdout, c.String("harness"))
+			v, err := versionOf(c.Context, inherited(c, "harness"), inherited(c, "harness-kind"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return writeJSON(p.stdout, v)
+			}
+			v.write(p.stdout)
+			return nil
 		},
 	}
 }
@@ -40,53 +54,132 @@ func versionCommand(p proc) *cli.Command {
 // harnessVersionTimeout bounds the harness's answer to --version.
 const harnessVersionTimeout = 5 * time.Second
 
-// printVersion writes flower's version, its build (the VCS revision and
-// time Go recorded, and the Go version) and the harness flower would run
-// with the version it reports. No harness is no error here: it is said.
-func printVersion(ctx context.Context, w io.Writer, harnessFlag string) error {
-	fmt.Fprintf(w, "flower %s\n", buildLine())
-	path, err := findHarness(harnessFlag)
-	if err != nil {
-		fmt.Fprintf(w, "harness: no harness found (pass --harness, set FLOWER_HARNESS, put claude on PATH, or run `make harness`); flower is tested on %s\n", strings.Join(harness.TestedVersions, ", "))
-		return nil
+// versionReport is what flower version says: flower's version and build
+// (the VCS revision and time Go recorded, and the Go version), and the
+// harness a run would start, of the kind in use.
+type versionReport struct {
+	Flower  string         `json:"flower"`
+	Build   buildInfo      `json:"build"`
+	Harness harnessVersion `json:"harness"`
+}
+
+type buildInfo struct {
+	version  string // flower's, the module's version
+	Revision string `json:"revision,omitempty"`
+	Time     string `json:"time,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+	Go       string `json:"go"`
+}
+
+type harnessVersion struct {
+	Kind    harnessKind `json:"kind"`
+	Product string      `json:"product"`
+	// Found is false when no harness of the kind is anywhere flower
+	// looks; Missing then says where it looked.
+	Found   bool   `json:"found"`
+	Missing string `json:"missing,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Why     string `json:"why,omitempty"`
+	// Version is the first line of its --version, or why there is none.
+	Version string   `json:"version,omitempty"`
+	Tested  []string `json:"tested"`
+}
+
+// versionOf resolves the harness as a run would (chooseOf) and asks it its
+// version. No harness is no error here: it is said. A kind and a binary
+// that disagree are, as for a run.
+func versionOf(ctx context.Context, flag, kind string) (versionReport, error) {
+	v := versionReport{Build: readBuild()}
+	v.Flower = v.Build.version
+	ch, k, err := chooseOf(ctx, flag, kind)
+	if err != nil && !errors.Is(err, errNoHarness) {
+		return versionReport{}, err
 	}
-	fmt.Fprintf(w, "harness: %s %s (tested: %s)\n", console.Escape(harnessVersion(ctx, path)), path, strings.Join(harness.TestedVersions, ", "))
+	if err != nil {
+		k, _ = parseHarnessKind(kind)
+		if k == "" {
+			k = kindClaude
+		}
+	}
+	h := harnessVersion{Kind: k, Product: k.product(), Tested: harness.TestedVersions}
+	if k == kindCodex {
+		h.Tested = []string{codexrpc.PinnedVersion}
+	}
+	if err != nil {
+		h.Missing = err.Error()
+	} else {
+		h.Found, h.Path, h.Why, h.Version = true, ch.Path, ch.Why, askVersion(ctx, ch.Path)
+	}
+	v.Harness = h
+	return v, nil
+}
+
+// printVersion is flower --version: versionOf, as text.
+func printVersion(ctx context.Context, w io.Writer, harnessFlag, kind string) error {
+	v, err := versionOf(ctx, harnessFlag, kind)
+	if err != nil {
+		return err
+	}
+	v.write(w)
 	return nil
 }
 
-// buildLine is flower's version and build as Go recorded them.
-func buildLine() string {
+func (v versionReport) write(w io.Writer) {
+	fmt.Fprintf(w, "flower %s (%s)\n", v.Flower, v.Build)
+	h := v.Harness
+	tested := strings.Join(h.Tested, ", ")
+	if !h.Found {
+		fmt.Fprintf(w, "harness: %s; flower is tested on %s\n", h.Missing, tested)
+		return
+	}
+	fmt.Fprintf(w, "harness: %s %s (%s, %s; tested: %s)\n", console.Escape(h.Version), h.Path, h.Product, h.Why, tested)
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// readBuild is flower's version and build as Go recorded them.
+func readBuild() buildInfo {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(no build information)"
+		return buildInfo{version: "(no build information)"}
 	}
-	version := bi.Main.Version
-	if version == "" {
-		version = "(devel)"
+	b := buildInfo{version: bi.Main.Version, Go: bi.GoVersion}
+	if b.version == "" {
+		b.version = "(devel)"
 	}
-	var rev, at, modified string
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			rev = s.Value
+			b.Revision = s.Value
 		case "vcs.time":
-			at = s.Value
+			b.Time = s.Value
 		case "vcs.modified":
-			if s.Value == "true" {
-				modified = ", modified"
-			}
+			b.Modified = s.Value == "true"
 		}
 	}
-	build := bi.GoVersion
-	if rev != "" {
-		build = fmt.Sprintf("revision %.12s%s, %s, %s", rev, modified, at, bi.GoVersion)
-	}
-	return fmt.Sprintf("%s (%s)", version, build)
+	return b
 }
 
-// harnessVersion asks the harness at path for its version, within
+// String is the build as flower version prints it.
+func (b buildInfo) String() string {
+	if b.Revision == "" {
+		return b.Go
+	}
+	modified := ""
+	if b.Modified {
+		modified = ", modified"
+	}
+	return fmt.Sprintf("revision %.12s%s, %s, %s", b.Revision, modified, b.Time, b.Go)
+}
+
+// askVersion asks the harness at path for its version, within
 // harnessVersionTimeout; a harness that does not answer is said to.
-func harnessVersion(ctx context.Context, path string) string {
+func askVersion(ctx context.Context, path string) string {
 	ctx, cancel := context.WithTimeout(ctx, harnessVersionTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, path, "--version").Output()
