@@ -15,7 +15,7 @@ func doctorCommand(p proc) *cli.Command {
 	return &cli.Command{
 		Name:      "doctor",
 		Usage:     "check, in seconds, that the harness flower would run still does what flower relies on",
-		UsageText: "flower doctor [--harness PATH] [--harness-kind claude|codex] [-- HARNESS ARGS]",
+		UsageText: "flower doctor [--harness PATH] [--harness-kind claude|codex] [--json] [-- HARNESS ARGS]",
 		Description: `Starts the harness a run would start (--harness, else FLOWER_HARNESS, else
 claude on PATH, else the copy make installed), the way a run starts it: the
 same flags, environment and settings, with the harness arguments given after
@@ -36,6 +36,7 @@ Run it after updating claude or codex.`,
 				DefaultText: "claude on PATH, else the copy make installed; codex the same with --harness-kind codex"},
 			harnessKindFlag(),
 			&cli.IntFlag{Name: "parallel", Value: 3, Usage: "checks run at a time"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object (harness, kind, why, key, ok, took_ms, and facts: name, section, ok, detail, took_ms), not lines; the exit code is the same"},
 		},
 		Action: func(c *cli.Context) error { return doctorAction(c, p) },
 	}
@@ -47,10 +48,10 @@ var errDoctor = errors.New("the harness does not do everything flower relies on"
 // doctorPlan is what a doctor run checks: the facts of the harness's kind
 // and how to start it.
 type doctorPlan struct {
-	facts  []checkup.Fact
-	cfg    checkup.Config
-	header string
-	claude bool // the Claude Code CLI's facts
+	facts []checkup.Fact
+	cfg   checkup.Config
+	ch    harnessChoice
+	kind  harnessKind
 }
 
 // planDoctor resolves the harness and its kind (harnessOf) into the facts
@@ -60,13 +61,48 @@ func planDoctor(c *cli.Context, p proc) (doctorPlan, error) {
 	if err != nil {
 		return doctorPlan{}, err
 	}
-	path := ch.Path
-	cfg := checkup.Config{Harness: path, Args: p.harnessArgs, Env: p.env, Logger: slog.New(slog.DiscardHandler)}
-	if kind != kindCodex {
-		return doctorPlan{checkup.Facts(), cfg, path + " (" + ch.Why + "), started as a run starts it, against a scripted model on 127.0.0.1", true}, nil
+	plan := doctorPlan{facts: checkup.Facts(), ch: ch, kind: kind,
+		cfg: checkup.Config{Harness: ch.Path, Args: p.harnessArgs, Env: p.env, Logger: slog.New(slog.DiscardHandler)}}
+	if kind == kindCodex {
+		plan.facts, plan.cfg.Flower = checkup.CodexFacts(), hookBinary
 	}
-	cfg.Flower = hookBinary
-	return doctorPlan{checkup.CodexFacts(), cfg, path + " (the Codex CLI), " + ch.Why + ", its app-server against a scripted Responses API on 127.0.0.1", false}, nil
+	return plan, nil
+}
+
+// header is the doctor's first line: which harness, why, and how it is
+// checked.
+func (plan doctorPlan) header() string {
+	if plan.kind == kindCodex {
+		return plan.ch.Path + " (the Codex CLI), " + plan.ch.Why + ", its app-server against a scripted Responses API on 127.0.0.1"
+	}
+	return plan.ch.Path + " (" + plan.ch.Why + "), started as a run starts it, against a scripted model on 127.0.0.1"
+}
+
+// keyLine says whether the model's tools can read the API key.
+func (plan doctorPlan) keyLine(env []string) string {
+	if plan.kind == kindCodex {
+		return codexKeyLine
+	}
+	return keyLine(env)
+}
+
+// doctorReport is flower doctor --json: one object.
+type doctorReport struct {
+	Harness string       `json:"harness"`
+	Kind    harnessKind  `json:"kind"`
+	Why     string       `json:"why"`
+	Key     string       `json:"key"`
+	OK      bool         `json:"ok"`
+	TookMS  int64        `json:"took_ms"`
+	Facts   []doctorFact `json:"facts"`
+}
+
+type doctorFact struct {
+	Name    string `json:"name"`
+	Section string `json:"section"`
+	OK      bool   `json:"ok"`
+	Detail  string `json:"detail"`
+	TookMS  int64  `json:"took_ms"`
 }
 
 func doctorAction(c *cli.Context, p proc) error {
@@ -80,28 +116,42 @@ func doctorAction(c *cli.Context, p proc) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(p.stdout, "flower doctor: %s\n", plan.header)
-	if plan.claude {
-		fmt.Fprintf(p.stdout, "flower doctor: %s\n", keyLine(p.env))
-	} else {
-		fmt.Fprintf(p.stdout, "flower doctor: %s\n", codexKeyLine)
+	asJSON := c.Bool("json")
+	if !asJSON {
+		fmt.Fprintf(p.stdout, "flower doctor: %s\n", plan.header())
+		fmt.Fprintf(p.stdout, "flower doctor: %s\n", plan.keyLine(p.env))
 	}
 	start := time.Now()
 	results := checkup.New(plan.cfg).Run(c.Context, plan.facts, c.Int("parallel"))
-	failed := 0
-	for _, r := range results {
-		fmt.Fprintln(p.stdout, r.Line())
-		if !r.OK {
-			failed++
-		}
-	}
+	took := time.Since(start)
 	if c.Context.Err() != nil {
 		return c.Context.Err()
 	}
+	rep := doctorReport{Harness: plan.ch.Path, Kind: plan.kind, Why: plan.ch.Why, Key: plan.keyLine(p.env), OK: true,
+		TookMS: took.Milliseconds(), Facts: make([]doctorFact, 0, len(results))}
+	failed := 0
+	for _, r := range results {
+		rep.Facts = append(rep.Facts, doctorFact{r.Fact.Name, r.Fact.Section, r.OK, r.Detail, r.Took.Milliseconds()})
+		if !r.OK {
+			failed++
+			rep.OK = false
+		}
+		if !asJSON {
+			fmt.Fprintln(p.stdout, r.Line())
+		}
+	}
+	switch {
+	case asJSON:
+		if err := writeJSON(p.stdout, rep); err != nil {
+			return err
+		}
+	case failed > 0:
+		fmt.Fprintf(p.stdout, "flower doctor: %d of %d facts do not hold (%.1fs)\n", failed, len(results), took.Seconds())
+	default:
+		fmt.Fprintf(p.stdout, "flower doctor: all %d facts hold (%.1fs)\n", len(results), took.Seconds())
+	}
 	if failed > 0 {
-		fmt.Fprintf(p.stdout, "flower doctor: %d of %d facts do not hold (%.1fs)\n", failed, len(results), time.Since(start).Seconds())
 		return errDoctor
 	}
-	fmt.Fprintf(p.stdout, "flower doctor: all %d facts hold (%.1fs)\n", len(results), time.Since(start).Seconds())
 	return nil
 }

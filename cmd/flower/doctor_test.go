@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,27 +97,53 @@ func TestDoctorOnTheRealHarness(t *testing.T) {
 
 // TestDoctorNamesTheBrokenFact: a stand-in for the harness that breaks one
 // fact (the real harness behind the fake, its assistant lines' usage
-// missing cache_read_input_tokens) makes the doctor exit non-zero with a ✗
-// line for that fact and for no other.
+// missing cache_read_input_tokens) makes the doctor exit non-zero with
+// that fact, and no other, not ok. Asked for --json, it says so as one
+// object, with every fact's section, detail and time.
 func TestDoctorNamesTheBrokenFact(t *testing.T) {
 	real := realHarness(t)
 	env := append(harnesstest.Env(harnesstest.ModeProxy, harnesstest.EnvReal+"="+real), "HOME="+t.TempDir())
-	out, err := doctor(t, env, "--harness", os.Args[0])
+	out, err := doctor(t, env, "--json", "--harness", os.Args[0])
 	leversPending := leversPending(t)
-	if code := exitCode(err); code == exitOK {
-		t.Fatalf("the doctor exited 0 on a harness that breaks a fact")
+	if code := exitCode(err); code != exitFailed {
+		t.Fatalf("the doctor exited %d (%v) on a harness that breaks a fact, want %d", code, err, exitFailed)
 	}
-	for name, l := range factLines(t, out) {
-		broken := name == checkup.FactAssistant
+	rep := doctorJSON(t, out, checkup.Facts())
+	if rep.OK || rep.Kind != kindClaude || rep.Harness != os.Args[0] || rep.Why == "" || !strings.Contains(rep.Key, "API key") {
+		t.Errorf("the report's head: %+v", rep)
+	}
+	for _, f := range rep.Facts {
+		broken := f.Name == checkup.FactAssistant
 		switch {
-		case broken && !strings.HasPrefix(l, "✗ "):
-			t.Errorf("the broken fact is not marked: %s", l)
-		case broken && !strings.Contains(l, "usage"):
-			t.Errorf("the ✗ line does not say what broke: %s", l)
-		case !broken && !leversPending[name] && !strings.HasPrefix(l, "✓ "):
-			t.Errorf("a fact the stand-in keeps is marked broken: %s", l)
+		case broken && f.OK:
+			t.Errorf("the broken fact is not marked: %+v", f)
+		case broken && !strings.Contains(f.Detail, "usage"):
+			t.Errorf("the broken fact does not say what broke: %+v", f)
+		case !broken && !leversPending[f.Name] && !f.OK:
+			t.Errorf("a fact the stand-in keeps is marked broken: %+v", f)
 		}
 	}
+}
+
+// doctorJSON reads flower doctor --json's output, which must be one JSON
+// object and nothing else, with facts in order, each with its section.
+func doctorJSON(t *testing.T, out string, facts []checkup.Fact) doctorReport {
+	t.Helper()
+	var rep doctorReport
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil || dec.More() {
+		t.Fatalf("doctor --json is not one object (%v):\n%s", err, out)
+	}
+	if len(rep.Facts) != len(facts) {
+		t.Fatalf("doctor --json has %d facts, want %d", len(rep.Facts), len(facts))
+	}
+	for i, f := range facts {
+		if got := rep.Facts[i]; got.Name != f.Name || got.Section != f.Section || got.Detail == "" || got.TookMS < 0 {
+			t.Errorf("fact %d: %+v, want %s «%s»", i, got, f.Name, f.Section)
+		}
+	}
+	return rep
 }
 
 // Bad input is a usage error that says what is wrong; a harness that is
@@ -184,6 +211,13 @@ func TestDoctorPicksTheCodexFacts(t *testing.T) {
 				t.Errorf("not the Codex CLI's checks alone:\n%s", out)
 			}
 		})
+	}
+	out, err := doctor(t, []string{"PATH=/nonexistent"}, "--json", "--harness-kind", "codex", "--harness", standIn)
+	if exitCode(err) != exitFailed {
+		t.Errorf("doctor --json on a stand-in: %v (exit %d), want exit %d", err, exitCode(err), exitFailed)
+	}
+	if rep := doctorJSON(t, out, checkup.CodexFacts()); rep.OK || rep.Kind != kindCodex || rep.Key != codexKeyLine {
+		t.Errorf("doctor --json on a stand-in: %+v", rep)
 	}
 }
 
