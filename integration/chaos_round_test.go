@@ -184,7 +184,7 @@ func (r *round) run() *roundResult {
 		case st.Status == manifest.StatusSucceeded:
 		case st.Status == manifest.StatusRunning || st.Status == manifest.StatusInterrupted:
 			if r.runs >= maxRuns {
-				r.breach("the step ends succeeded", "still %s after %d flower runs", st.Status, r.runs)
+				r.breach("the step ends succeeded", "still %s after %d flower runs; the last printed:\n%s", st.Status, r.runs, clip(r.lastOutput, 3000))
 				break
 			}
 			h = r.startFlower(true)

@@ -92,7 +92,6 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 	case l.early != nil:
 		err = sess.Send(front.Turn{Kind: front.TurnFirst, Prompt: l.prompt})
 		log.Info("first prompt sent to the successor started early")
-		rt.flushReceipts() // held since the freeze
 		if l.saveOnPrompt {
 			rt.save(s.st)
 		}

@@ -81,7 +81,6 @@ func (s *stepRun) runAttempt(ctx context.Context, gen *manifest.Generation, l *l
 	} else {
 		out = s.attempt(ctx, gen, *l)
 	}
-	s.rt.flushReceipts()
 	l.spent()
 	if out.kind == outcomeFailed && ctx.Err() != nil {
 		out = outcome{kind: outcomeInterrupted, why: context.Cause(ctx).Error() + " (" + out.why + ")", sessionID: out.sessionID}
@@ -157,14 +156,10 @@ func (s *stepRun) futileStop(out outcome) error {
 	return err
 }
 
-// freezeHandoff freezes the handoff out carries as gen's. A successor
-// started early holds the receipts until it has its prompt (launch,
-// attempt). Unattended, a step past its budget or deadline stops after the
-// handoff: the error says so.
+// freezeHandoff freezes the handoff out carries as gen's. Unattended, a
+// step past its budget or deadline stops after the handoff: the error says
+// so.
 func (s *stepRun) freezeHandoff(gen *manifest.Generation, out outcome) (handoff.Frozen, error) {
-	if out.early != nil {
-		s.rt.holdReceipts()
-	}
 	f, err := s.books().Freeze(gen, handoff.Cut{Handoff: out.handoff, Why: out.why, Reason: out.reason,
 		Context: out.context, WritingSeconds: out.writingSeconds, WritingCostUSD: out.writingCost, Outcome: out.writeOutcome})
 	if err == nil {

@@ -198,10 +198,6 @@ type Runtime struct {
 	// the run dir has its receipt).
 	trust  *trust.Store
 	loaded bool
-	// deferReceipts: receipts wait in pending until the successor has its
-	// prompt (holdReceipts).
-	deferReceipts bool
-	pending       []pendingReceipt
 }
 
 // New checks the options and opens the run directory (made when none is
@@ -568,7 +564,6 @@ func (s *stepRun) run(ctx context.Context, l launch) (*manifest.StepResult, erro
 	// a fresh budget, while Attempts keeps counting for the record (DESIGN.md «Manifest»).
 	failedBefore := s.st.Attempts
 	defer s.reap()
-	defer s.rt.flushReceipts()
 	for {
 		g := s.generation(ctx, &l, failedBefore)
 		if g.out.kind != outcomeHandoff {
@@ -601,7 +596,6 @@ func (s *stepRun) launch(gen *manifest.Generation, f handoff.Frozen, err error) 
 		return "", err // DESIGN.md «Runaway guard»: the only brake; the handoff is on disk for a rerun
 	}
 	if rt.opts.AfterFreeze != nil && f.Path != "" {
-		rt.flushReceipts() // the file as frozen is flower's before anyone looks at it
 		rt.opts.AfterFreeze(f.Path)
 	}
 	// What the launch records (the sha256 launched, the task carried)

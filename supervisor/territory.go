@@ -73,10 +73,6 @@ func (rt *Runtime) receipt(what, path string, data []byte) {
 	if rt.trust == nil {
 		return
 	}
-	if rt.deferReceipts {
-		rt.pending = append(rt.pending, pendingReceipt{what, path, data})
-		return
-	}
 	if err := rt.trust.Record(what, path, data); err != nil {
 		rt.log.Warn("no receipt in the trust store", "what", what, "path", path, "err", err)
 	}
@@ -198,28 +194,4 @@ func (s *stepRun) setAsideUnknown(name string) error {
 		s.note(fmt.Sprintf("%s %s was not written by flower (flower holds no receipt of it): moved to %s, and this run does not read it", f.what, f.path, dst))
 	}
 	return nil
-}
-
-// pendingReceipt is a receipt held back off the switch's path.
-type pendingReceipt struct {
-	what, path string
-	data       []byte
-}
-
-// holdReceipts holds the receipts of what is written from now on until
-// flushReceipts: a handoff frozen for a successor that waits, started
-// early, whose first prompt goes out first (DESIGN.md «Warm successor»).
-// A flower that dies in between leaves a file without its receipt, which a
-// later continue or rerun refuses without the person's word, never one
-// trusted wrongly.
-func (rt *Runtime) holdReceipts() { rt.deferReceipts = true }
-
-// flushReceipts records the receipts held back, and holds no more.
-func (rt *Runtime) flushReceipts() {
-	rt.deferReceipts = false
-	pending := rt.pending
-	rt.pending = nil
-	for _, r := range pending {
-		rt.receipt(r.what, r.path, r.data)
-	}
 }

@@ -48,9 +48,12 @@ const (
 type Workbench struct {
 	Dir string
 	// Written, when set, hears of every notes file Freeze and FreezeTask
-	// wrote (or found already holding the task): what ("handoff file",
-	// "task file"), its path and its contents. The engine records a
-	// receipt of it outside the workspace (DESIGN.md «Known documents»).
+	// are about to write (or found already holding the task): what
+	// ("handoff file", "task file"), its path and its contents. It is
+	// called before the file is on disk, so the receipt the engine records
+	// of it outside the workspace (DESIGN.md «Known documents») comes
+	// first: a flower killed at any moment leaves no file of its own
+	// without its receipt.
 	Written func(what, path string, data []byte)
 
 	mu   sync.Mutex
@@ -152,10 +155,10 @@ func (w *Workbench) Freeze(step string, doc []byte, now time.Time) (string, erro
 	default:
 		return "", fmt.Errorf("freeze handoff: %w", err)
 	}
+	w.written("handoff file", cur, doc)
 	if err := atomicfile.WriteFile(cur, doc, 0o666); err != nil { // less the umask
 		return "", fmt.Errorf("freeze handoff: %w", err)
 	}
-	w.written("handoff file", cur, doc)
 	return cur, nil
 }
 
@@ -308,10 +311,10 @@ func (w *Workbench) FreezeTask(step string, task []byte, now time.Time) (string,
 		// A directory in its place lands here too (EISDIR).
 		return "", fmt.Errorf("freeze task: %w", err)
 	}
+	w.written("task file", cur, task)
 	if err := atomicfile.WriteFile(cur, task, 0o666); err != nil { // less the umask
 		return "", fmt.Errorf("freeze task: %w", err)
 	}
-	w.written("task file", cur, task)
 	return cur, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -451,4 +452,36 @@ func TestKeepHandoff(t *testing.T) {
 			t.Errorf("archive %v holds the link's target", arch)
 		}
 	})
+}
+
+// TestWrittenHearsBeforeTheFileIsOnDisk: the receipt of a notes file is
+// recorded before the file holds the new contents, so that a flower
+// killed between the two never leaves a file of its own that a continue
+// must refuse for want of a receipt.
+func TestWrittenHearsBeforeTheFileIsOnDisk(t *testing.T) {
+	w := openTemp(t)
+	var heard []string
+	w.Written = func(what, path string, data []byte) {
+		b, err := os.ReadFile(path)
+		if err == nil && bytes.Equal(b, data) {
+			t.Errorf("%s %s already held what Written heard of", what, path)
+		}
+		heard = append(heard, what)
+	}
+	for i, doc := range []string{"first handoff", "second handoff"} {
+		if _, err := w.Freeze("main", []byte(doc), t0.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, task := range []string{"a task", "an edited task"} {
+		if _, err := w.FreezeTask("main", []byte(task), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"handoff file", "handoff file", "task file", "task file"}; !slices.Equal(heard, want) {
+		t.Errorf("Written heard %q, want %q", heard, want)
+	}
+	if got := readFile(t, w.HandoffPath("main")); got != "second handoff" {
+		t.Errorf("handoff file holds %q", got)
+	}
 }
