@@ -112,6 +112,10 @@ type TurnEnded struct {
 	// APIErrorStatus is the HTTP status of the API error that ended the
 	// turn (a 403 the harness does not retry, say); 0 for none.
 	APIErrorStatus int
+	// NoCredentials: the turn ended because the harness holds no
+	// credentials the API takes (none at all: no key, no login), which no
+	// retry mends.
+	NoCredentials bool
 }
 
 // Ending says how a turn ended.
@@ -202,6 +206,9 @@ type Translator struct {
 	limit      transcript.Limit
 	sawLimit   bool
 	retryAfter time.Duration
+	// noCredentials: the running turn's main thread was told, in a reply
+	// of the harness's own, that it has no credentials.
+	noCredentials bool
 	// Now dates a limit's reset given as a clock time; nil is time.Now.
 	Now func() time.Time
 }
@@ -251,6 +258,9 @@ func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 		}
 		if r.Synthetic {
 			r.Context, r.Usage = 0, transcript.Usage{}
+			// Claude Code's reply when it has neither a key nor a login
+			// ("Not logged in · Please run /login"), with no HTTP status.
+			t.noCredentials = t.noCredentials || r.MainThread && ev.ErrorCode == "authentication_failed"
 		}
 		out(r)
 	case transcript.KindUser:
@@ -274,9 +284,11 @@ func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 		if how == EndedLimited {
 			lim = t.limitOfTurn(*lim)
 		}
-		t.interrupting, t.limit, t.sawLimit, t.retryAfter, t.replied = false, transcript.Limit{}, false, 0, false
+		noCreds := t.noCredentials && how == EndedError
+		t.interrupting, t.limit, t.sawLimit, t.retryAfter, t.replied, t.noCredentials = false, transcript.Limit{}, false, 0, false, false
 		out(TurnEnded{SessionID: t.sessionID, How: how, Text: ev.Result, Detail: firstOf(ev.TerminalReason, ev.Subtype),
-			CostUSD: ev.TotalCostUSD, Turns: ev.NumTurns, Windows: ev.Windows, Limit: lim, APIErrorStatus: ev.APIErrorStatus})
+			CostUSD: ev.TotalCostUSD, Turns: ev.NumTurns, Windows: ev.Windows, Limit: lim, APIErrorStatus: ev.APIErrorStatus,
+			NoCredentials: noCreds})
 	}
 }
 

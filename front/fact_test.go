@@ -473,3 +473,43 @@ func TestRecordsTurnTakenMidTurnEndsWithItsTurn(t *testing.T) {
 		t.Errorf("turn ends %v, want %v", ends, want)
 	}
 }
+
+// A harness with no credentials at all answers with a reply of its own,
+// "authentication_failed" and no HTTP status (as 2.1.328 does on a fresh
+// HOME with no key): its TurnEnded says NoCredentials; another turn's
+// error, and the next turn, do not.
+func TestTranslatorNoCredentials(t *testing.T) {
+	tr := &front.Translator{}
+	ended := func(lines ...string) front.TurnEnded {
+		t.Helper()
+		var te *front.TurnEnded
+		for _, l := range lines {
+			ev, err := transcript.Decode([]byte(l))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.Facts(&ev, func(f front.Fact) {
+				if e, ok := f.(front.TurnEnded); ok {
+					te = &e
+				}
+			})
+		}
+		if te == nil {
+			t.Fatal("no TurnEnded")
+		}
+		return *te
+	}
+	const result = `{"type":"result","subtype":"success","is_error":true,"api_error_status":null,"terminal_reason":"api_error","result":"Not logged in · Please run /login","session_id":"s","num_turns":1}`
+	te := ended(`{"type":"assistant","message":{"id":"x","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","content":[{"type":"text","text":"Not logged in · Please run /login"}]},"parent_tool_use_id":null,"session_id":"s","error":"authentication_failed","is_api_error_message":true}`, result)
+	if te.How != front.EndedError || !te.NoCredentials || te.APIErrorStatus != 0 {
+		t.Errorf("not logged in: %+v", te)
+	}
+	te = ended(`{"type":"assistant","message":{"id":"y","model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"Prompt is too long"}]},"parent_tool_use_id":null,"session_id":"s","error":"invalid_request","is_api_error_message":true,"api_error_status":400}`,
+		`{"type":"result","subtype":"success","is_error":true,"api_error_status":400,"result":"API Error: 500","session_id":"s"}`)
+	if te.NoCredentials {
+		t.Errorf("another error taken for no credentials: %+v", te)
+	}
+	if te = ended(`{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500","session_id":"s"}`); te.NoCredentials {
+		t.Errorf("an earlier turn's refusal leaked into this one: %+v", te)
+	}
+}

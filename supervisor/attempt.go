@@ -680,7 +680,7 @@ func (a *attemptRun) workEnded(f front.TurnEnded) (outcome, bool) {
 		// unattended: a limit is waited out in state waiting, then the same session goes on (no attempt)
 		return a.limited(f, afterLimit{resumes: resumeWork})
 	}
-	if f.APIErrorStatus == http.StatusUnauthorized || f.APIErrorStatus == http.StatusForbidden {
+	if f.APIErrorStatus == http.StatusUnauthorized || f.APIErrorStatus == http.StatusForbidden || f.NoCredentials {
 		return a.authRefused(f.APIErrorStatus, firstNonEmpty(f.Text, f.Detail)), true
 	}
 	why := "the turn ended in an error: " + firstNonEmpty(f.Text, f.Detail)

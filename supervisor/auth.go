@@ -38,9 +38,13 @@ func (a *attemptRun) onRetrying(f front.Retrying) (outcome, bool) {
 
 // authRefused is the outcome of an attempt whose credentials the API
 // refused with status, as detail says; a turn the harness ended on a 401
-// or 403 without retrying (it does not retry a 403) comes here at once.
+// or 403 without retrying (it does not retry a 403) comes here at once,
+// and so does one it ended with no credentials to send (status 0).
 func (a *attemptRun) authRefused(status int, detail string) outcome {
 	why := fmt.Sprintf("the API refused the credentials (HTTP %d: %s): %s", status, detail, credentialFix(a.rt.env))
+	if status == 0 {
+		why = fmt.Sprintf("the harness has no credentials to send (%s): %s", detail, credentialFix(a.rt.env))
+	}
 	a.log.Warn("credentials refused: stopping the step", "error_status", status, "retries", a.authRetries)
 	return outcome{kind: outcomeAuth, why: why, sessionID: a.meter.SessionID}
 }
@@ -50,7 +54,7 @@ func (a *attemptRun) authRefused(status int, detail string) outcome {
 func credentialFix(env []string) string {
 	creds := envinject.AuthFrom(env).Credentials
 	if len(creds) == 0 {
-		return "log in again with `claude /login`, or set ANTHROPIC_API_KEY"
+		return "log in with `claude /login`, or set ANTHROPIC_API_KEY"
 	}
 	names := make([]string, len(creds))
 	for i, c := range creds {

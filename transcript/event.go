@@ -92,6 +92,7 @@ type Event struct {
 	Text            string // text blocks joined with "\n"
 	ToolUses        []ToolUse
 	APIError        bool   // a synthetic message carrying an API error ("Prompt is too long")
+	ErrorCode       string // such a message's error: "authentication_failed", "rate_limit", "invalid_request" …
 	StopReason      string // message.stop_reason: "end_turn", "tool_use", …
 
 	// Sidechain marks a subagent's assistant or user line in a transcript
@@ -310,6 +311,9 @@ func decodeAssistant(ev *Event, root gjson.Result) {
 	ev.StopReason = msg.Get("stop_reason").String()
 	ev.APIError = root.Get("is_api_error_message").Bool() || root.Get("isApiErrorMessage").Bool() ||
 		root.Get("error").Exists() && ev.Model == "<synthetic>"
+	if ev.APIError {
+		ev.ErrorCode = root.Get("error").String()
+	}
 	u := msg.Get("usage")
 	ev.Usage = Usage{
 		InputTokens:              int(u.Get("input_tokens").Int()),

@@ -104,3 +104,57 @@ func TestRejectedKeyFailsFast(t *testing.T) {
 		})
 	}
 }
+
+// No credentials at all (no key, no login, on a fresh HOME) is certain on
+// the first try: on the real harness, flower starts one attempt, exits 7
+// within seconds with one line that says what to set, records auth_failed,
+// and nothing reaches the API.
+func TestNoCredentialsFailsFast(t *testing.T) {
+	t.Parallel()
+	srv, err := scriptedapi.Start(func(r *scriptedapi.Request) scriptedapi.Reply {
+		return scriptedapi.Reply{Usage: scriptedapi.Usage{InputTokens: 1000}, Text: "Hello."}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	var env []string
+	for _, kv := range cliEnv(t, srv, "FLOWER_PS_DIR="+t.TempDir()) {
+		if !strings.HasPrefix(kv, "ANTHROPIC_API_KEY=") && !strings.HasPrefix(kv, "ANTHROPIC_AUTH_TOKEN=") {
+			env = append(env, kv)
+		}
+	}
+	ws := t.TempDir()
+	cmd := exec.Command(flowerBinary(t), "-C", ws, "say hello")
+	cmd.Env = env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err = cmd.Run()
+	took := time.Since(start)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitAuth {
+		t.Fatalf("flower exited %v, want %d\n%s", err, exitAuth, stderr.String())
+	}
+	t.Logf("no credentials: flower exited %d after %v", exitAuth, took)
+	if took > 30*time.Second {
+		t.Errorf("took %v", took)
+	}
+	if strings.Contains(stderr.String(), "retrying") {
+		t.Errorf("a certain refusal was retried:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "no credentials") || !strings.Contains(stderr.String(), "set ANTHROPIC_API_KEY") {
+		t.Errorf("stderr does not say what to set:\n%s", stderr.String())
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d requests reached the API", n)
+	}
+	runDir, _ := filepath.EvalSymlinks(filepath.Join(ws, ".flower", "runs", "latest"))
+	m, err := manifest.LoadBound(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := m.Step("main"); st == nil || st.Status != manifest.StatusAuthFailed || st.Attempts != 0 {
+		t.Errorf("step: %+v", st)
+	}
+}
