@@ -46,6 +46,10 @@ const (
 	// (DESIGN.md «Trust store»); the step stopped before the next harness
 	// started, its session kept for continue once the person looked.
 	StatusUntrusted = "workspace_changed"
+	// StatusUnreachable: the API endpoint refused the connection or its
+	// name did not resolve, before any request of the run went through;
+	// the step stopped at once, for continue once it is fixed.
+	StatusUnreachable = "unreachable"
 )
 
 // Where a step's context window figure came from.

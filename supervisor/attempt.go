@@ -138,6 +138,8 @@ type attemptRun struct {
 	// authRetries counts the harness's retries of requests the API
 	// refused as unauthenticated or forbidden (auth.go).
 	authRetries int
+	// reachAsked: Options.Reach was asked in this attempt (auth.go).
+	reachAsked bool
 	// warned: the near notice was shown in this generation (DESIGN.md «Near notice»).
 	warned bool
 
@@ -448,6 +450,7 @@ func (a *attemptRun) onRound(f front.Round) (outcome, bool) {
 	if f.Synthetic {
 		return outcome{}, false
 	}
+	a.rt.through = true
 	if w, ok := a.state.(*writing); ok {
 		a.writingReply(w, f)
 		return outcome{}, false

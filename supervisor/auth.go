@@ -20,12 +20,27 @@ const authRetriesAllowed = 1
 // and no new attempt follows (it would be refused the same).
 const outcomeAuth outcomeKind = 101
 
-// onRetrying notes the harness's wait to ask the API again (the run's page
-// marks it, DESIGN.md «Run page»), and ends the attempt when the API keeps
-// refusing the credentials.
+// outcomeUnreachable: the API endpoint cannot be reached and nothing of
+// the run ever reached it; the step stops at once.
+const outcomeUnreachable outcomeKind = 102
+
+// onRetrying says the harness's wait to ask the API again, one line a
+// retry (the run's page marks it too, DESIGN.md «Run page»); it ends the
+// attempt when the API keeps refusing the credentials, or when a request
+// that got no answer at all goes to an endpoint that cannot be reached
+// and never was in this run (DESIGN.md «Unreachable endpoint»).
 func (a *attemptRun) onRetrying(f front.Retrying) (outcome, bool) {
 	a.log.Info("api retry", "attempt", f.Attempt, "max_retries", f.MaxRetries,
 		"retry_delay_ms", f.Delay.Milliseconds(), "error_status", f.Status, "error", f.Error)
+	a.rt.emit(Event{Kind: KindNotice, Step: a.st.Name, Generation: a.gen.N, Text: retryLine(f)})
+	if f.Status == 0 && !a.rt.through && !a.reachAsked && a.rt.opts.Reach != nil {
+		a.reachAsked = true
+		if err := a.rt.opts.Reach(); err != nil {
+			_ = a.p.Cancel() // out of its wait before the next retry
+			a.log.Warn("endpoint unreachable: stopping the step", "err", err)
+			return outcome{kind: outcomeUnreachable, why: err.Error(), sessionID: a.meter.SessionID}, true
+		}
+	}
 	if f.Status != http.StatusUnauthorized && f.Status != http.StatusForbidden {
 		return outcome{}, false
 	}
@@ -34,6 +49,22 @@ func (a *attemptRun) onRetrying(f front.Retrying) (outcome, bool) {
 	}
 	_ = a.p.Cancel() // out of its wait before the next retry, so that it exits at once
 	return a.authRefused(f.Status, f.Error+", after a retry"), true
+}
+
+// retryLine is the progress line of one of the harness's retries.
+func retryLine(f front.Retrying) string {
+	what := "no answer from the API (a connection error)"
+	if f.Status != 0 {
+		what = fmt.Sprintf("HTTP %d", f.Status)
+		if f.Error != "" && f.Error != "unknown" {
+			what += " " + f.Error
+		}
+	}
+	of := ""
+	if f.MaxRetries > 0 {
+		of = fmt.Sprintf(" of %d", f.MaxRetries)
+	}
+	return fmt.Sprintf("the harness asks the API again in %.1f s (retry %d%s): %s", f.Delay.Seconds(), f.Attempt, of, what)
 }
 
 // authRefused is the outcome of an attempt whose credentials the API

@@ -112,6 +112,8 @@ func (s *stepRun) afterAttempt(ctx context.Context, gen *manifest.Generation, l 
 		end.err = s.limitStop(gen, out)
 	case outcomeAuth: // refused credentials: no attempt would fare better
 		end.err = s.authStop(out)
+	case outcomeUnreachable: // no endpoint to talk to: neither would an attempt
+		end.err = s.stop(manifest.StatusUnreachable, out.why)
 	}
 	return end, again
 }

@@ -88,6 +88,15 @@ type Options struct {
 	// and nothing starts. The edge says what it checks (the trust gate's
 	// scan, DESIGN.md «Trust store»); the engine only asks.
 	Admit func() error
+	// Reach, when set, says whether the API endpoint the harness talks to
+	// can be reached at all. It is asked once an attempt, when the harness
+	// retries a request that got no HTTP answer before any request of the
+	// run went through: an error (the edge's words, naming the endpoint
+	// and what to check) stops the step, status manifest.StatusUnreachable.
+	// The edge decides what is certain (a refused connection, a name that
+	// does not resolve) and returns nil for the rest, which the harness's
+	// own retries wait out.
+	Reach func() error
 	// Front starts the harness of each attempt (Headless, the stream-json
 	// process, when nil).
 	Front front.Launcher
@@ -198,6 +207,10 @@ type Runtime struct {
 	// the run dir has its receipt).
 	trust  *trust.Store
 	loaded bool
+	// through: a request of this run reached the API and was answered
+	// (a reply that is not the harness's own), so the endpoint is known to
+	// take connections (auth.go).
+	through bool
 }
 
 // New checks the options and opens the run directory (made when none is

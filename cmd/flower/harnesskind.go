@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/flowerhq/flower/codexrpc"
+	"github.com/flowerhq/flower/endpoint"
 )
 
 // harnessKind is which harness flower drives: the Claude Code CLI (every
@@ -183,4 +184,29 @@ func (set *jobSettings) sameHarness(c *cli.Context, recorded string) error {
 		return usagef("this run was started on --harness-kind %s; it goes on on the same harness (leave --harness-kind out, or start a new run)", recorded)
 	}
 	return nil
+}
+
+// reachOf is the engine's check of the API endpoint the harness of kind
+// talks to, with env its environment (DESIGN.md «Unreachable endpoint»);
+// nil where flower does not know it (Codex reads its own config).
+func reachOf(kind harnessKind, env []string) func() error {
+	if kind == kindCodex {
+		return nil
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	url, fix := "https://api.anthropic.com", "check the network, or set ANTHROPIC_BASE_URL"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "ANTHROPIC_BASE_URL="); ok && v != "" {
+			url, fix = v, "check ANTHROPIC_BASE_URL, or the network"
+		}
+	}
+	return func() error {
+		err := endpoint.Check(context.Background(), url, env)
+		if ue, ok := err.(*endpoint.UnreachableError); ok {
+			ue.Fix = fix
+		}
+		return err
+	}
 }

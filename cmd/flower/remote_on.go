@@ -238,7 +238,7 @@ func stepError(id string, err error) error {
 			return stepEnd{msg: app.Message(), kind: policy.ErrGenerationLimit}
 		case supervisor.EndFailed:
 			return stepEnd{msg: app.Message(), kind: supervisor.ErrStepFailed}
-		case manifest.StatusBudget, manifest.StatusDeadline, manifest.StatusLimited, manifest.StatusAuthFailed: // exit 4, 5, 6, 7 as locally
+		case manifest.StatusBudget, manifest.StatusDeadline, manifest.StatusLimited, manifest.StatusAuthFailed, manifest.StatusUnreachable: // exit 4–8 as locally
 			return stepEnd{msg: app.Message(), kind: &supervisor.StopError{Step: id, Status: app.Type(), Why: app.Message()}}
 		default:
 			// A generation that could not run (a refused workspace, say):

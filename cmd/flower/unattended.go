@@ -24,7 +24,8 @@ const (
 	exitBudget    = 4 // --max-budget-usd reached; the handoff is written
 	exitDeadline  = 5 // --max-duration reached; the handoff is written
 	exitLimitWait = 6 // a rate or usage limit lasts past --max-wait; the session is live
-	exitAuth      = 7 // the API refused the credentials (401/403) after a retry
+	exitAuth      = 7 // the API refused the credentials (401/403) after a retry, or the harness has none
+	exitEndpoint  = 8 // the API endpoint refused the connection or did not resolve, before any request went through
 )
 
 // stopCode is the exit code of a step a bound stopped; ok false for any
@@ -43,6 +44,8 @@ func stopCode(err error) (int, bool) {
 		return exitLimitWait, true
 	case manifest.StatusAuthFailed:
 		return exitAuth, true
+	case manifest.StatusUnreachable:
+		return exitEndpoint, true
 	case manifest.StatusUntrusted: // as a workspace refused at the start
 		return exitUsage, true
 	}
