@@ -101,6 +101,8 @@ type labels struct {
 	inWrite  string // the writing turn runs
 	handing  string // the handoff is done, the successor not yet started
 	waiting  string // a limit's wait: until when, how long to go
+	retrying string // the harness asks the API again: how often so far
+	refused  string // the API refused the credentials
 
 	// The harness's status line (screenline.go).
 	about     string // distance to the handoff, in the near notice's words
@@ -126,6 +128,8 @@ var zh = labels{
 	inWrite:  "写交接中",
 	handing:  "换代中",
 	waiting:  "限额,等到 %s(还有 %s)",
+	retrying: "API 重试第 %d 次",
+	refused:  "API 拒绝了凭据",
 
 	about:     "还有约 %s 到换代",
 	budget:    "预算 $%.2f",
@@ -150,6 +154,8 @@ var en = labels{
 	inWrite:  "writing the handoff",
 	handing:  "handing over",
 	waiting:  "limit: waiting until %s (%s left)",
+	retrying: "API retry %d",
+	refused:  "the API refused the credentials",
 
 	about:     "about %s to handoff",
 	budget:    "budget $%.2f",
@@ -202,7 +208,7 @@ func (s *Status) Handle(ev event.Event) {
 func (s *Status) lines(ev event.Event) string {
 	var b strings.Builder
 	switch ev.Kind {
-	case event.KindNotice:
+	case event.KindNotice, event.KindAPI:
 		fmt.Fprintf(&b, "flower: %s\n", ev.Text)
 	case event.KindRetry:
 		fmt.Fprintf(&b, "flower: attempt failed, retrying: %s\n", ev.Text)

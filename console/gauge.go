@@ -34,6 +34,10 @@ type gauge struct {
 	// its latest event (zero: no wait runs).
 	until time.Time
 	left  time.Duration
+	// retries counts the harness's retries of a request since the last
+	// reply; refused: the API refused the credentials since then.
+	retries int
+	refused bool
 }
 
 // update folds ev into the gauge and reports whether anything changed.
@@ -49,6 +53,17 @@ func (g *gauge) update(ev event.Event) bool {
 		g.cost = ev.CostUSD
 	}
 	switch ev.Kind {
+	case event.KindText, event.KindTool, event.KindGeneration, event.KindHandoff:
+		g.retries, g.refused = 0, false // an answer, or a new session
+	}
+	switch ev.Kind {
+	case event.KindAPI:
+		switch ev.Phase {
+		case event.PhaseRetrying:
+			g.retries++
+		case event.PhaseRefused:
+			g.refused = true
+		}
 	case event.KindGeneration:
 		// A new process: what the last one measured no longer holds.
 		g.phase, g.context = gaugeStarting, 0
@@ -118,6 +133,12 @@ func (g *gauge) meter(lab labels, handoff bool, distance func(int) string) []str
 	}
 	if !g.until.IsZero() {
 		parts = append(parts, fmt.Sprintf(lab.waiting, g.until.Local().Format("15:04:05"), g.left))
+	}
+	switch {
+	case g.refused:
+		parts = append(parts, lab.refused)
+	case g.retries > 0:
+		parts = append(parts, fmt.Sprintf(lab.retrying, g.retries))
 	}
 	return parts
 }

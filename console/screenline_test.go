@@ -62,3 +62,31 @@ func TestScreenLinePlain(t *testing.T) {
 		t.Errorf("line %q keeps a newline or a control character", got)
 	}
 }
+
+// The harness's retries are counted on the line until a reply comes, and
+// refused credentials are said until then; a new session starts clean.
+func TestScreenLineRetries(t *testing.T) {
+	s := NewScreenLine(LangEn, false, "", "/home/p", Bounds{})
+	s.Handle(event.Event{Kind: event.KindGeneration, Generation: 1})
+	for _, c := range []struct {
+		ev   event.Event
+		want string
+	}{
+		{event.Event{Kind: event.KindAPI, Phase: event.PhaseRetrying, Generation: 1}, "gen 1 · starting · API retry 1"},
+		{event.Event{Kind: event.KindAPI, Phase: event.PhaseRetrying, Generation: 1}, "gen 1 · starting · API retry 2"},
+		{event.Event{Kind: event.KindAPI, Phase: event.PhaseRefused, Generation: 1}, "gen 1 · starting · the API refused the credentials"},
+		{event.Event{Kind: event.KindText, Generation: 1, Context: 20_000, Window: 200_000, At: 150_000}, "gen 1 · context 20.0K/200K · about 130K to handoff"},
+		{event.Event{Kind: event.KindAPI, Phase: event.PhaseRetrying, Generation: 1}, "gen 1 · context 20.0K/200K · about 130K to handoff · API retry 1"},
+		{event.Event{Kind: event.KindGeneration, Generation: 2}, "gen 2 · starting"},
+	} {
+		if s.Handle(c.ev); s.Meter() != c.want {
+			t.Errorf("after %s %s: %q, want %q", c.ev.Kind, c.ev.Phase, s.Meter(), c.want)
+		}
+	}
+	zh := NewScreenLine(LangZh, false, "", "", Bounds{})
+	zh.Handle(event.Event{Kind: event.KindGeneration, Generation: 1})
+	zh.Handle(event.Event{Kind: event.KindAPI, Phase: event.PhaseRetrying, Generation: 1})
+	if got, want := zh.Meter(), "第 1 代 · 启动中 · API 重试第 1 次"; got != want {
+		t.Errorf("zh: %q, want %q", got, want)
+	}
+}

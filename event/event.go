@@ -24,6 +24,13 @@ const (
 	KindNotice     Kind = "notice"     // something a person should know (DESIGN.md «Auto-compact off», warnings)
 	KindRetry      Kind = "retry"      // a failed attempt that will be retried
 	KindRaw        Kind = "raw"        // one harness stdout record as read, in Raw (never from the writing turn)
+	KindAPI        Kind = "api"        // Phase retrying: the harness asks the API again (Text: the progress line); refused: the API refused the credentials, or the harness has none (Text: what to fix)
+)
+
+// The phases of a KindAPI event.
+const (
+	PhaseRetrying = "retrying"
+	PhaseRefused  = "refused"
 )
 
 // The phases of a handoff event (DESIGN.md «Events»).

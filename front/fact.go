@@ -85,7 +85,13 @@ type Compacted struct {
 
 // Retrying: the harness waits and asks the API again (a rate limit, an
 // overload).
-type Retrying struct{ transcript.Retry }
+type Retrying struct {
+	transcript.Retry
+	// Blind: the front sees only that the same request went out again,
+	// not why nor when the next one goes (the interactive front's
+	// transcript file); Status, Delay and MaxRetries are then zero.
+	Blind bool
+}
 
 // TurnEnded: the running turn is over, and how.
 type TurnEnded struct {
@@ -113,7 +119,8 @@ type TurnEnded struct {
 	// turn (a 403 the harness does not retry, say); 0 for none.
 	APIErrorStatus int
 	// NoCredentials: the turn ended because the harness holds no
-	// credentials the API takes (none at all: no key, no login), which no
+	// credentials the API takes (none at all: no key, no login; or, where
+	// the front sees no HTTP status, ones the API refused), which no
 	// retry mends.
 	NoCredentials bool
 }
@@ -277,7 +284,7 @@ func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 		case ev.Compact != nil:
 			out(Compacted{Boundary: true, Trigger: ev.Compact.Trigger, PreTokens: ev.Compact.PreTokens, PostTokens: ev.Compact.PostTokens})
 		case ev.Retry != nil:
-			out(Retrying{*ev.Retry})
+			out(Retrying{Retry: *ev.Retry})
 		}
 	case transcript.KindResult:
 		how, lim := t.ending(ev)

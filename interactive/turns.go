@@ -50,6 +50,10 @@ type turns struct {
 	idleAt       time.Time // the idle sign ends the running turn then; zero for never
 	cost         float64   // the process's cost so far (cost-state lines)
 	begun        bool      // a main-thread reply or a turn's end was read
+	// request is the digest of the main thread's latest API request with
+	// no reply read since, and retries how often it went out again.
+	lastRequest string
+	retries     int
 }
 
 // turnRun is what the transcript showed of the running turn.
@@ -251,7 +255,10 @@ func (u *turns) line(ev *transcript.Event, now time.Time) (facts []front.Fact, e
 	switch {
 	case ev.Type == "cost-state":
 		u.cost = gjson.GetBytes(ev.Raw, "totalCostUSD").Float()
+	case ev.Type == "api-request":
+		u.request(ev, add)
 	case ev.Kind == transcript.KindAssistant && ev.MainThread():
+		u.lastRequest, u.retries = "", 0
 		u.reply(ev, now, add)
 	case ev.Kind == transcript.KindUser && ev.MainThread():
 		esc = u.user(ev, add)
@@ -263,6 +270,23 @@ func (u *turns) line(ev *transcript.Event, now time.Time) (facts []front.Fact, e
 	return facts, esc
 }
 
+// request takes an "api-request" line: the harness's record of a request
+// it sent. The main thread's request sent again, the same bytes with no
+// reply between, is a retry of the harness's own (2.1.328 writes one line
+// per try, and says why only on its screen).
+func (u *turns) request(ev *transcript.Event, add func(front.Fact)) {
+	if gjson.GetBytes(ev.Raw, "querySource").String() != "repl_main_thread" {
+		return
+	}
+	digest := gjson.GetBytes(ev.Raw, "requestDigest").String()
+	if digest != "" && digest == u.lastRequest {
+		u.retries++
+		add(front.Retrying{Retry: transcript.Retry{Attempt: u.retries}, Blind: true})
+		return
+	}
+	u.lastRequest, u.retries = digest, 0
+}
+
 // reply takes a main-thread reply of the running turn.
 func (u *turns) reply(ev *transcript.Event, now time.Time, add func(front.Fact)) {
 	t := u.running()
@@ -270,7 +294,11 @@ func (u *turns) reply(ev *transcript.Event, now time.Time, add func(front.Fact))
 		// The harness turned an API error into a reply: the turn ended in
 		// it (front.EndingOf tells an overflow or a limit from the rest).
 		how, lim := front.EndingOf(ev, t.esc, now)
-		add(u.endTurn(how, ev.Text, "the harness's error reply", lim))
+		end := u.endTurn(how, ev.Text, "the harness's error reply", lim)
+		// No HTTP status in the file: "authentication_failed" is a key
+		// the API refused, or none at all.
+		end.NoCredentials = how == front.EndedError && ev.ErrorCode == "authentication_failed"
+		add(end)
 		return
 	}
 	t.lastStop = ev.StopReason

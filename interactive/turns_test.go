@@ -281,3 +281,49 @@ func TestSendTypesAfterTheDoublePressWindow(t *testing.T) {
 }
 
 var _ io.Writer = (*keyLog)(nil)
+
+// The main thread's request written again with no reply between is a
+// retry of the harness's own: a blind Retrying each time, counted from 1;
+// a reply starts the count over, and a subagent's or another request's
+// line is none. The harness's refusal of the key (its error reply, no
+// status in the file) ends the turn saying NoCredentials.
+func TestTurnsSeeTheHarnessRetry(t *testing.T) {
+	u := &turns{log: slog.New(slog.DiscardHandler), submitWithin: DefaultSubmitTimeout}
+	now := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	request := func(source, digest string) string {
+		return fmt.Sprintf(`{"type":"api-request","sessionId":"s1","querySource":%q,"requestDigest":%q}`, source, digest)
+	}
+	var retries []int
+	var ends []front.TurnEnded
+	feed := func(line string) {
+		ev, err := transcript.Decode([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		facts, _ := u.line(&ev, now)
+		for _, f := range facts {
+			switch f := f.(type) {
+			case front.Retrying:
+				if !f.Blind || f.Status != 0 {
+					t.Errorf("retry %+v: want blind, no status", f)
+				}
+				retries = append(retries, f.Attempt)
+			case front.TurnEnded:
+				ends = append(ends, f)
+			}
+		}
+	}
+	feed(promptLine("say hello"))
+	for _, l := range []string{request("repl_main_thread", "d1"), request("repl_main_thread", "d1"), request("agent:x", "d1"),
+		request("repl_main_thread", "d1"), replyLine("m1", "Hello.", "tool_use"), request("repl_main_thread", "d1"),
+		request("repl_main_thread", "d2"), request("repl_main_thread", "d2")} {
+		feed(l)
+	}
+	if want := []int{1, 2, 1}; fmt.Sprint(retries) != fmt.Sprint(want) {
+		t.Errorf("retries %v, want %v", retries, want)
+	}
+	feed(`{"type":"assistant","sessionId":"s1","isSidechain":false,"isApiErrorMessage":true,"error":"authentication_failed","message":{"id":"x","model":"<synthetic>","content":[{"type":"text","text":"Invalid API key · Fix external API key"}],"usage":{"input_tokens":0}}}`)
+	if len(ends) != 1 || ends[0].How != front.EndedError || !ends[0].NoCredentials {
+		t.Errorf("turn ends %+v: want one error saying NoCredentials", ends)
+	}
+}

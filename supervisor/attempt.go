@@ -140,6 +140,9 @@ type attemptRun struct {
 	authRetries int
 	// reachAsked: Options.Reach was asked in this attempt (auth.go).
 	reachAsked bool
+	// refused: the API refused the credentials in a turn a person started
+	// at the harness's screen, and no reply came since (auth.go).
+	refused *outcome
 	// warned: the near notice was shown in this generation (DESIGN.md «Near notice»).
 	warned bool
 
@@ -286,6 +289,9 @@ func (a *attemptRun) exited() outcome {
 	a.bookExit(x)
 	if x.ByPerson && a.working() {
 		a.log.Info("harness ended by the person")
+		if !answeredAny(a.st) {
+			return a.unanswered()
+		}
 		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}
 	}
 	return a.died(x.Why)
@@ -450,7 +456,7 @@ func (a *attemptRun) onRound(f front.Round) (outcome, bool) {
 	if f.Synthetic {
 		return outcome{}, false
 	}
-	a.rt.through = true
+	a.rt.through, a.refused = true, nil
 	if w, ok := a.state.(*writing); ok {
 		a.writingReply(w, f)
 		return outcome{}, false
@@ -670,6 +676,9 @@ func (a *attemptRun) workEnded(f front.TurnEnded) (outcome, bool) {
 		// harness's screen and types the next one.
 		if f.How == front.EndedLimited && f.Limit != nil {
 			a.limitShown(*f.Limit) // unattended: a limit's reset, for whoever starts the turns
+		}
+		if f.APIErrorStatus == http.StatusUnauthorized || f.APIErrorStatus == http.StatusForbidden || f.NoCredentials {
+			a.refusedShown(f)
 		}
 		if _, ok := a.state.(*idle); !ok {
 			// A turn that showed no prompt nor round (a command of the

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/flowerhq/flower/envinject"
+	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/manifest"
 )
@@ -32,7 +33,7 @@ const outcomeUnreachable outcomeKind = 102
 func (a *attemptRun) onRetrying(f front.Retrying) (outcome, bool) {
 	a.log.Info("api retry", "attempt", f.Attempt, "max_retries", f.MaxRetries,
 		"retry_delay_ms", f.Delay.Milliseconds(), "error_status", f.Status, "error", f.Error)
-	a.rt.emit(Event{Kind: KindNotice, Step: a.st.Name, Generation: a.gen.N, Text: retryLine(f)})
+	a.rt.emit(Event{Kind: KindAPI, Phase: event.PhaseRetrying, Step: a.st.Name, Generation: a.gen.N, Text: retryLine(f)})
 	if f.Status == 0 && !a.rt.through && !a.reachAsked && a.rt.opts.Reach != nil {
 		a.reachAsked = true
 		if err := a.rt.opts.Reach(); err != nil {
@@ -53,6 +54,9 @@ func (a *attemptRun) onRetrying(f front.Retrying) (outcome, bool) {
 
 // retryLine is the progress line of one of the harness's retries.
 func retryLine(f front.Retrying) string {
+	if f.Blind {
+		return fmt.Sprintf("the harness asks the API again (retry %d; its screen says why)", f.Attempt)
+	}
 	what := "no answer from the API (a connection error)"
 	if f.Status != 0 {
 		what = fmt.Sprintf("HTTP %d", f.Status)
@@ -74,10 +78,44 @@ func retryLine(f front.Retrying) string {
 func (a *attemptRun) authRefused(status int, detail string) outcome {
 	why := fmt.Sprintf("the API refused the credentials (HTTP %d: %s): %s", status, detail, credentialFix(a.rt.env))
 	if status == 0 {
-		why = fmt.Sprintf("the harness has no credentials to send (%s): %s", detail, credentialFix(a.rt.env))
+		why = fmt.Sprintf("the harness has no credentials the API takes (%s): %s", detail, credentialFix(a.rt.env))
 	}
 	a.log.Warn("credentials refused: stopping the step", "error_status", status, "retries", a.authRetries)
 	return outcome{kind: outcomeAuth, why: why, sessionID: a.meter.SessionID}
+}
+
+// refusedShown notes credentials the API refused in a turn a person
+// started at the harness's own screen: they read it there, and may log in
+// there and go on, so nothing stops; flower's status line says it, and a
+// screen closed before any turn was answered ends the step auth_failed
+// (unanswered).
+func (a *attemptRun) refusedShown(f front.TurnEnded) {
+	out := a.authRefused(f.APIErrorStatus, firstNonEmpty(f.Text, f.Detail))
+	a.refused = &out
+	a.rt.emit(Event{Kind: KindAPI, Phase: event.PhaseRefused, Step: a.st.Name, Generation: a.gen.N, Text: out.why, IsError: true})
+}
+
+// unanswered is the outcome of a harness's screen the person closed
+// before the API answered any turn of the step: never a success.
+func (a *attemptRun) unanswered() outcome {
+	if a.refused != nil {
+		return *a.refused
+	}
+	return outcome{kind: outcomeUnanswered, why: "the harness's screen was closed before the API answered any turn", sessionID: a.meter.SessionID}
+}
+
+// outcomeUnanswered: the step ended with no turn answered, and no reason
+// known; it stops, for continue.
+const outcomeUnanswered outcomeKind = 103
+
+// answeredAny reports whether the API answered any turn of st.
+func answeredAny(st *manifest.StepResult) bool {
+	for _, g := range st.Generations {
+		if g.Answered || g.NumTurns > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // credentialFix names what to fix: the credential variables the harness

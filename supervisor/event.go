@@ -22,6 +22,7 @@ const (
 	KindText       = event.KindText
 	KindTool       = event.KindTool
 	KindTurn       = event.KindTurn
+	KindAPI        = event.KindAPI
 	KindNotice     = event.KindNotice
 	KindRetry      = event.KindRetry
 	KindRaw        = event.KindRaw

@@ -114,6 +114,8 @@ func (s *stepRun) afterAttempt(ctx context.Context, gen *manifest.Generation, l 
 		end.err = s.authStop(out)
 	case outcomeUnreachable: // no endpoint to talk to: neither would an attempt
 		end.err = s.stop(manifest.StatusUnreachable, out.why)
+	case outcomeUnanswered: // closed before anything was answered: no success
+		end.err = s.stop(manifest.StatusInterrupted, out.why)
 	}
 	return end, again
 }

@@ -100,7 +100,7 @@ func workerAction(c *cli.Context, p proc) error {
 			switch ev.Kind {
 			case event.KindGeneration:
 				fmt.Fprintf(p.stderr, "flower worker: step %s · generation %d started\n", console.Escape(ev.Step), ev.Generation)
-			case event.KindHandoff, event.KindNotice, event.KindRetry:
+			case event.KindHandoff, event.KindNotice, event.KindRetry, event.KindAPI:
 				status.Handle(ev)
 			}
 		},
