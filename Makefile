@@ -28,7 +28,7 @@ export FLOWER_CODEX_VERSION := $(CODEX_VERSION)
 AIMOCK_VERSION := 1.43.0
 export FLOWER_AIMOCK_VERSION := $(AIMOCK_VERSION)
 
-.PHONY: all build harness agent-sdk temporal codex aimock tools test darwin unit tidy compat compat-harness compat-codex demo chaos fuzz bench bench-e2e clean
+.PHONY: all build harness agent-sdk temporal codex aimock tools test darwin unit tidy compat compat-harness compat-codex demo demo-codex chaos fuzz bench bench-e2e clean
 
 all: build
 
@@ -157,6 +157,10 @@ compat-codex: tidy build
 # no API key, no network.
 demo: build
 	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" $(BIN) demo
+
+# The same story on the pinned Codex CLI, against a scripted Responses API.
+demo-codex: build
+	@$(BIN) demo --harness-kind codex --harness "$$(scripts/install-codex.sh)"
 
 # The seeded fault campaign, longer than the fixed-seed rounds make test
 # runs (integration/chaos_test.go), on the fronts CHAOS_FRONT names

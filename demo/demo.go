@@ -18,6 +18,7 @@ import (
 
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/scriptedapi"
+	"github.com/flowerhq/flower/scriptedresp"
 )
 
 // Window is the context window the demo's usage is scripted against: the
@@ -45,8 +46,9 @@ var Files = []string{"README.md", "wordfreq.sh", "sample.txt", "test.sh", "expec
 // Generations is how many sessions the story takes: two handoffs.
 const Generations = 3
 
-// Model is the scripted model. Its Script method answers the harness's
-// requests; it is safe for concurrent use.
+// Model is the scripted model: one story, told to Claude Code through a
+// scripted Messages API (Script) and to the Codex CLI through a scripted
+// Responses API (ResponsesScript). It is safe for concurrent use.
 type Model struct {
 	workspace string
 	pace      time.Duration
@@ -58,9 +60,25 @@ type Model struct {
 	i   int // working requests answered in this generation
 }
 
-// move answers one working request; the request is there so that a reply
-// can quote what a tool really printed.
-type move func(r *scriptedapi.Request) scriptedapi.Reply
+// act is one working reply of the story: the context it reports, its
+// text, and the tools it calls, in words any harness's tools can say.
+type act struct {
+	ctx   int
+	text  string
+	tools []tool
+}
+
+// tool is one tool call: a file written or read (name relative to the
+// workspace), or a command run.
+type tool struct {
+	write, read          string
+	content              string
+	command, description string
+}
+
+// move answers one working request; prev is what the tools of the move
+// before printed, so that a reply can quote it.
+type move func(prev string) act
 
 // DefaultPace is the model's pause before each working reply: slow enough
 // for a person to follow, so the demo takes about fifteen seconds.
@@ -77,32 +95,70 @@ func NewModel(workspace string, pace time.Duration) *Model {
 	return m
 }
 
-// Script answers one request of the harness. Subagent and side requests get
-// a harmless reply; the handoff-writing turn gets the generation's handoff;
-// working requests follow the generation's plan, the last move repeating if
-// the harness asks again.
-func (m *Model) Script(r *scriptedapi.Request) scriptedapi.Reply {
-	if r.Kind != scriptedapi.KindMain {
-		return scriptedapi.Harmless(r)
-	}
+// answer is the story's reply to a main-thread request: in the writing
+// turn the generation's handoff (doc), else the plan's next act, the last
+// one repeating if the harness asks again. takingOver: the request is a
+// successor's first.
+func (m *Model) answer(writing, takingOver bool, prev string) (a act, doc string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if strings.Contains(r.LastUserText, handoffwriter.PromptTag) {
+	if writing {
 		h := m.handoffs[min(m.gen, len(m.handoffs)-1)]
+		a = act{ctx: m.cutAt() + 1_400}
 		m.gen = min(m.gen+1, len(m.plans)-1)
 		m.i = 0
-		return scriptedapi.Reply{Text: h.Markdown(), Usage: usage(m.cutAt() + 1_400), ChunkText: 80, Delay: 4 * m.pace}
+		return a, h.Markdown()
 	}
 	// A successor whose predecessor wrote no handoff (the writing turn
 	// failed) starts without the writing turn having moved the story on.
-	if m.i > 0 && r.NumMessages <= 2 && strings.Contains(r.LastUserText, "You are taking over") {
+	if m.i > 0 && takingOver {
 		m.gen = min(m.gen+1, len(m.plans)-1)
 		m.i = 0
 	}
 	plan := m.plans[m.gen]
-	reply := plan[min(m.i, len(plan)-1)](r)
-	reply.Delay = m.pace
+	a = plan[min(m.i, len(plan)-1)](prev)
 	m.i++
+	return a, ""
+}
+
+// takeoverMark is how a successor's first prompt begins (package handoff).
+const takeoverMark = "You are taking over"
+
+// Script answers one request of Claude Code. Subagent and side requests
+// get a harmless reply.
+func (m *Model) Script(r *scriptedapi.Request) scriptedapi.Reply {
+	if r.Kind != scriptedapi.KindMain {
+		return scriptedapi.Harmless(r)
+	}
+	a, doc := m.answer(strings.Contains(r.LastUserText, handoffwriter.PromptTag),
+		r.NumMessages <= 2 && strings.Contains(r.LastUserText, takeoverMark), toolOutput(r))
+	if doc != "" {
+		return scriptedapi.Reply{Text: doc, Usage: usage(a.ctx), ChunkText: 80, Delay: 4 * m.pace}
+	}
+	reply := scriptedapi.Reply{Text: a.text, Usage: usage(a.ctx), ChunkText: 40, Delay: m.pace}
+	for _, t := range a.tools {
+		reply.ToolUses = append(reply.ToolUses, m.claudeTool(t))
+	}
+	return reply
+}
+
+// ResponsesScript answers one request of the Codex CLI: each tool is a
+// shell command (Codex's exec_command), run in the workspace.
+func (m *Model) ResponsesScript(r *scriptedresp.Request) scriptedresp.Reply {
+	prev := "(no output)"
+	if n := len(r.Outputs); n > 0 {
+		prev = commandOutput(r.Outputs[n-1].Output)
+	}
+	a, doc := m.answer(strings.Contains(r.LastUserText, handoffwriter.PromptTag),
+		len(r.Outputs) == 0 && strings.Contains(r.LastUserText, takeoverMark), prev)
+	u := scriptedresp.Usage{InputTokens: a.ctx, CachedInputTokens: max(a.ctx-2_040, 0), OutputTokens: 420}
+	if doc != "" {
+		return scriptedresp.Reply{Text: doc, Usage: u, Delay: 4 * m.pace}
+	}
+	reply := scriptedresp.Reply{Text: a.text, Usage: u, Delay: m.pace}
+	for _, t := range a.tools {
+		reply.Calls = append(reply.Calls, scriptedresp.Call{Cmd: shellOf(t)})
+	}
 	return reply
 }
 
@@ -128,22 +184,48 @@ func usage(ctx int) scriptedapi.Usage {
 	return scriptedapi.Usage{InputTokens: 240, CacheCreationInputTokens: 1_800, CacheReadInputTokens: ctx - 2_040, OutputTokens: 420}
 }
 
-func say(ctx int, text string, tools ...scriptedapi.ToolUse) move {
-	return func(*scriptedapi.Request) scriptedapi.Reply {
-		return scriptedapi.Reply{Text: text, ToolUses: tools, Usage: usage(ctx), ChunkText: 40}
+func say(ctx int, text string, tools ...tool) move {
+	return func(string) act { return act{ctx: ctx, text: text, tools: tools} }
+}
+
+func write(name, content string) tool { return tool{write: name, content: content} }
+
+func read(name string) tool { return tool{read: name} }
+
+func bash(command, description string) tool { return tool{command: command, description: description} }
+
+// claudeTool is t as Claude Code's Write, Read or Bash tool.
+func (m *Model) claudeTool(t tool) scriptedapi.ToolUse {
+	switch {
+	case t.write != "":
+		return scriptedapi.ToolUse{Name: "Write", Input: map[string]any{"file_path": m.path(t.write), "content": t.content}}
+	case t.read != "":
+		return scriptedapi.ToolUse{Name: "Read", Input: map[string]any{"file_path": m.path(t.read)}}
 	}
+	return scriptedapi.ToolUse{Name: "Bash", Input: map[string]any{"command": t.command, "description": t.description}}
 }
 
-func (m *Model) write(name, content string) scriptedapi.ToolUse {
-	return scriptedapi.ToolUse{Name: "Write", Input: map[string]any{"file_path": m.path(name), "content": content}}
+// shellOf is t as one shell command run in the workspace.
+func shellOf(t tool) string {
+	switch {
+	case t.write != "":
+		return "cat > " + t.write + " <<'WORDFREQ_EOF'\n" + t.content + "WORDFREQ_EOF"
+	case t.read != "":
+		return "cat " + t.read
+	}
+	return t.command
 }
 
-func (m *Model) read(name string) scriptedapi.ToolUse {
-	return scriptedapi.ToolUse{Name: "Read", Input: map[string]any{"file_path": m.path(name)}}
-}
-
-func bash(command, description string) scriptedapi.ToolUse {
-	return scriptedapi.ToolUse{Name: "Bash", Input: map[string]any{"command": command, "description": description}}
+// commandOutput is what a command printed, without the lines Codex puts
+// before it (its exit code, its time) when it says "Output:".
+func commandOutput(s string) string {
+	if _, out, ok := strings.Cut(s, "Output:\n"); ok {
+		s = out
+	}
+	if s = strings.TrimSpace(s); s == "" {
+		return "(no output)"
+	}
+	return s
 }
 
 // reminder is a note the harness appends to tool results for the model;
@@ -173,16 +255,16 @@ func indent(s string) string {
 func (m *Model) generation1() []move {
 	return []move{
 		say(24_000, "Plan: a README saying what wordfreq promises, then the script, then a sample text to try it on.",
-			m.write("README.md", readme)),
+			write("README.md", readme)),
 		say(61_000, "First version of the script. Ties are ordered by word under LC_ALL=C: a bare `sort | uniq -c | sort -rn`\n"+
 			"put equal counts in a different order with GNU and BSD sort, so that one is out.",
-			m.write("wordfreq.sh", wordfreqV1)),
+			write("wordfreq.sh", wordfreqV1)),
 		say(97_000, "A sample with known counts (the 4, dog 3, fox 3, ...) to check it against.",
-			m.write("sample.txt", sample)),
+			write("sample.txt", sample)),
 		say(138_500, "The README promises -n N; the script does not have it yet. Looking at the script again before the tests.",
-			m.read("README.md")),
+			read("README.md")),
 		say(cutContext[0], "Re-reading wordfreq.sh to plan the test cases.",
-			m.read("wordfreq.sh")),
+			read("wordfreq.sh")),
 	}
 }
 
@@ -191,17 +273,17 @@ func (m *Model) generation1() []move {
 func (m *Model) generation2() []move {
 	return []move{
 		say(27_000, "Taking over from the handoff: the script and the sample exist; next is the test script.",
-			m.write("test.sh", testScript)),
+			write("test.sh", testScript)),
 		say(70_000, "expected.txt: the full count of sample.txt, worked out by hand.",
-			m.write("expected.txt", expected)),
+			write("expected.txt", expected)),
 		say(118_000, "Running the tests; the -n case should fail, as -n does not exist yet.",
 			bash("sh test.sh", "Run the wordfreq tests")),
-		func(r *scriptedapi.Request) scriptedapi.Reply {
-			return say(141_000, "test.sh says:\n"+indent(toolOutput(r))+"\nAs expected. -n goes in next; reading the script to see where.",
-				m.read("test.sh"))(r)
+		func(prev string) act {
+			return act{ctx: 141_000, text: "test.sh says:\n" + indent(prev) + "\nAs expected. -n goes in next; reading the script to see where.",
+				tools: []tool{read("test.sh")}}
 		},
 		say(cutContext[1], "Reading wordfreq.sh before changing it.",
-			m.read("wordfreq.sh")),
+			read("wordfreq.sh")),
 	}
 }
 
@@ -209,14 +291,14 @@ func (m *Model) generation2() []move {
 func (m *Model) generation3() []move {
 	return []move{
 		say(29_000, "Taking over: next is -n N in wordfreq.sh. Reading it first.",
-			m.read("wordfreq.sh")),
+			read("wordfreq.sh")),
 		say(44_000, "Adding -n N: taken off the arguments before the file names, applied in the final awk.",
-			m.write("wordfreq.sh", wordfreqV2)),
+			write("wordfreq.sh", wordfreqV2)),
 		say(52_000, "Running the tests.",
 			bash("sh test.sh", "Run the wordfreq tests")),
-		func(r *scriptedapi.Request) scriptedapi.Reply {
-			return scriptedapi.Reply{Usage: usage(58_000), ChunkText: 40, Text: "Done. wordfreq.sh prints every word of its input, most frequent first, ties by word;\n" +
-				"-n N keeps the top N. test.sh says:\n" + indent(toolOutput(r))}
+		func(prev string) act {
+			return act{ctx: 58_000, text: "Done. wordfreq.sh prints every word of its input, most frequent first, ties by word;\n" +
+				"-n N keeps the top N. test.sh says:\n" + indent(prev)}
 		},
 	}
 }

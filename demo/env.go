@@ -30,8 +30,9 @@ func HarnessEnv(parent []string, home string, server []string) []string {
 func dropped(key string) bool {
 	up := strings.ToUpper(key)
 	switch {
-	case strings.HasPrefix(up, "ANTHROPIC_"), strings.HasPrefix(up, "CLAUDE"):
-		return true // keys, tokens, endpoints, model and config dir
+	case strings.HasPrefix(up, "ANTHROPIC_"), strings.HasPrefix(up, "CLAUDE"),
+		strings.HasPrefix(up, "OPENAI_"), strings.HasPrefix(up, "CODEX"):
+		return true // keys, tokens, endpoints, model and config dir (Claude Code's and Codex's)
 	case strings.HasSuffix(up, "_PROXY"):
 		return true // the server is on 127.0.0.1; nothing goes through a proxy
 	case up == "HOME", strings.HasPrefix(up, "XDG_"):

@@ -18,6 +18,7 @@ import (
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/scriptedapi"
+	"github.com/flowerhq/flower/scriptedresp"
 	"github.com/flowerhq/flower/supervisor"
 	"github.com/flowerhq/flower/workbench"
 )
@@ -26,7 +27,7 @@ func demoCommand(p proc) *cli.Command {
 	return &cli.Command{
 		Name:      "demo",
 		Usage:     "watch a handoff happen on the real harness against a scripted local model",
-		UsageText: "flower demo [-i] [--clean] [--pace 0] [--lang en] [-q] [-v]",
+		UsageText: "flower demo [-i] [--harness-kind codex] [--clean] [--pace 0] [--lang en] [-q] [-v]",
 		Description: `Runs a real supervised job on the real harness. The model is scripted and
 served on 127.0.0.1: no API key, no network, nothing billed. It writes a small
 tool in a fresh workspace over three sessions; each of the first two fills its
@@ -38,7 +39,8 @@ Examples:
    flower demo                 # labels in the locale's language
    flower demo --lang zh       # the Chinese status lines, as in the design
    flower demo --pace 0 --clean   # as fast as it goes, leave nothing behind
-   flower demo -i              # in the harness's own screen; /exit when the third session is done`,
+   flower demo -i              # in the harness's own screen; /exit when the third session is done
+   flower demo --harness-kind codex   # the same story on the Codex CLI (make codex installs it)`,
 		Flags:  demoFlags(),
 		Action: func(c *cli.Context) error { return demoAction(c, p) },
 	}
@@ -49,7 +51,8 @@ func demoFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "pace", Value: demo.DefaultPace, Usage: "the scripted model's pause before each reply, so a person can follow (0: full speed)"},
 		&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "run it in the harness's own screen (a terminal), flower's figures on its status line; /exit ends it"},
 		&cli.BoolFlag{Name: "clean", Usage: "remove the demo's directory at the end", DefaultText: "keep it for inspection"},
-		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the claude executable", DefaultText: "the copy make installed, else claude on PATH"},
+		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the harness executable (claude, or codex with --harness-kind codex)", DefaultText: "the copy make installed, else the kind's on PATH"},
+		&cli.StringFlag{Name: "harness-kind", EnvVars: []string{envHarnessKind}, Usage: "claude (the Claude Code CLI) or codex (the Codex CLI), against a scripted model of its own API", Value: string(kindClaude)},
 		langFlag("labels of the status lines"),
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the harness's auth configuration (all fake) and the policy before running"},
@@ -61,7 +64,14 @@ func demoFlags() []cli.Flag {
 const demoTimeout = 3 * time.Minute
 
 func demoAction(c *cli.Context, p proc) (err error) {
-	screen, err := demoArgs(c, p)
+	kind, err := parseHarnessKind(c.String("harness-kind"))
+	if err != nil {
+		return err
+	}
+	if kind == "" {
+		kind = kindClaude
+	}
+	screen, err := demoArgs(c, p, kind)
 	if err != nil {
 		return err
 	}
@@ -72,56 +82,95 @@ func demoAction(c *cli.Context, p proc) (err error) {
 	defer func() { err = d.close(err, p.stderr) }()
 
 	model := demo.NewModel(d.workspace, c.Duration("pace"))
-	srv, err := scriptedapi.Start(model.Script)
+	url, serverEnv, stop, err := startDemoModel(model, kind, d.home)
 	if err != nil {
-		return fmt.Errorf("start the scripted model: %w", err)
+		return err
 	}
-	defer srv.Close()
+	defer stop()
 
 	// The settings the scripted model was written for.
 	set := jobSettings{
 		workspace: d.workspace, step: demo.Step,
 		handoff: policy.HandoffPolicy{Enabled: true, Window: demo.Window,
 			Headroom: policy.DefaultHeadroom, MaxGenerations: policy.DefaultMaxGenerations},
-		harness: c.String("harness"), maxAttempts: supervisor.DefaultMaxAttempts, turnTimeout: time.Minute,
+		harness: c.String("harness"), harnessKind: string(kind), maxAttempts: supervisor.DefaultMaxAttempts, turnTimeout: time.Minute,
 		view:    viewSettings{lang: langOf(c, p.env), output: outputText, quiet: c.Bool("quiet")},
 		verbose: c.Bool("verbose"),
 		// The harness gets a HOME of its own: the person's is left as
 		// it was, but for flower's registry entry, which flower ps lists
 		// while the demo runs (a run like any other) and which goes when
 		// it ends.
-		harnessEnv: demo.HarnessEnv(os.Environ(), d.home, srv.Env()),
+		harnessEnv: demo.HarnessEnv(os.Environ(), d.home, serverEnv),
 		noContinue: true,
 	}
 	p.harnessArgs = demo.HarnessArgs
+	if kind == kindCodex {
+		p.harnessArgs = nil // its one tool, a shell command, needs no flag
+	}
 	if c.Bool("interactive") {
 		if err := demo.SeedScreen(d.home, d.workspace, scriptedapi.APIKey); err != nil {
 			return fmt.Errorf("demo directory: %w", err)
 		}
 		p.harnessArgs = demo.InteractiveArgs
 		d.started = true
-		return demoScreen(c, set, p, screen, srv.URL, d.workspace)
+		return demoScreen(c, set, p, screen, url, d.workspace)
 	}
-	return demoStream(c.Context, set, p, srv.URL, d)
+	return demoStream(c.Context, set, p, url, d)
+}
+
+// startDemoModel serves the story on 127.0.0.1 in the API the harness of
+// kind speaks: its URL, the harness's variables for it, and how to stop it.
+// The Codex CLI is pointed at it by a CODEX_HOME of the demo's own.
+func startDemoModel(model *demo.Model, kind harnessKind, home string) (url string, env []string, stop func(), err error) {
+	if kind != kindCodex {
+		srv, err := scriptedapi.Start(model.Script)
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("start the scripted model: %w", err)
+		}
+		return srv.URL, srv.Env(), func() { srv.Close() }, nil
+	}
+	srv, err := scriptedresp.Start(model.ResponsesScript)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("start the scripted model: %w", err)
+	}
+	codexHome := filepath.Join(home, ".codex")
+	// Codex compacts at 90 % of its window whatever it is told: the
+	// story's contexts (up to 157K) stay under it, and the demo's window
+	// (200K, given as if by --window) is what flower works with.
+	if err := os.Mkdir(codexHome, 0o700); err == nil {
+		err = scriptedresp.WriteCodexHome(codexHome, srv.URL, "model_context_window = 250000\n")
+	}
+	if err != nil {
+		srv.Close()
+		return "", nil, nil, fmt.Errorf("demo directory: %w", err)
+	}
+	return srv.URL, append([]string{"CODEX_HOME=" + codexHome}, scriptedresp.KeyEnv()...), func() { srv.Close() }, nil
 }
 
 // demoArgs checks the demo's command line and picks the pinned harness
 // when none is named; screen is the terminal -i runs on.
-func demoArgs(c *cli.Context, p proc) (screen *os.File, err error) {
+func demoArgs(c *cli.Context, p proc, kind harnessKind) (screen *os.File, err error) {
 	if c.NArg() > 0 {
 		return nil, usagef("demo takes no arguments, got %q", c.Args().First())
 	}
 	if c.Duration("pace") < 0 {
 		return nil, usagef("--pace must not be negative")
 	}
+	if kind == kindCodex && c.Bool("interactive") {
+		return nil, usagef("demo -i runs in Claude Code's own screen; the Codex CLI's is not supervised yet: run flower demo --harness-kind codex without -i")
+	}
 	screen, isScreen := p.stdin.(*os.File)
 	if c.Bool("interactive") && (!isScreen || !isTerminal(screen)) {
 		return nil, usageError{interactive.ErrNotTerminal}
 	}
 	// The script was observed on the pinned harness; prefer it to whatever
-	// claude is on PATH.
-	if c.String("harness") == "" && isExecutable(cachedHarness()) {
-		if err := c.Set("harness", cachedHarness()); err != nil {
+	// claude (or codex) is on PATH.
+	pinned := cachedHarness()
+	if kind == kindCodex {
+		pinned = cachedCodex()
+	}
+	if c.String("harness") == "" && isExecutable(pinned) {
+		if err := c.Set("harness", pinned); err != nil {
 			return nil, err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/flowerhq/flower/demo"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/handoffwriter"
+	"github.com/flowerhq/flower/integration/itest"
 	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/registry"
@@ -288,4 +289,72 @@ func checkShowFiles(t *testing.T, ws string, st *manifest.StepResult) {
 			t.Errorf("generation %d's file %s does not hold what its successor launched from (%v)", g.N, file, err)
 		}
 	}
+}
+
+// The demo on the real Codex CLI (make codex's pinned copy): the same story
+// against a scripted Responses API on 127.0.0.1, each tool a shell command;
+// two whole handoffs, three sessions, the agent's tests pass, and neither
+// the person's HOME nor their CODEX_HOME is touched, nor their key used.
+func TestDemoOnCodex(t *testing.T) {
+	codex := itest.CodexPath(t)
+	person := t.TempDir()
+	conf := filepath.Join(person, "config.toml")
+	const theirs = "model = \"their-model\"\n"
+	if err := os.WriteFile(conf, []byte(theirs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CODEX_HOME", person)
+	t.Setenv("OPENAI_API_KEY", "canary-openai-key-must-not-travel")
+	t.Setenv("FLOWER_PS_DIR", t.TempDir())
+	stdout, stderr, home, err := runDemo(t, "--harness-kind", "codex", "--harness", codex, "--pace", "0", "--lang", "en")
+	if err != nil {
+		t.Fatalf("demo: %v\nstderr:\n%s", err, stderr)
+	}
+	if n := strings.Count(stderr, "<- handoff written to "); n != 2 {
+		t.Errorf("%d handoff lines, want 2:\n%s", n, stderr)
+	}
+	m := regexp.MustCompile(`(?m)^workspace: (\S+) \(kept; remove it with rm -rf (\S+)\)$`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no workspace line in stderr:\n%s", stderr)
+	}
+	ws, root := m[1], m[2]
+	if out, err := exec.Command("sh", filepath.Join(ws, "test.sh")).CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
+		t.Errorf("sh test.sh in the workspace: %v\n%s", err, out)
+	}
+	if !strings.Contains(stdout, "[commandExecution]") || !strings.Contains(stdout, "PASS") {
+		t.Errorf("stdout lacks the commands or the closing text:\n%s", stdout)
+	}
+	man, err := manifest.Load(filepath.Join(ws, ".flower", "runs", "latest", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := man.Step(demo.Step)
+	if st == nil || st.Status != manifest.StatusSucceeded || len(st.Generations) != 3 || man.HarnessKind != "codex" {
+		t.Fatalf("step %+v (harness %q), want succeeded with 3 generations on codex", st, man.HarnessKind)
+	}
+	for i, g := range st.Generations {
+		if h := g.Handoff; i < 2 && (h == nil || h.Degraded || h.Context < 150_000 || h.Path == "") {
+			t.Errorf("generation %d: handoff %+v, want a complete one past 150K with a file", g.N, h)
+		}
+		if len(g.Compactions)+len(g.BlockedCompactions) != 0 {
+			t.Errorf("generation %d: compactions recorded: %+v %+v", g.N, g.Compactions, g.BlockedCompactions)
+		}
+	}
+	if ents, err := os.ReadDir(home); err != nil || len(ents) != 0 {
+		t.Errorf("HOME %s holds %d entries after the demo (%v), want none", home, len(ents), err)
+	}
+	if b, _ := os.ReadFile(conf); string(b) != theirs {
+		t.Errorf("the person's config.toml changed:\n%s", b)
+	}
+	if ents, _ := os.ReadDir(person); len(ents) != 1 {
+		t.Errorf("the person's CODEX_HOME holds %d entries, want their config alone", len(ents))
+	}
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("canary-openai-key")) {
+				t.Errorf("%s holds the parent's key", p)
+			}
+		}
+		return nil
+	})
 }
