@@ -68,7 +68,7 @@ type Event struct {
 	CostUSD float64 `json:"cost_usd,omitempty"` // step cost so far
 	IsError bool    `json:"is_error,omitempty"`
 
-	// KindLimitWait: the limit (rate_limit | usage_limit), when the wait
+	// KindLimitWait: the limit (rate_limit | usage_limit | network), when the wait
 	// ends, and the limit's reset when the harness said it. KindBound:
 	// Reason is budget or deadline, BudgetUSD the budget.
 	Limit     string     `json:"limit,omitempty"`

@@ -126,7 +126,7 @@ func TestLimitWaitedOut(t *testing.T) {
 		t.Fatalf("%d main requests, want 4 (work, the limited one and its retry, the continuation)", len(reqs))
 	}
 	next := reqs[3]
-	if next.SessionID != reqs[0].SessionID || !strings.Contains(next.LastUserText, "limit that stopped your last turn has lifted") ||
+	if next.SessionID != reqs[0].SessionID || !strings.Contains(next.LastUserText, "that stopped your last turn has lifted") ||
 		!strings.Contains(next.AllText, "GUAR-TASK-MARK") || !strings.Contains(next.AllText, "running echo one") {
 		t.Errorf("the request after the wait: session %s (first %s), last user text %q, conversation %q: want the same conversation, continued",
 			next.SessionID, reqs[0].SessionID, clip(next.LastUserText, 200), clip(next.AllText, 400))

@@ -62,7 +62,7 @@ func (e *StopError) Unwrap() error { return ErrStopped }
 
 // limitContinue is what a session is told once the limit that ended its
 // turn has lifted: it is the same session, its context intact.
-const limitContinue = "The API limit that stopped your last turn has lifted. This is the same session: " +
+const limitContinue = "The API limit (or the outage) that stopped your last turn has lifted. This is the same session: " +
 	"continue the task from where you left off."
 
 // waitUntil says until when to wait out limit l, the n-th limit in a row
@@ -281,7 +281,7 @@ func priceOf(model string) price {
 func (a *attemptRun) limitShown(l transcript.Limit) {
 	e := a.event(KindLimitWait)
 	e.Phase, e.Limit = event.PhaseShown, string(l.Kind)
-	e.Text = limitName(l.Kind) + " reached"
+	e.Text = limitMet(l.Kind)
 	if !l.ResetAt.IsZero() {
 		r := l.ResetAt
 		e.ResetAt = &r
@@ -404,7 +404,7 @@ func (a *attemptRun) waitEvent(s *waiting, phase string) Event {
 	}
 	switch phase {
 	case event.PhaseBegun:
-		e.Text = fmt.Sprintf("%s reached: waiting until %s (%s), then the same session goes on", limitName(s.limit.Kind),
+		e.Text = fmt.Sprintf("%s: waiting until %s (%s), then the same session goes on", limitMet(s.limit.Kind),
 			until.Format(time.TimeOnly), until.Sub(a.rt.clock.Now()).Round(time.Second))
 	case event.PhaseEnded:
 		e.Text = fmt.Sprintf("the wait for the %s is over: the same session goes on", limitName(s.limit.Kind))
@@ -575,10 +575,21 @@ func (s *stepRun) stop(status, why string) error {
 }
 
 func limitName(k transcript.LimitKind) string {
-	if k == transcript.LimitUsage {
+	switch k {
+	case transcript.LimitUsage:
 		return "usage limit"
+	case transcript.LimitNetwork:
+		return "network outage"
 	}
 	return "rate limit"
+}
+
+// limitMet says that a limit of kind k ended a turn.
+func limitMet(k transcript.LimitKind) string {
+	if k == transcript.LimitNetwork {
+		return "no connection to the API (a network outage)"
+	}
+	return limitName(k) + " reached"
 }
 
 // outcomeLimited: a limit lasts past --max-wait or the deadline; the step

@@ -21,6 +21,12 @@ const (
 	// headers said "rejected". The harness does not retry it and prints
 	// its reset ("You've hit your 5-hour limit · resets 12:04pm (UTC)").
 	LimitUsage LimitKind = "usage_limit"
+	// LimitNetwork is no connection to the API at all: the harness retried
+	// a request that got no HTTP answer and gave up (api_error
+	// "connection_failed": refused, reset, timed out, a name that did not
+	// resolve). Like a limit, it passes with time: a network that drops at
+	// night must not end the job.
+	LimitNetwork LimitKind = "network"
 )
 
 // Limit is what the harness showed of a limit that ended a turn.
@@ -75,6 +81,9 @@ func LimitOf(ev *Event, now time.Time) (Limit, bool) {
 	case "assistant":
 		// stdout spells the fields api_error_*, an interactive session's
 		// transcript file apiError*.
+		if either(root, "api_error", "apiError").String() == "connection_failed" {
+			return Limit{Kind: LimitNetwork, Message: messageText(root.Get("message.content"))}, true
+		}
 		if either(root, "api_error_status", "apiErrorStatus").Int() != 429 {
 			return Limit{}, false
 		}
@@ -88,6 +97,9 @@ func LimitOf(ev *Event, now time.Time) (Limit, bool) {
 		}
 		return l, true
 	case "result":
+		if root.Get("api_error").String() == "connection_failed" {
+			return Limit{Kind: LimitNetwork, Message: root.Get("result").String()}, true
+		}
 		if root.Get("api_error_status").Int() != 429 {
 			return Limit{}, false
 		}

@@ -159,3 +159,25 @@ func TestLimitOfTranscriptFile(t *testing.T) {
 		t.Errorf("LimitOf(informational) = %+v, want none", l)
 	}
 }
+
+// No connection to the API, as 2.1.328 writes it once its retries of a
+// refused connection are spent (captured against a closed port): the
+// synthetic reply and the result both say api_error "connection_failed",
+// with no HTTP status, and are a network outage; so is the transcript
+// file's spelling.
+func TestLimitOfConnectionFailed(t *testing.T) {
+	const text = "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)"
+	for _, line := range []string{
+		`{"type":"assistant","message":{"id":"b0","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","content":[{"type":"text","text":"` + text + `"}]},"parent_tool_use_id":null,"session_id":"s","error":"server_error","is_api_error_message":true,"api_error":"connection_failed"}`,
+		`{"type":"result","subtype":"success","is_error":true,"api_error_status":null,"api_error":"connection_failed","terminal_reason":"api_error","result":"` + text + `","session_id":"s"}`,
+		`{"type":"assistant","sessionId":"s","isSidechain":false,"isApiErrorMessage":true,"apiError":"connection_failed","error":"server_error","message":{"id":"b1","model":"<synthetic>","content":[{"type":"text","text":"` + text + `"}]}}`,
+	} {
+		ev, err := transcript.Decode([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l, ok := transcript.LimitOf(&ev, time.Now()); !ok || l.Kind != transcript.LimitNetwork || l.Message != text || !l.ResetAt.IsZero() {
+			t.Errorf("LimitOf(%s) = %+v, %v; want a network outage", ev.Type, l, ok)
+		}
+	}
+}

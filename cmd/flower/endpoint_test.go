@@ -2,9 +2,12 @@ package main
 
 import (
 	"errors"
+	"io"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,12 +122,118 @@ func TestRetriesAreShown(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { srv.Close() })
-		code, stderr, _, st := runFlower(t, cliEnv(t, srv, "FLOWER_PS_DIR="+t.TempDir(), "CLAUDE_CODE_MAX_RETRIES=1"), "--max-attempts", "1", "look around")
-		if code == exitEndpoint || st.Status == manifest.StatusUnreachable {
-			t.Errorf("a refusal after a request went through stopped the step as unreachable (exit %d)\n%s", code, stderr)
+		// Waited out as a limit, bounded by --max-wait: a wait longer
+		// than it stops the step with exit 6, not as unreachable.
+		code, stderr, _, st := runFlower(t, cliEnv(t, srv, "FLOWER_PS_DIR="+t.TempDir(), "CLAUDE_CODE_MAX_RETRIES=1"), "--max-wait", "1s", "look around")
+		if code != exitLimitWait || st.Status != manifest.StatusLimited {
+			t.Errorf("exit %d, step %s; want %d and %s\n%s", code, st.Status, exitLimitWait, manifest.StatusLimited, stderr)
 		}
-		if !strings.Contains(stderr, "no answer from the API (a connection error)") {
-			t.Errorf("no progress line for the retry:\n%s", stderr)
+		if !strings.Contains(stderr, "no answer from the API (a connection error)") || !strings.Contains(stderr, "network outage did not lift within --max-wait 1s") {
+			t.Errorf("stderr lacks the retry or the outage:\n%s", stderr)
 		}
 	})
+}
+
+// flakyLink forwards connections on one loopback address to another, and
+// can go down (the address refuses, the open connections reset) and come
+// back up on the same address: a network that drops and returns.
+type flakyLink struct {
+	addr, target string
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        []net.Conn
+}
+
+func (f *flakyLink) up() error {
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.ln, f.addr = ln, ln.Addr().String()
+	f.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			d, err := net.Dial("tcp", f.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			f.mu.Lock()
+			f.conns = append(f.conns, c, d)
+			f.mu.Unlock()
+			go func() { _, _ = io.Copy(d, c); d.Close() }()
+			go func() { _, _ = io.Copy(c, d); c.Close() }()
+		}
+	}()
+	return nil
+}
+
+func (f *flakyLink) down() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ln.Close()
+	for _, c := range f.conns {
+		c.Close()
+	}
+	f.conns = nil
+}
+
+// A network that drops in the middle of a run and comes back is waited out
+// as a limit is, on the real harness: its retries shown, the turn's end
+// on "connection_failed" a wait (--limit-backoff), then the same session
+// goes on and the step succeeds in one generation, the wait recorded.
+func TestNetworkOutageIsWaitedOut(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int32
+	link := &flakyLink{addr: "127.0.0.1:0"}
+	srv, err := scriptedapi.Start(func(r *scriptedapi.Request) scriptedapi.Reply {
+		if r.Kind != scriptedapi.KindMain {
+			return scriptedapi.Harmless(r)
+		}
+		switch n.Add(1) {
+		case 1:
+			return scriptedapi.Reply{Usage: scriptedapi.Usage{InputTokens: 1000}, Text: "Looking.",
+				ToolUses: []scriptedapi.ToolUse{{Name: "Glob", Input: map[string]any{"pattern": "*.md"}}}}
+		case 2:
+			link.down() // this request's answer is lost; the next tries are refused
+			time.AfterFunc(time.Second, func() {
+				if err := link.up(); err != nil {
+					t.Error(err)
+				}
+			})
+			return scriptedapi.Reply{Delay: time.Minute}
+		}
+		return scriptedapi.Reply{Usage: scriptedapi.Usage{InputTokens: 1200}, Text: "Done."}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	link.target = strings.TrimPrefix(srv.URL, "http://")
+	if err := link.up(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(link.down)
+	env := cliEnv(t, srv, "FLOWER_PS_DIR="+t.TempDir(), "CLAUDE_CODE_MAX_RETRIES=1", "ANTHROPIC_BASE_URL=http://"+link.addr)
+	code, stderr, took, st := runFlower(t, env, "--limit-backoff", "2s", "look around")
+	t.Logf("outage waited out: exit %d after %v", code, took)
+	if code != 0 || st.Status != manifest.StatusSucceeded || len(st.Generations) != 1 {
+		t.Fatalf("exit %d, step %s with %d generations (errors %q)\n%s", code, st.Status, len(st.Generations), st.Errors, stderr)
+	}
+	if w := st.Generations[0].LimitWaits; len(w) != 1 || w[0].Kind != "network" {
+		t.Errorf("limit waits %+v, want one network wait", w)
+	}
+	if !strings.Contains(stderr, "no connection to the API (a network outage): waiting until") {
+		t.Errorf("stderr does not say it waits the outage out:\n%s", stderr)
+	}
+	reqs := srv.Requests()
+	last := reqs[len(reqs)-1]
+	if last.SessionID != reqs[0].SessionID || !strings.Contains(last.LastUserText, "has lifted") {
+		t.Errorf("the request after the wait is not the same session told to go on: %q", last.LastUserText)
+	}
 }
