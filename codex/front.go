@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/codexrpc"
+	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/transcript"
@@ -37,7 +38,19 @@ var (
 // be started early; the engine starts every turn; Codex keeps each thread
 // in CODEX_HOME, so a session resumes by its thread id.
 func (Launcher) Capabilities() front.Capabilities {
-	return front.Capabilities{StartEarly: true, Overlap: true, Resumes: true}
+	return front.Capabilities{StartEarly: true, Overlap: true, Resumes: true, CredentialFix: CredentialFix}
+}
+
+// CredentialFix names what to fix when the API refuses the Codex CLI's
+// credentials: the OpenAI key env gives it, masked, or its login; a
+// provider of the person's own reads the variable its env_key names.
+func CredentialFix(env []string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], "OPENAI_API_KEY="); ok && v != "" {
+			return "check OPENAI_API_KEY (" + envinject.Mask(v) + ") or the env_key of your model provider in $CODEX_HOME/config.toml, or log in with `codex login`"
+		}
+	}
+	return "log in with `codex login`, or set OPENAI_API_KEY (or the env_key of your model provider in $CODEX_HOME/config.toml)"
 }
 
 // startTimeout bounds the app-server's start: its handshake and the

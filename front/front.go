@@ -115,6 +115,11 @@ type Capabilities struct {
 	// asked to; the engine starts a fresh session from the step's latest
 	// handoff (or its task) instead, and says so (DESIGN.md «Retries»).
 	Resumes bool
+	// CredentialFix says, in a few words, what the person fixes when the
+	// API refuses the harness's credentials or it has none, given the
+	// harness's environment (its key variables named, masked); nil for a
+	// general word (DESIGN.md «Rejected credentials»).
+	CredentialFix func(env []string) string
 }
 
 // Session is one running harness, as the engine sees it. Its methods are

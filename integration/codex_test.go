@@ -248,3 +248,29 @@ func TestCodexDeadlineThenShow(t *testing.T) {
 		t.Errorf("flower show exited %d, or does not show the Codex thread %s:\n%s", code, st.Generations[0].SessionID, shown)
 	}
 }
+
+// A key the API refuses, on the real Codex CLI: the step ends auth_failed
+// with exit 7 and a line in Codex's words (its key variable, masked, and
+// `codex login`), never Claude Code's.
+func TestCodexRefusedKey(t *testing.T) {
+	t.Parallel()
+	bin := itest.CodexPath(t)
+	api, err := scriptedresp.Start(func(*scriptedresp.Request) scriptedresp.Reply { return scriptedresp.Unauthorized() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.Close() })
+	ws := t.TempDir()
+	runDir := filepath.Join(ws, ".flower", "runs", "codex")
+	code, out := runFlowerCLI(t, append(codexEnv(t, api.URL, codexPersonConfig), "OPENAI_API_KEY=sk-test-openai-0123456789"),
+		"--harness", bin, "-C", ws, "--run-dir", runDir, "say hello")
+	if code != 7 {
+		t.Fatalf("flower exited %d, want 7:\n%s", code, out)
+	}
+	if !strings.Contains(out, "codex login") || strings.Contains(out, "claude") || strings.Contains(out, "ANTHROPIC") || strings.Contains(out, "sk-test-openai-0123456789") {
+		t.Errorf("the line is not in Codex's words, or shows the key:\n%s", out)
+	}
+	if st := loadStep(t, runDir, "main"); st.Status != manifest.StatusAuthFailed {
+		t.Errorf("status %s, errors %q", st.Status, st.Errors)
+	}
+}

@@ -265,7 +265,8 @@ const maxArgPrompt = 100 << 10
 // before its prompt is known (held off the person's terminal until it gets
 // it, see launchEarly), and the person types the work turns.
 func (f *Front) Capabilities() front.Capabilities {
-	return front.Capabilities{StartEarly: true, Overlap: true, OutsideTurns: true, PersonTypes: true, Resumes: true}
+	return front.Capabilities{StartEarly: true, Overlap: true, OutsideTurns: true, PersonTypes: true, Resumes: true,
+		CredentialFix: harness.CredentialFix}
 }
 
 // Launch starts one harness in a pty on the person's terminal, which is raw

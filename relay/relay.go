@@ -124,7 +124,7 @@ var _ front.Launcher = (*Relay)(nil)
 // turns, and nobody types. A harness is started only with its first turn
 // known (a successor's is the handoff, read once it is frozen).
 func (r *Relay) Capabilities() front.Capabilities {
-	return front.Capabilities{OutsideTurns: true, Resumes: true}
+	return front.Capabilities{OutsideTurns: true, Resumes: true, CredentialFix: harness.CredentialFix}
 }
 
 // New makes the relay; Start begins reading the application.

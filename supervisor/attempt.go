@@ -289,7 +289,7 @@ func (a *attemptRun) exited() outcome {
 	a.bookExit(x)
 	if x.ByPerson && a.working() {
 		a.log.Info("harness ended by the person")
-		if !answeredAny(a.st) {
+		if a.rt.caps.PersonTypes && !answeredAny(a.st) {
 			return a.unanswered()
 		}
 		return outcome{kind: outcomeDone, sessionID: a.meter.SessionID}
@@ -448,14 +448,16 @@ func (a *attemptRun) onRound(f front.Round) (outcome, bool) {
 	if _, ok := a.state.(*idle); ok {
 		a.startWork(causeTurnStarted) // someone started a turn
 	}
-	// The first prompt's request is out and answered: the one
-	// context-usage request of the run may go now (probe.go), and
-	// the predecessor's harness (warm.go).
-	a.startProbe()
+	// The first prompt's request is out and back: the predecessor's
+	// harness may go (warm.go); once the API answered it (no reply of
+	// the harness's own, an error's), the one context-usage request of
+	// the run may go too (probe.go), which a front may answer only after
+	// a real round.
 	a.retirePredecessor()
 	if f.Synthetic {
 		return outcome{}, false
 	}
+	a.startProbe()
 	a.rt.through, a.refused = true, nil
 	if w, ok := a.state.(*writing); ok {
 		a.writingReply(w, f)

@@ -3,9 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"net/http"
-	"strings"
 
-	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/manifest"
@@ -76,9 +74,9 @@ func retryLine(f front.Retrying) string {
 // or 403 without retrying (it does not retry a 403) comes here at once,
 // and so does one it ended with no credentials to send (status 0).
 func (a *attemptRun) authRefused(status int, detail string) outcome {
-	why := fmt.Sprintf("the API refused the credentials (HTTP %d: %s): %s", status, detail, credentialFix(a.rt.env))
+	why := fmt.Sprintf("the API refused the credentials (HTTP %d: %s): %s", status, detail, a.rt.credentialFix())
 	if status == 0 {
-		why = fmt.Sprintf("the harness has no credentials the API takes (%s): %s", detail, credentialFix(a.rt.env))
+		why = fmt.Sprintf("the harness has no credentials the API takes (%s): %s", detail, a.rt.credentialFix())
 	}
 	a.log.Warn("credentials refused: stopping the step", "error_status", status, "retries", a.authRetries)
 	return outcome{kind: outcomeAuth, why: why, sessionID: a.meter.SessionID}
@@ -96,7 +94,8 @@ func (a *attemptRun) refusedShown(f front.TurnEnded) {
 }
 
 // unanswered is the outcome of a harness's screen the person closed
-// before the API answered any turn of the step: never a success.
+// before the API answered any turn of the step: never a success. (An
+// application that ends its relayed session is the judge of its own.)
 func (a *attemptRun) unanswered() outcome {
 	if a.refused != nil {
 		return *a.refused
@@ -118,18 +117,12 @@ func answeredAny(st *manifest.StepResult) bool {
 	return false
 }
 
-// credentialFix names what to fix: the credential variables the harness
-// has, masked, or its login.
-func credentialFix(env []string) string {
-	creds := envinject.AuthFrom(env).Credentials
-	if len(creds) == 0 {
-		return "log in with `claude /login`, or set ANTHROPIC_API_KEY"
+// credentialFix names what to fix, in the front's words.
+func (rt *Runtime) credentialFix() string {
+	if rt.caps.CredentialFix == nil {
+		return "check the harness's credentials"
 	}
-	names := make([]string, len(creds))
-	for i, c := range creds {
-		names[i] = c.Name + " (" + c.Masked + ")"
-	}
-	return "check " + strings.Join(names, " and ") + ", or unset it to use `claude /login`"
+	return rt.caps.CredentialFix(rt.env)
 }
 
 // authStop ends the step the API refused: recorded as auth_failed with

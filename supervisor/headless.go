@@ -28,7 +28,7 @@ var (
 // its first user line on stdin, so it can be started before the line is
 // known; the engine sends every turn, and nobody types.
 func (Headless) Capabilities() front.Capabilities {
-	return front.Capabilities{StartEarly: true, Overlap: true, Resumes: true, Queues: true}
+	return front.Capabilities{StartEarly: true, Overlap: true, Resumes: true, Queues: true, CredentialFix: harness.CredentialFix}
 }
 
 // Launch starts a stream-json harness. The first prompt is sent by Begin

@@ -106,8 +106,8 @@ func TestRetriesAreShown(t *testing.T) {
 	t.Run("refused after a request went through", func(t *testing.T) {
 		t.Parallel()
 		var n atomic.Int32
-		var srv *scriptedapi.Server
-		srv, err := scriptedapi.Start(func(r *scriptedapi.Request) scriptedapi.Reply {
+		var srv atomic.Pointer[scriptedapi.Server]
+		s, err := scriptedapi.Start(func(r *scriptedapi.Request) scriptedapi.Reply {
 			if r.Kind != scriptedapi.KindMain {
 				return scriptedapi.Harmless(r)
 			}
@@ -115,16 +115,17 @@ func TestRetriesAreShown(t *testing.T) {
 				return scriptedapi.Reply{Usage: scriptedapi.Usage{InputTokens: 1000}, Text: "Looking.",
 					ToolUses: []scriptedapi.ToolUse{{Name: "Glob", Input: map[string]any{"pattern": "*.md"}}}}
 			}
-			go srv.Close() // from now on the endpoint refuses
+			go srv.Load().Close() // from now on the endpoint refuses
 			return scriptedapi.Reply{Delay: time.Minute}
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { srv.Close() })
+		srv.Store(s)
+		t.Cleanup(func() { s.Close() })
 		// Waited out as a limit, bounded by --max-wait: a wait longer
 		// than it stops the step with exit 6, not as unreachable.
-		code, stderr, _, st := runFlower(t, cliEnv(t, srv, "FLOWER_PS_DIR="+t.TempDir(), "CLAUDE_CODE_MAX_RETRIES=1"), "--max-wait", "1s", "look around")
+		code, stderr, _, st := runFlower(t, cliEnv(t, s, "FLOWER_PS_DIR="+t.TempDir(), "CLAUDE_CODE_MAX_RETRIES=1"), "--max-wait", "1s", "look around")
 		if code != exitLimitWait || st.Status != manifest.StatusLimited {
 			t.Errorf("exit %d, step %s; want %d and %s\n%s", code, st.Status, exitLimitWait, manifest.StatusLimited, stderr)
 		}
@@ -145,20 +146,21 @@ type flakyLink struct {
 }
 
 func (f *flakyLink) up() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return err
 	}
-	f.mu.Lock()
 	f.ln, f.addr = ln, ln.Addr().String()
-	f.mu.Unlock()
+	target := f.target
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			d, err := net.Dial("tcp", f.target)
+			d, err := net.Dial("tcp", target)
 			if err != nil {
 				c.Close()
 				continue
@@ -171,6 +173,12 @@ func (f *flakyLink) up() error {
 		}
 	}()
 	return nil
+}
+
+func (f *flakyLink) address() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.addr
 }
 
 func (f *flakyLink) down() {
@@ -201,11 +209,7 @@ func TestNetworkOutageIsWaitedOut(t *testing.T) {
 				ToolUses: []scriptedapi.ToolUse{{Name: "Glob", Input: map[string]any{"pattern": "*.md"}}}}
 		case 2:
 			link.down() // this request's answer is lost; the next tries are refused
-			time.AfterFunc(time.Second, func() {
-				if err := link.up(); err != nil {
-					t.Error(err)
-				}
-			})
+			time.AfterFunc(time.Second, func() { _ = link.up() }) // a failure shows as the step's
 			return scriptedapi.Reply{Delay: time.Minute}
 		}
 		return scriptedapi.Reply{Usage: scriptedapi.Usage{InputTokens: 1200}, Text: "Done."}
@@ -219,7 +223,7 @@ func TestNetworkOutageIsWaitedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(link.down)
-	env := cliEnv(t, srv, "FLOWER_PS_DIR="+t.TempDir(), "CLAUDE_CODE_MAX_RETRIES=1", "ANTHROPIC_BASE_URL=http://"+link.addr)
+	env := cliEnv(t, srv, "FLOWER_PS_DIR="+t.TempDir(), "CLAUDE_CODE_MAX_RETRIES=1", "ANTHROPIC_BASE_URL=http://"+link.address())
 	code, stderr, took, st := runFlower(t, env, "--limit-backoff", "2s", "look around")
 	t.Logf("outage waited out: exit %d after %v", code, took)
 	if code != 0 || st.Status != manifest.StatusSucceeded || len(st.Generations) != 1 {
