@@ -208,7 +208,7 @@ func TestNetworkOutageIsWaitedOut(t *testing.T) {
 			return scriptedapi.Reply{Usage: scriptedapi.Usage{InputTokens: 1000}, Text: "Looking.",
 				ToolUses: []scriptedapi.ToolUse{{Name: "Glob", Input: map[string]any{"pattern": "*.md"}}}}
 		case 2:
-			link.down() // this request's answer is lost; the next tries are refused
+			link.down()                                           // this request's answer is lost; the next tries are refused
 			time.AfterFunc(time.Second, func() { _ = link.up() }) // a failure shows as the step's
 			return scriptedapi.Reply{Delay: time.Minute}
 		}
