@@ -223,10 +223,6 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // Err returns how the child exited (nil for status 0). Valid after Exited.
 func (p *Process) Err() error { return p.err }
 
-// Left returns how many processes were killed after the child exited
-// because it had left them. Valid after Done.
-func (p *Process) Left() int { return p.left }
-
 // Containment names how the child's descendants are held: "cgroup",
 // "subreaper" or "group" (DESIGN.md «Signals and orphans»).
 func (p *Process) Containment() string { return p.box.name() }

@@ -40,10 +40,14 @@ func (h *Handle) Event(ev event.Event) {
 		case event.KindGeneration:
 			e.Status = StatusStarting
 			e.Context = 0
-		case event.KindRaw:
-			if status, ok := apiRetry(ev.Raw); ok {
-				e.Status = status
+		case event.KindAPI:
+			if ev.Phase == event.PhaseRetrying {
+				e.Status = StatusAPIRetry
+				if ev.Limit != "" {
+					e.Status = StatusLimit
+				}
 			}
+		case event.KindRaw:
 			if mainResponse(ev.Raw) {
 				e.LastResponse = now
 				if e.Status != StatusNear {
@@ -79,27 +83,6 @@ func mainResponse(raw []byte) bool {
 	}
 	r := gjson.ParseBytes(raw)
 	return r.Get("type").String() == "assistant" && r.Get("parent_tool_use_id").Type == gjson.Null
-}
-
-// apiRetry reads a harness line that says it waits to ask the API again:
-// for a rate limit, or after an error.
-func apiRetry(raw []byte) (status string, ok bool) {
-	if !bytes.Contains(raw, []byte(`"api_retry"`)) || !gjson.ValidBytes(raw) {
-		return "", false
-	}
-	r := gjson.ParseBytes(raw)
-	if r.Get("type").String() != "system" || r.Get("subtype").String() != "api_retry" {
-		return "", false
-	}
-	if r.Get("error_status").Int() == 429 || r.Get("error").String() == "rate_limit" {
-		return StatusLimit, true
-	}
-	return StatusAPIRetry, true
-}
-
-// Finishing marks the entry as the flower winds down, before Close.
-func (h *Handle) Finishing() {
-	h.Update(func(e *Entry) { e.Status = StatusFinishing })
 }
 
 // Tee returns an event callback that updates the entry and then calls

@@ -56,7 +56,6 @@ const (
 	StatusLimit     = "waiting for a limit"
 	StatusAPIRetry  = "waiting to retry the API"
 	StatusTurnEnded = "turn ended"
-	StatusFinishing = "finishing"
 )
 
 // Entry is what one live flower says about itself.

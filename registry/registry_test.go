@@ -222,10 +222,10 @@ func TestStatusFollowsEvents(t *testing.T) {
 		want string
 	}{
 		{event.Event{Kind: event.KindGeneration, Generation: 1}, StatusStarting},
-		{event.Event{Kind: event.KindRaw, Raw: []byte(`{"type":"system","subtype":"api_retry","attempt":1,"retry_delay_ms":597,"error_status":429,"error":"rate_limit"}`)}, StatusLimit},
+		{event.Event{Kind: event.KindAPI, Phase: event.PhaseRetrying, Limit: "rate_limit"}, StatusLimit},
 		{event.Event{Kind: event.KindRaw, Raw: []byte(`{"type":"assistant","parent_tool_use_id":"toolu_1","message":{}}`)}, StatusLimit}, // a subagent's
 		{event.Event{Kind: event.KindRaw, Raw: []byte(`{"type":"assistant","parent_tool_use_id":null,"message":{}}`), Context: 1000}, StatusWorking},
-		{event.Event{Kind: event.KindRaw, Raw: []byte(`{"type":"system","subtype":"api_retry","error_status":529,"error":"overloaded"}`)}, StatusAPIRetry},
+		{event.Event{Kind: event.KindAPI, Phase: event.PhaseRetrying}, StatusAPIRetry},
 		{event.Event{Kind: event.KindHandoff, Phase: event.PhaseNear}, StatusNear},
 		{event.Event{Kind: event.KindHandoff, Phase: event.PhaseWriting}, StatusWriting},
 		{event.Event{Kind: event.KindHandoff, Phase: event.PhaseDone, Context: 150_000}, StatusHandedOff},

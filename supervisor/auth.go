@@ -7,6 +7,7 @@ import (
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/transcript"
 )
 
 // authRetriesAllowed is how many of the harness's retries of a request the
@@ -31,7 +32,11 @@ const outcomeUnreachable outcomeKind = 102
 func (a *attemptRun) onRetrying(f front.Retrying) (outcome, bool) {
 	a.log.Info("api retry", "attempt", f.Attempt, "max_retries", f.MaxRetries,
 		"retry_delay_ms", f.Delay.Milliseconds(), "error_status", f.Status, "error", f.Error)
-	a.rt.emit(Event{Kind: KindAPI, Phase: event.PhaseRetrying, Step: a.st.Name, Generation: a.gen.N, Text: retryLine(f)})
+	e := Event{Kind: KindAPI, Phase: event.PhaseRetrying, Step: a.st.Name, Generation: a.gen.N, Text: retryLine(f)}
+	if f.Status == http.StatusTooManyRequests {
+		e.Limit = string(transcript.LimitRate) // a rate limit's wait, to flower ps
+	}
+	a.rt.emit(e)
 	if f.Status == 0 && !a.rt.through && !a.reachAsked && a.rt.opts.Reach != nil {
 		a.reachAsked = true
 		if err := a.rt.opts.Reach(); err != nil {

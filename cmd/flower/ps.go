@@ -27,7 +27,7 @@ pid; the generation, the main thread's context of the window and how far it
 is from the handoff; the cost so far, the time since the last API response,
 and what it is doing (starting, working, near the handoff, writing a
 handoff, handed off, retrying, waiting for a limit, waiting to retry the
-API, turn ended, finishing).
+API, turn ended).
 
 Every flower writes a small entry when it starts and removes it when it
 exits, in a private registry ($FLOWER_PS_DIR, else $XDG_RUNTIME_DIR/flower/ps,
