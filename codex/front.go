@@ -73,13 +73,15 @@ func (l Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, erro
 	if err != nil {
 		return nil, withTail(err, tail)
 	}
-	th, err := openThread(ctx, c, s)
+	th, endpoint, err := openThread(ctx, c, s)
 	if err != nil {
 		_ = c.Close()
 		return nil, withTail(err, tail)
 	}
-	log.Info("codex thread open", "thread", th.ID, "model", th.Model, "resumed", s.Resume != "", "held", s.Hold != nil)
-	return newSession(c, th, s, log, tail), nil
+	log.Info("codex thread open", "thread", th.ID, "model", th.Model, "resumed", s.Resume != "", "held", s.Hold != nil, "endpoint", endpoint)
+	ss := newSession(c, th, s, log, tail)
+	ss.tr.endpoint = endpoint
+	return ss, nil
 }
 
 // NewSession is the Codex front's session of thread th on c, started for
@@ -127,26 +129,27 @@ func hookCommand(h *front.Hold) string {
 
 // openThread opens the session's thread, trusting flower's hook (Codex
 // runs only a trusted one).
-func openThread(ctx context.Context, c *codexrpc.Client, s front.Spec) (codexrpc.Thread, error) {
+func openThread(ctx context.Context, c *codexrpc.Client, s front.Spec) (codexrpc.Thread, string, error) {
 	var trust map[string]any
 	if s.Hold != nil {
 		var err error
 		if trust, err = c.SessionHookTrust(ctx); err != nil {
-			return codexrpc.Thread{}, err
+			return codexrpc.Thread{}, "", err
 		}
 	}
 	// The thread opens read-only, so Codex marks nothing trusted in the
 	// person's config; the sandbox they chose comes with each turn.
 	p, err := c.ReadPerson(ctx)
 	if err != nil {
-		return codexrpc.Thread{}, err
+		return codexrpc.Thread{}, "", err
 	}
 	c.SetTurnSandbox(p.Sandbox)
 	// The model's commands go without the keys (DESIGN.md «Held harness»).
 	config := maps.Clone(p.ToolEnv)
 	maps.Copy(config, trust)
 	// Nobody answers an approval in an unattended run.
-	return c.OpenThread(ctx, codexrpc.ThreadOptions{Cwd: s.Dir, ApprovalPolicy: "never", Sandbox: codexrpc.ThreadSandbox, Config: config}, s.Resume)
+	th, err := c.OpenThread(ctx, codexrpc.ThreadOptions{Cwd: s.Dir, ApprovalPolicy: "never", Sandbox: codexrpc.ThreadSandbox, Config: config}, s.Resume)
+	return th, p.Endpoint, err
 }
 
 // Conn is what a session uses of its app-server: a *codexrpc.Client, or a

@@ -21,6 +21,8 @@ import (
 // front»). Not safe for concurrent use: the session's lock guards it.
 type translator struct {
 	thread, model string
+	// endpoint is the model provider's base_url, as the config gave it.
+	endpoint string
 	// held: Codex's compaction is held off (front.Spec.Hold); the window
 	// reported is then where Codex compacts whatever its settings say.
 	held bool
@@ -52,7 +54,7 @@ func (t *translator) facts(n codexrpc.Notification, out func(front.Fact)) {
 		out(t.ended(v))
 	case codexrpc.Error:
 		if v.WillRetry {
-			out(front.Retrying{Retry: transcript.Retry{Status: v.Error.HTTPStatus, Error: v.Error.Message}})
+			out(front.Retrying{Retry: transcript.Retry{Status: v.Error.HTTPStatus, Error: v.Error.Message}, Endpoint: t.endpoint})
 		}
 	case codexrpc.RateLimits:
 		t.limits = v

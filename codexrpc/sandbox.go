@@ -34,6 +34,9 @@ type Person struct {
 	// ToolEnv is the thread's config override that keeps the model's
 	// keys out of the model's commands (ToolEnvOverride).
 	ToolEnv map[string]any
+	// Endpoint is the base_url of the model provider the config chose
+	// (model_provider); "" where it names none (the built-in default).
+	Endpoint string
 }
 
 // KeyVars are the variables Codex itself takes a model key or token
@@ -55,9 +58,11 @@ func (c *Client) ReadPerson(ctx context.Context) (Person, error) {
 			ToolEnv struct {
 				Exclude []string `json:"exclude"`
 			} `json:"shell_environment_policy"`
+			Provider  string `json:"model_provider"`
 			Providers map[string]struct {
 				EnvKey     string            `json:"env_key"`
 				EnvHeaders map[string]string `json:"env_http_headers"`
+				BaseURL    string            `json:"base_url"`
 			} `json:"model_providers"`
 		} `json:"config"`
 	}
@@ -90,6 +95,9 @@ func (c *Client) ReadPerson(ctx context.Context) (Person, error) {
 	}
 	slices.Sort(named)
 	p.ToolEnv = ToolEnvOverride(res.Config.ToolEnv.Exclude, append(slices.Clone(KeyVars), named...))
+	if pr, ok := res.Config.Providers[res.Config.Provider]; ok {
+		p.Endpoint = pr.BaseURL
+	}
 	return p, nil
 }
 

@@ -91,6 +91,10 @@ type Retrying struct {
 	// not why nor when the next one goes (the interactive front's
 	// transcript file); Status, Delay and MaxRetries are then zero.
 	Blind bool
+	// Endpoint is where the request goes, when the front knows it better
+	// than the edge does (the Codex front reads its provider's base_url);
+	// "" otherwise.
+	Endpoint string
 }
 
 // TurnEnded: the running turn is over, and how.

@@ -274,3 +274,29 @@ func TestCodexRefusedKey(t *testing.T) {
 		t.Errorf("status %s, errors %q", st.Status, st.Errors)
 	}
 }
+
+// A model provider whose endpoint refuses the connection, on the real
+// Codex CLI: Codex says it reconnects, the engine checks the base_url its
+// config gives, and the step stops unreachable with exit 8, naming it,
+// where Codex alone would wait for the network for ever.
+func TestCodexRefusedEndpoint(t *testing.T) {
+	t.Parallel()
+	bin := itest.CodexPath(t)
+	api, err := scriptedresp.Start(func(*scriptedresp.Request) scriptedresp.Reply { return codexDone() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := api.URL
+	_ = api.Close()
+	ws := t.TempDir()
+	runDir := filepath.Join(ws, ".flower", "runs", "codex")
+	start := time.Now()
+	code, out := runFlowerCLI(t, codexEnv(t, closed, codexPersonConfig), "--harness", bin, "-C", ws, "--run-dir", runDir, "say hello")
+	t.Logf("refused endpoint on Codex: exit %d after %v", code, time.Since(start))
+	if code != 8 || !strings.Contains(out, "the API endpoint "+closed+" refused the connection") || !strings.Contains(out, "base_url") {
+		t.Fatalf("flower exited %d, want 8 and the endpoint named:\n%s", code, out)
+	}
+	if st := loadStep(t, runDir, "main"); st.Status != manifest.StatusUnreachable {
+		t.Errorf("status %s, errors %q", st.Status, st.Errors)
+	}
+}

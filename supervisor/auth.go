@@ -39,7 +39,7 @@ func (a *attemptRun) onRetrying(f front.Retrying) (outcome, bool) {
 	a.rt.emit(e)
 	if f.Status == 0 && !a.rt.through && !a.reachAsked && a.rt.opts.Reach != nil {
 		a.reachAsked = true
-		if err := a.rt.opts.Reach(); err != nil {
+		if err := a.rt.opts.Reach(f.Endpoint); err != nil {
 			_ = a.p.Cancel() // out of its wait before the next retry
 			a.log.Warn("endpoint unreachable: stopping the step", "err", err)
 			return outcome{kind: outcomeUnreachable, why: err.Error(), sessionID: a.meter.SessionID}, true

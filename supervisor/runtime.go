@@ -91,12 +91,13 @@ type Options struct {
 	// Reach, when set, says whether the API endpoint the harness talks to
 	// can be reached at all. It is asked once an attempt, when the harness
 	// retries a request that got no HTTP answer before any request of the
-	// run went through: an error (the edge's words, naming the endpoint
-	// and what to check) stops the step, status manifest.StatusUnreachable.
-	// The edge decides what is certain (a refused connection, a name that
-	// does not resolve) and returns nil for the rest, which the harness's
-	// own retries wait out.
-	Reach func() error
+	// run went through, with the endpoint where the front knows it (""
+	// where the edge does): an error (the edge's words, naming the
+	// endpoint and what to check) stops the step, status
+	// manifest.StatusUnreachable. The edge decides what is certain (a
+	// refused connection, a name that does not resolve) and returns nil
+	// for the rest, which the harness's own retries wait out.
+	Reach func(endpoint string) error
 	// Front starts the harness of each attempt (Headless, the stream-json
 	// process, when nil).
 	Front front.Launcher

@@ -187,23 +187,32 @@ func (set *jobSettings) sameHarness(c *cli.Context, recorded string) error {
 }
 
 // reachOf is the engine's check of the API endpoint the harness of kind
-// talks to, with env its environment (DESIGN.md «Unreachable endpoint»);
-// nil where flower does not know it (Codex reads its own config).
-func reachOf(kind harnessKind, env []string) func() error {
-	if kind == kindCodex {
-		return nil
-	}
+// talks to, with env its environment (DESIGN.md «Unreachable endpoint»).
+// Claude Code's endpoint is ANTHROPIC_BASE_URL or its default; the Codex
+// front reads its provider's base_url from Codex's config and gives it
+// (none: the built-in provider, not checked).
+func reachOf(kind harnessKind, env []string) func(string) error {
 	if env == nil {
 		env = os.Environ()
 	}
 	url, fix := "https://api.anthropic.com", "check the network, or set ANTHROPIC_BASE_URL"
+	if kind == kindCodex {
+		url, fix = "", "check the base_url of your model provider in $CODEX_HOME/config.toml (or -c), or the network"
+	}
 	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "ANTHROPIC_BASE_URL="); ok && v != "" {
+		if v, ok := strings.CutPrefix(kv, "ANTHROPIC_BASE_URL="); ok && v != "" && kind != kindCodex {
 			url, fix = v, "check ANTHROPIC_BASE_URL, or the network"
 		}
 	}
-	return func() error {
-		err := endpoint.Check(context.Background(), url, env)
+	return func(given string) error {
+		u := url
+		if given != "" {
+			u = given
+		}
+		if u == "" {
+			return nil
+		}
+		err := endpoint.Check(context.Background(), u, env)
 		if ue, ok := err.(*endpoint.UnreachableError); ok {
 			ue.Fix = fix
 		}
