@@ -103,9 +103,11 @@ type labels struct {
 	waiting  string // a limit's wait: until when, how long to go
 	retrying string // the harness asks the API again: how often so far
 	refused  string // the API refused the credentials
+	done     string // the latest turn ended on its own (the status line in the harness's screen only)
 
 	// The harness's status line (screenline.go).
 	about     string // distance to the handoff, in the near notice's words
+	turnDone  string // the latest turn ended on its own, the person's to go on
 	budget    string // the step's budget
 	deadline  string // the step's deadline
 	handedOff string // generation, the handoff file, what it was doing
@@ -132,6 +134,7 @@ var zh = labels{
 	refused:  "API 拒绝了凭据",
 
 	about:     "还有约 %s 到换代",
+	turnDone:  "本轮完成",
 	budget:    "预算 $%.2f",
 	deadline:  "截止 %s",
 	handedOff: "<- 第 %d 代已交接,交接写在 %s · 在做:%s",
@@ -158,6 +161,7 @@ var en = labels{
 	refused:  "the API refused the credentials",
 
 	about:     "about %s to handoff",
+	turnDone:  "done",
 	budget:    "budget $%.2f",
 	deadline:  "deadline %s",
 	handedOff: "<- gen %d handed off, to %s · doing: %s",

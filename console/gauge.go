@@ -38,6 +38,9 @@ type gauge struct {
 	// reply; refused: the API refused the credentials since then.
 	retries int
 	refused bool
+	// done: the latest turn ended on its own (the model finished what it
+	// was asked), and nothing has run since.
+	done bool
 }
 
 // update folds ev into the gauge and reports whether anything changed.
@@ -55,6 +58,14 @@ func (g *gauge) update(ev event.Event) bool {
 	switch ev.Kind {
 	case event.KindText, event.KindTool, event.KindGeneration, event.KindHandoff:
 		g.retries, g.refused = 0, false // an answer, or a new session
+	case event.KindTurn:
+		g.retries = 0
+	}
+	switch ev.Kind {
+	case event.KindTurn:
+		g.done = !ev.IsError
+	case event.KindText, event.KindTool, event.KindGeneration, event.KindHandoff, event.KindAPI:
+		g.done = false
 	}
 	switch ev.Kind {
 	case event.KindAPI:
@@ -139,6 +150,8 @@ func (g *gauge) meter(lab labels, handoff bool, distance func(int) string) []str
 		parts = append(parts, lab.refused)
 	case g.retries > 0:
 		parts = append(parts, fmt.Sprintf(lab.retrying, g.retries))
+	case g.done && g.phase == gaugeWorking && lab.done != "":
+		parts = append(parts, lab.done)
 	}
 	return parts
 }

@@ -60,7 +60,7 @@ func TestGaugeUpdate(t *testing.T) {
 		{with(event.Event{Kind: event.KindText, Generation: 1, Context: 40_000}), true,
 			gauge{gen: 1, context: 40_000, window: 200_000, at: 150_000, phase: gaugeWorking}},
 		{with(event.Event{Kind: event.KindTurn, Generation: 1, Context: 41_000, CostUSD: 0.2}), true,
-			gauge{gen: 1, context: 41_000, window: 200_000, at: 150_000, cost: 0.2, phase: gaugeWorking}},
+			gauge{gen: 1, context: 41_000, window: 200_000, at: 150_000, cost: 0.2, phase: gaugeWorking, done: true}},
 		{with(event.Event{Kind: event.KindHandoff, Phase: event.PhaseWriting, Generation: 1, Context: 152_000, CostUSD: 0.2}), true,
 			gauge{gen: 1, context: 152_000, window: 200_000, at: 150_000, cost: 0.2, phase: gaugeWriting}},
 		{with(event.Event{Kind: event.KindHandoff, Phase: event.PhaseDone, Generation: 1, Context: 152_000, CostUSD: 0.3}), true,

@@ -81,7 +81,7 @@ func (s *ScreenLine) Meter() string {
 		return ""
 	}
 	lab := s.lab
-	lab.toGo = lab.about
+	lab.toGo, lab.done = lab.about, lab.turnDone
 	return Escape(strings.Join(s.g.meter(lab, s.handoff, policy.FormatRound), " · "))
 }
 

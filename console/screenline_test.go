@@ -31,7 +31,7 @@ func TestScreenLineFigures(t *testing.T) {
 		if got := s.Meter(); got != c.starting {
 			t.Errorf("%s: meter %q, want %q", c.lang, got, c.starting)
 		}
-		s.Handle(event.Event{Kind: event.KindTurn, Generation: 1, Context: 130_000, Window: 200_000, At: 150_000, CostUSD: 0.25})
+		s.Handle(event.Event{Kind: event.KindText, Generation: 1, Context: 130_000, Window: 200_000, At: 150_000, CostUSD: 0.25})
 		if got := s.Meter(); got != c.meter {
 			t.Errorf("%s: meter %q, want %q", c.lang, got, c.meter)
 		}
@@ -54,7 +54,7 @@ func TestScreenLineFigures(t *testing.T) {
 // file stays on one line and safe.
 func TestScreenLinePlain(t *testing.T) {
 	s := NewScreenLine(LangEn, true, "", "", Bounds{})
-	s.Handle(event.Event{Kind: event.KindTurn, Generation: 2, Context: 10_000, Window: 200_000, At: 150_000})
+	s.Handle(event.Event{Kind: event.KindText, Generation: 2, Context: 10_000, Window: 200_000, At: 150_000})
 	if got := ScreenText(s.Meter(), s.Cost(), s.Bounds()); got != "flower · gen 2 · context 10.0K/200K · $0.00" {
 		t.Errorf("line %q", got)
 	}
@@ -77,6 +77,9 @@ func TestScreenLineRetries(t *testing.T) {
 		{event.Event{Kind: event.KindAPI, Phase: event.PhaseRefused, Generation: 1}, "gen 1 · starting · the API refused the credentials"},
 		{event.Event{Kind: event.KindText, Generation: 1, Context: 20_000, Window: 200_000, At: 150_000}, "gen 1 · context 20.0K/200K · about 130K to handoff"},
 		{event.Event{Kind: event.KindAPI, Phase: event.PhaseRetrying, Generation: 1}, "gen 1 · context 20.0K/200K · about 130K to handoff · API retry 1"},
+		{event.Event{Kind: event.KindTurn, Generation: 1, Context: 22_000}, "gen 1 · context 22.0K/200K · about 128K to handoff · done"},
+		{event.Event{Kind: event.KindText, Generation: 1, Context: 23_000}, "gen 1 · context 23.0K/200K · about 127K to handoff"},
+		{event.Event{Kind: event.KindTurn, Generation: 1, IsError: true}, "gen 1 · context 23.0K/200K · about 127K to handoff"},
 		{event.Event{Kind: event.KindGeneration, Generation: 2}, "gen 2 · starting"},
 	} {
 		if s.Handle(c.ev); s.Meter() != c.want {

@@ -121,7 +121,7 @@ func TestStatusLineUnderTmux(t *testing.T) {
 	seen("generation 1 starting", "flower · 第 1 代 · 启动中 · $0.00 · 预算 $5.00")
 	prompt("GROW-ONE")
 	p.waitText("ONE-DONE", waitLimit)
-	seen("generation 1's meter", "flower · 第 1 代 · 上下文 60.0K/200K · 还有约 90K 到换代 · $")
+	seen("generation 1's meter", "flower · 第 1 代 · 上下文 60.0K/200K · 还有约 90K 到换代 · 本轮完成 · $")
 	prompt("GROW-TWO")
 	// While flower cuts and types the handoff prompt (its Ctrl-C makes
 	// the harness flash "Press Ctrl-C again to exit"), its line says why.
@@ -135,10 +135,10 @@ func TestStatusLineUnderTmux(t *testing.T) {
 		t.Errorf("the status line never said the handoff was being written")
 	}
 	seen("the handoff's announcement", "<- 第 1 代已交接,交接写在 .flower/notes/交接-main.md · 在做:Generation 1 was adding")
-	seen("generation 2's meter", "flower · 第 2 代 · 上下文 20.0K/200K · 还有约 130K 到换代 · $")
+	seen("generation 2's meter", "flower · 第 2 代 · 上下文 20.0K/200K · 还有约 130K 到换代 · 本轮完成 · $")
 	prompt("GROW-THREE")
 	p.waitText("THREE-DONE", waitLimit)
-	seen("generation 2's meter, grown", "flower · 第 2 代 · 上下文 40.0K/200K · 还有约 110K 到换代 · $")
+	seen("generation 2's meter, grown", "flower · 第 2 代 · 上下文 40.0K/200K · 还有约 110K 到换代 · 本轮完成 · $")
 	p.waitFor("the announcement to go", 2*waitLimit, func() bool { return !strings.Contains(p.tmux("capture-pane", "-p", "-t", "it"), "已交接") })
 
 	p.press("C-u")

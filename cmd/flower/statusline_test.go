@@ -50,12 +50,13 @@ func TestStatusLineCommand(t *testing.T) {
 		event.Event{Kind: event.KindGeneration, Generation: 1},
 		event.Event{Kind: event.KindTurn, Generation: 1, Context: 130_000, Window: 200_000, At: 150_000, CostUSD: 0.25})
 	got := statusLineRun(t, sessionJSON, "--state", state, "--lang", "en", "--theirs", "grep -o SESSION-MARK; echo second line")
-	want := "SESSION-MARK\nsecond line\nflower · gen 1 · context 130.0K/200K · about 20K to handoff · $0.75 · budget $5.00\n"
+	// The turn ended on its own: the line says it is done.
+	want := "SESSION-MARK\nsecond line\nflower · gen 1 · context 130.0K/200K · about 20K to handoff · done · $0.75 · budget $5.00\n"
 	if got != want {
 		t.Errorf("status line\n%q, want\n%q", got, want)
 	}
 	// Stdin that is no JSON: the booked cost alone.
-	if got := statusLineRun(t, "not json", "--state", state, "--lang", "en"); got != "flower · gen 1 · context 130.0K/200K · about 20K to handoff · $0.25 · budget $5.00\n" {
+	if got := statusLineRun(t, "not json", "--state", state, "--lang", "en"); got != "flower · gen 1 · context 130.0K/200K · about 20K to handoff · done · $0.25 · budget $5.00\n" {
 		t.Errorf("bad stdin: %q", got)
 	}
 }
