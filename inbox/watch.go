@@ -13,11 +13,18 @@ import (
 // queueCap bounds the requests heard and not yet taken.
 const queueCap = 64
 
+// Poll is how often a watcher of files reads the inbox even when the
+// directory's watch says nothing: on NFS or FUSE a file another machine
+// or process renamed in raises no event, as a missed watch cannot either
+// (the transcript and state-file watchers poll for the same reason).
+const Poll = time.Second
+
 // Watcher hears one inbox: it reads the inbox when a request is posted
-// there, and at no other time (DESIGN.md «Inbox»). A request of another
-// process shows as a file renamed into the directory (fsnotify); one this
-// process posts (Post) wakes the watcher itself. One goroutine owns the
-// file watch and the Reader.
+// there, and once a Poll where the directory's watch may be silent
+// (DESIGN.md «Inbox»). A request of another process shows as a file
+// renamed into the directory (fsnotify); one this process posts (Post)
+// wakes the watcher itself. One goroutine owns the file watch and the
+// Reader.
 type Watcher struct {
 	dir   string
 	rd    *Reader
@@ -70,9 +77,13 @@ func (w *Watcher) run() {
 	defer close(w.done)
 	var events <-chan fsnotify.Event
 	var errs <-chan error
+	var poll <-chan time.Time
 	if w.fw != nil {
 		defer w.fw.Close()
 		events, errs = w.fw.Events, w.fw.Errors
+		t := time.NewTicker(Poll)
+		defer t.Stop()
+		poll = t.C
 	}
 	w.scan() // what was posted before the watch began
 	for {
@@ -89,6 +100,8 @@ func (w *Watcher) run() {
 			w.scan()
 		case <-w.poke:
 			w.scan()
+		case <-poll:
+			w.scan() // a watch that stays silent (NFS, FUSE)
 		}
 	}
 }

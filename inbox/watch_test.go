@@ -77,3 +77,37 @@ func TestWatchHearsOwnPosts(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 }
+
+// TestWatchPollsWhereTheWatchIsSilent: with the directory's watch deaf (as
+// on NFS or FUSE, where another machine's rename raises no event), a
+// request another process left is still heard, by the poll.
+func TestWatchPollsWhereTheWatchIsSilent(t *testing.T) {
+	dir := Dir(t.TempDir(), "s")
+	if err := Prepare(dir); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Watch(dir, time.Now().Add(-time.Second), true, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.fw.Remove(dir); err != nil { // the watch hears nothing from now on
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(Request{Kind: KindHandoff, From: "another machine", At: time.Now()})
+	tmp, name := filepath.Join(dir, ".y.tmp"), "1-3-y"+suffix
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-w.Requests():
+		if r.Name != name {
+			t.Errorf("heard %+v", r)
+		}
+	case <-time.After(10 * Poll):
+		t.Fatal("the request was not heard by the poll")
+	}
+}
