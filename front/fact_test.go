@@ -438,7 +438,7 @@ func TestRecordsTurnTakenMidTurnEndsWithItsTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := front.NewRecords(src)
+	r := front.NewRecords(src, nil)
 	send := func() error { return nil }
 	_ = r.Turn(send) // the task
 	var ends []front.Ending

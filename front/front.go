@@ -56,6 +56,10 @@ type Spec struct {
 	// Grace bounds each stage of stopping the harness.
 	Grace  time.Duration
 	Logger *slog.Logger
+	// Now is the engine's clock: what the harness says as a clock time (a
+	// limit's reset, "resets 12:04pm") is placed on its calendar. nil is
+	// time.Now.
+	Now func() time.Time
 }
 
 // Hold is how the engine wants the harness's own compaction held off.

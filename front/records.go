@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/flowerhq/flower/transcript"
 )
@@ -38,8 +39,10 @@ type Records struct {
 }
 
 // NewRecords reads the records of src, which is closed once the harness
-// is gone.
-func NewRecords(src <-chan transcript.Event) *Records { return &Records{src: src} }
+// is gone; now is the engine's clock (Spec.Now).
+func NewRecords(src <-chan transcript.Event, now func() time.Time) *Records {
+	return &Records{src: src, tr: Translator{Now: now}}
+}
 
 // Next implements Session.Next: the next fact of the record read last, or
 // of the next record, read and translated now.

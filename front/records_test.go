@@ -32,7 +32,7 @@ func TestRecordsSyncHoldsUntranslated(t *testing.T) {
 		evs = append(evs, ev)
 	}
 	src, upTo := make(chan transcript.Event), make(chan int, 1)
-	r := front.NewRecords(src)
+	r := front.NewRecords(src, nil)
 	_ = r.Turn(func() error { return nil })
 	go func() {
 		upTo <- len(evs) // the reader read them all before it could hand on one

@@ -52,7 +52,7 @@ func BenchmarkReadToFacts(b *testing.B) {
 			_, _ = w.Write(data)
 			w.Close()
 		}()
-		recs, facts := front.NewRecords(events), 0
+		recs, facts := front.NewRecords(events, nil), 0
 		for {
 			if _, err := recs.Next(ctx); err == io.EOF {
 				break

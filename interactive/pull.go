@@ -104,7 +104,7 @@ type Translation struct {
 // is the session running until a line says otherwise; esc presses Esc
 // (see Typing).
 func NewTranslation(clock front.Clock, log *slog.Logger, submitWithin time.Duration, resumed string, esc func()) *Translation {
-	t := &Translation{clock: clock, in: newInputs(), u: turns{log: log, submitWithin: submitWithin}, esc: esc}
+	t := &Translation{clock: clock, in: newInputs(), u: turns{log: log, submitWithin: submitWithin, tr: front.Translator{Now: clock.Now}}, esc: esc}
 	if resumed != "" {
 		t.u.resumed(resumed)
 	}

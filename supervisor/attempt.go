@@ -115,6 +115,7 @@ func (s *stepRun) spec(n int, prompt, resume string) front.Spec {
 		Step: s.st.Name, Generation: n,
 		Path: rt.opts.HarnessPath, Args: s.harnessArgs(), Hold: s.hold(), Model: rt.opts.Model, Resume: resume,
 		Prompt: prompt, Dir: rt.opts.Workspace, Env: rt.env, Logger: s.log, Grace: rt.opts.Grace, Inbox: s.inboxDir,
+		Now: rt.clock.Now,
 	}
 }
 

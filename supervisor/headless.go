@@ -49,7 +49,7 @@ func (Headless) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 			return nil, err
 		}
 	}
-	return &headlessSession{p: p, prompt: s.Prompt, rec: front.NewRecords(p.Events())}, nil
+	return &headlessSession{p: p, prompt: s.Prompt, rec: front.NewRecords(p.Events(), s.Now)}, nil
 }
 
 // headlessSession reads its harness with front.Records, the loop the

@@ -103,7 +103,7 @@ func (f *aheadFront) Launch(ctx context.Context, s front.Spec) (front.Session, e
 	n := f.launched
 	f.mu.Unlock()
 	ch := make(chan transcript.Event, 64)
-	as := &aheadSession{f: f, n: n, sid: fmt.Sprintf("ahead-%d", n), prompt: s.Prompt, ch: ch, rec: front.NewRecords(ch)}
+	as := &aheadSession{f: f, n: n, sid: fmt.Sprintf("ahead-%d", n), prompt: s.Prompt, ch: ch, rec: front.NewRecords(ch, s.Now)}
 	if f.screen {
 		// An Esc the translation presses itself (for a turn cut while its
 		// prompt was on its way) is a cut too.

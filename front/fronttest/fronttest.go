@@ -261,7 +261,7 @@ func (l *Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, err
 		ss.scr = interactive.NewTranslation(front.WallClock{}, slog.New(slog.DiscardHandler), interactive.DefaultSubmitTimeout,
 			s.Resume, func() { _ = ss.interrupt() })
 	} else {
-		ss.rec = front.NewRecords(ss.events)
+		ss.rec = front.NewRecords(ss.events, s.Now)
 		if l.Behind > 0 {
 			ss.lag = newLagPipe(l.Behind)
 			go ss.read()
