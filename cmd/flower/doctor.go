@@ -54,7 +54,7 @@ type doctorPlan struct {
 	kind  harnessKind
 }
 
-// planDoctor resolves the harness and its kind (harnessOf) into the facts
+// planDoctor resolves the harness and its kind (chooseOf) into the facts
 // to check.
 func planDoctor(c *cli.Context, p proc) (doctorPlan, error) {
 	ch, kind, err := chooseOf(c.Context, inherited(c, "harness"), inherited(c, "harness-kind"))

@@ -44,18 +44,13 @@ func parseHarnessKind(s string) (harnessKind, error) {
 	return "", usagef("--harness-kind %q: want claude or codex", s)
 }
 
-// harnessOf resolves the harness a run starts and its kind. A kind given
-// picks where an unnamed harness is looked for (claude or codex on PATH,
-// else the copy make installed). Without one, a named harness's kind is
-// its file name when that is claude or codex, else what its --version
-// says (codex-cli X.Y.Z is the Codex CLI; anything else the Claude Code
-// CLI, as before there was a choice); an unnamed one is claude.
-func harnessOf(ctx context.Context, flag, kind string) (string, harnessKind, error) {
-	ch, k, err := chooseOf(ctx, flag, kind)
-	return ch.Path, k, err
-}
-
-// chooseOf is harnessOf with why that harness (chooseHarness).
+// chooseOf resolves the harness a run starts, why that one
+// (chooseHarness), and its kind. A kind given picks where an unnamed
+// harness is looked for (claude or codex on PATH, else the copy make
+// installed). Without one, a named harness's kind is its file name when
+// that is claude or codex, else what its --version says (codex-cli X.Y.Z
+// is the Codex CLI; anything else the Claude Code CLI, as before there was
+// a choice); an unnamed one is claude.
 func chooseOf(ctx context.Context, flag, kind string) (harnessChoice, harnessKind, error) {
 	k, err := parseHarnessKind(kind)
 	if err != nil {

@@ -31,7 +31,7 @@ func TestHarnessKindDetected(t *testing.T) {
 		{script("h5", "a wrapper of mine"), "Codex", kindCodex},
 		{script("codex", "no version at all"), "", kindCodex}, // the name says it
 	} {
-		_, k, err := harnessOf(ctx, c.path, c.kind)
+		_, k, err := chooseOf(ctx, c.path, c.kind)
 		if err != nil {
 			t.Fatalf("%s %q: %v", c.path, c.kind, err)
 		}
@@ -39,7 +39,7 @@ func TestHarnessKindDetected(t *testing.T) {
 			t.Errorf("%s (kind %q): %s, want %s", filepath.Base(c.path), c.kind, k, c.want)
 		}
 	}
-	if _, _, err := harnessOf(ctx, "", "gemini"); err == nil {
+	if _, _, err := chooseOf(ctx, "", "gemini"); err == nil {
 		t.Error("--harness-kind gemini was taken")
 	}
 }
