@@ -111,12 +111,21 @@ func TestTurnsAndControl(t *testing.T) {
 		if err := p.SendUser("hello"); err != nil {
 			t.Fatal(err)
 		}
-		var m transcript.Meter
+		var context, results int
+		var session string
 		for _, ev := range untilResult(t, p) {
-			m.Observe(&ev)
+			if ev.SessionID != "" {
+				session = ev.SessionID
+			}
+			switch {
+			case ev.Kind == transcript.KindAssistant && ev.MainThread() && !ev.Synthetic():
+				context = ev.Usage.Context()
+			case ev.Kind == transcript.KindResult:
+				results++
+			}
 		}
-		if m.Context != want || !strings.HasPrefix(m.SessionID, "fake-") || m.Results != 1 {
-			t.Errorf("turn %d: meter %+v", turn, m)
+		if context != want || !strings.HasPrefix(session, "fake-") || results != 1 {
+			t.Errorf("turn %d: context %d, session %q, %d results", turn, context, session, results)
 		}
 	}
 	if err := p.CloseInput(); err != nil {

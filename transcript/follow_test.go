@@ -176,26 +176,35 @@ func TestFollowStartsOverWhenTheFileShrinks(t *testing.T) {
 	}
 }
 
-// TestMeterOnInteractiveTranscript feeds lines the real harness 2.1.328
+// TestContextOnInteractiveTranscript feeds lines the real harness 2.1.328
 // wrote in an interactive session (a tool call running a subagent, a
 // background-task turn, then an overflow), with the subagent's own reply
 // spliced in as a sidechain line: the meter must follow the main thread
 // only (DESIGN.md «Context meter»), and overflow must be recognisable.
-func TestMeterOnInteractiveTranscript(t *testing.T) {
+func TestContextOnInteractiveTranscript(t *testing.T) {
 	path := filepath.Join("testdata", "interactive-2.1.328.jsonl")
 	ctx, cancel := context.WithCancel(context.Background())
 	f, err := Follow(ctx, path, FollowOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m Meter
 	var contexts []int
+	var sessionID, lastMsg string
 	var turnEnds, sidechains int
 	var overflow, costLine bool
 	const wantLines = 22
 	for _, ev := range collect(t, f, wantLines) {
-		if m.Observe(&ev) {
-			contexts = append(contexts, m.Context)
+		if ev.SessionID != "" {
+			sessionID = ev.SessionID
+		}
+		// The main thread's context moves with each of its API responses
+		// (a response's repeated lines once), never with a subagent's or an
+		// error reply of the harness's own.
+		if ev.Kind == KindAssistant && ev.MainThread() && !ev.Synthetic() && ev.MessageID != lastMsg {
+			lastMsg = ev.MessageID
+			if c := ev.Usage.Context(); len(contexts) == 0 || contexts[len(contexts)-1] != c {
+				contexts = append(contexts, c)
+			}
 		}
 		switch {
 		case ev.Kind == KindAssistant && ev.Sidechain:
@@ -215,8 +224,8 @@ func TestMeterOnInteractiveTranscript(t *testing.T) {
 	if want := []int{6100, 5000}; !equalInts(contexts, want) {
 		t.Errorf("context moved through %v, want %v (the sidechain's 177000 must not count)", contexts, want)
 	}
-	if m.SessionID != "06dd8746-ded5-4101-af6d-316cbbf39253" {
-		t.Errorf("session id %q", m.SessionID)
+	if sessionID != "06dd8746-ded5-4101-af6d-316cbbf39253" {
+		t.Errorf("session id %q", sessionID)
 	}
 	if sidechains != 1 || turnEnds != 2 || !overflow || !costLine {
 		t.Errorf("sidechains %d, turn ends %d, overflow %v, cost line %v", sidechains, turnEnds, overflow, costLine)
