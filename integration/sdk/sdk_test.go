@@ -947,3 +947,21 @@ func TestSDKHandoffNow(t *testing.T) {
 		t.Errorf("the tool ran to its end: the cut was not at the boundary")
 	}
 }
+
+// An endpoint that refuses the connection, under the Agent SDK: flower in
+// the harness's place stops the step at the harness's first retry and the
+// application gets one error result naming the endpoint, not minutes of
+// silence; the manifest says unreachable.
+func TestSDKRefusedEndpoint(t *testing.T) {
+	srv := startServer(t, func(r *scriptedapi.Request) scriptedapi.Reply { return scriptedapi.Harmless(r) })
+	closed := srv.URL
+	srv.Close()
+	app := runApp(t, "handoff", srv, "", []string{"ANTHROPIC_BASE_URL=" + closed}, nil)
+	rs := app.messages("result", "")
+	if len(rs) == 0 || !rs[0].Get("is_error").Bool() || !strings.Contains(rs[0].Get("result").String(), "the API endpoint "+closed+" refused the connection") {
+		t.Fatalf("results %v: want an error result naming the refused endpoint", stringsOf(rs))
+	}
+	if st := manifestOf(t, app.cwd).Steps[0]; st.Status != manifest.StatusUnreachable {
+		t.Errorf("step status %s, want %s", st.Status, manifest.StatusUnreachable)
+	}
+}
