@@ -44,20 +44,23 @@ func runIn(ctx context.Context, args []string, p proc) error {
 	p.argv = args
 	app := &cli.App{
 		Name:      "flower",
-		Usage:     "run Claude Code for hours without losing context to auto-compact",
+		Usage:     "run Claude Code or the Codex CLI for hours without losing context to compaction",
 		UsageText: "flower [flags] TASK [-- HARNESS ARGS]\nflower [flags] -f task.md\necho TASK | flower [flags]\nflower COMMAND [flags]",
-		Description: `flower runs the Claude Code CLI (the harness) on a task. When the main
-thread's context nears the window, flower cuts the session at a message
-boundary, has that same session write a handoff (doing / decided / dead ends /
-next / scene) to <workspace>/.flower/notes/交接-<step>.md, and starts a fresh
-session from that file. Auto-compact is switched off while it runs.
+		Description: `flower runs an agent CLI (the harness: the Claude Code CLI, or the Codex
+CLI with --harness-kind codex) on a task. When the main thread's context nears
+the window, flower cuts the session at a message boundary, has that same
+session write a handoff (doing / decided / dead ends / next / scene) to
+<workspace>/.flower/notes/交接-<step>.md, and starts a fresh session from that
+file. The harness's own compaction is held off while it runs.
 
 Examples:
    flower "port the parser to Go and make the tests pass"
    flower --window 200000 -f task.md -- --allowedTools Bash Write Edit Read
+   flower --harness-kind codex "the same on the Codex CLI"
    flower --no-handoff "a short job, with the harness's own auto-compact"
    flower show                      # what the latest run did
    flower demo                      # see a handoff happen, no API key needed
+   flower demo --harness-kind codex # the same on the Codex CLI
 
 Many machines (Temporal):
    flower worker --temporal HOST:PORT --task-queue Q -- HARNESS ARGS
