@@ -273,48 +273,16 @@ func run(mode string) int {
 		fmt.Println(v + " (Claude Code)")
 		return 0
 	}
-	resume := argAfter("--resume")
 	logf(LogEntry{Event: "start", Args: os.Args[1:]})
 	if faultFree() {
 		mode = ModeStream
 	}
-	f := &fake{mode: mode, out: bufio.NewWriterSize(os.Stdout, 1<<16), session: "fake-" + strconv.Itoa(os.Getpid()), resumed: resume != ""}
-	for _, s := range strings.Split(os.Getenv(EnvContext), ",") {
-		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
-			f.ctx = append(f.ctx, n)
-		}
-	}
-	if dir := os.Getenv(EnvSessions); dir != "" {
-		if resume != "" {
-			if _, err := os.Stat(filepath.Join(dir, resume)); err != nil {
-				// As the real harness refuses it.
-				fmt.Fprintln(os.Stderr, "No conversation found with session ID: "+resume)
-				f.emit(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true,
-					"num_turns": 0, "session_id": resume, "total_cost_usd": 0})
-				return 1
-			}
-		} else {
-			_ = os.WriteFile(filepath.Join(dir, f.session), nil, 0o644)
-		}
-	}
-	if resume != "" {
-		f.session = resume
+	f, refused := newFake(mode, argAfter("--resume"))
+	if refused {
+		return 1
 	}
 	if gc := os.Getenv(EnvGrandchild); mode == ModeGrandchild || gc != "" {
-		// The child inherits stdout and outlives us unless it is killed;
-		// it ignores the signals a polite stop sends.
-		cmd := exec.Command("sh", "-c", "trap '' INT TERM; exec sleep 300")
-		cmd.Stdout = os.Stdout
-		switch gc {
-		case "session":
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		case "escape":
-			cmd.Env = []string{}
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		}
-		if cmd.Start() == nil {
-			logf(LogEntry{Event: "grandchild", Child: cmd.Process.Pid})
-		}
+		startGrandchild(gc)
 	}
 	switch mode {
 	case ModeExitEarly:
@@ -327,7 +295,60 @@ func run(mode string) int {
 			time.Sleep(time.Hour)
 		}
 	}
-	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	return f.serve(bufio.NewReaderSize(os.Stdin, 1<<20))
+}
+
+// newFake is the fake harness of mode, resuming session resume when it is
+// not "": its contexts from EnvContext, its session known in EnvSessions.
+// refused: the session to resume is unknown there, which the fake has
+// said as the real harness does.
+func newFake(mode, resume string) (f *fake, refused bool) {
+	f = &fake{mode: mode, out: bufio.NewWriterSize(os.Stdout, 1<<16), session: "fake-" + strconv.Itoa(os.Getpid()), resumed: resume != ""}
+	for _, s := range strings.Split(os.Getenv(EnvContext), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
+			f.ctx = append(f.ctx, n)
+		}
+	}
+	if dir := os.Getenv(EnvSessions); dir != "" {
+		if resume != "" {
+			if _, err := os.Stat(filepath.Join(dir, resume)); err != nil {
+				// As the real harness refuses it.
+				fmt.Fprintln(os.Stderr, "No conversation found with session ID: "+resume)
+				f.emit(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true,
+					"num_turns": 0, "session_id": resume, "total_cost_usd": 0})
+				return f, true
+			}
+		} else {
+			_ = os.WriteFile(filepath.Join(dir, f.session), nil, 0o644)
+		}
+	}
+	if resume != "" {
+		f.session = resume
+	}
+	return f, false
+}
+
+// startGrandchild starts a child that inherits stdout and outlives the
+// fake unless it is killed, ignoring the signals a polite stop sends; gc
+// says how it hides ("session": a session of its own, "escape": that and
+// an empty environment).
+func startGrandchild(gc string) {
+	cmd := exec.Command("sh", "-c", "trap '' INT TERM; exec sleep 300")
+	cmd.Stdout = os.Stdout
+	switch gc {
+	case "session":
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	case "escape":
+		cmd.Env = []string{}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
+	if cmd.Start() == nil {
+		logf(LogEntry{Event: "grandchild", Child: cmd.Process.Pid})
+	}
+}
+
+// serve handles the stdin lines until one stops the fake or stdin ends.
+func (f *fake) serve(in *bufio.Reader) int {
 	for {
 		line, err := in.ReadBytes('\n')
 		if len(line) > 0 {
