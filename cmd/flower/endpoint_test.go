@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -239,5 +240,43 @@ func TestNetworkOutageIsWaitedOut(t *testing.T) {
 	last := reqs[len(reqs)-1]
 	if last.SessionID != reqs[0].SessionID || !strings.Contains(last.LastUserText, "has lifted") {
 		t.Errorf("the request after the wait is not the same session told to go on: %q", last.LastUserText)
+	}
+}
+
+// The endpoint checked is the one the harness uses: one a settings file's
+// env block sets (here the person's ~/.claude/settings.json, with nothing
+// in the environment) is named and checked, not the default.
+func TestRefusedEndpointFromSettings(t *testing.T) {
+	t.Parallel()
+	srv, err := scriptedapi.Start(func(r *scriptedapi.Request) scriptedapi.Reply { return scriptedapi.Harmless(r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := srv.URL
+	srv.Close()
+	var env []string
+	home := ""
+	for _, kv := range cliEnv(t, srv, "FLOWER_PS_DIR="+t.TempDir()) {
+		switch {
+		case strings.HasPrefix(kv, "ANTHROPIC_BASE_URL="):
+		case strings.HasPrefix(kv, "HOME="):
+			home = strings.TrimPrefix(kv, "HOME=")
+			env = append(env, kv)
+		default:
+			env = append(env, kv)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(`{"env":{"ANTHROPIC_BASE_URL":"`+closed+`"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr, _, st := runFlower(t, env, "say hello")
+	if code != exitEndpoint || !strings.Contains(stderr, "the API endpoint "+closed+" refused the connection") {
+		t.Fatalf("exit %d, want %d naming %s:\n%s", code, exitEndpoint, closed, stderr)
+	}
+	if st.Status != manifest.StatusUnreachable {
+		t.Errorf("status %s", st.Status)
 	}
 }

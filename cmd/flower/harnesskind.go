@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowerhq/flower/codexrpc"
 	"github.com/flowerhq/flower/endpoint"
+	"github.com/flowerhq/flower/levers"
 )
 
 // harnessKind is which harness flower drives: the Claude Code CLI (every
@@ -182,32 +183,29 @@ func (set *jobSettings) sameHarness(c *cli.Context, recorded string) error {
 }
 
 // reachOf is the engine's check of the API endpoint the harness of kind
-// talks to, with env its environment (DESIGN.md «Unreachable endpoint»).
-// Claude Code's endpoint is ANTHROPIC_BASE_URL or its default; the Codex
-// front reads its provider's base_url from Codex's config and gives it
-// (none: the built-in provider, not checked).
-func reachOf(kind harnessKind, env []string) func(string) error {
+// talks to, started with env and args in workspace (DESIGN.md
+// «Unreachable endpoint»). Claude Code's endpoint is the one flower holds
+// it at: ANTHROPIC_BASE_URL as the environment and the settings files set
+// it, or the default (levers.Endpoint, read when asked); the Codex front
+// reads its provider's base_url from Codex's config and gives it (none:
+// the built-in provider, not checked).
+func reachOf(kind harnessKind, env, args []string, workspace string) func(string) error {
 	if env == nil {
 		env = os.Environ()
 	}
-	url, fix := "https://api.anthropic.com", "check the network, or set ANTHROPIC_BASE_URL"
-	if kind == kindCodex {
-		url, fix = "", "check the base_url of your model provider in $CODEX_HOME/config.toml (or -c), or the network"
-	}
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "ANTHROPIC_BASE_URL="); ok && v != "" && kind != kindCodex {
-			url, fix = v, "check ANTHROPIC_BASE_URL, or the network"
-		}
-	}
 	return func(given string) error {
-		u := url
-		if given != "" {
-			u = given
+		url, fix := given, "check the base_url of your model provider in $CODEX_HOME/config.toml (or -c), or the network"
+		if kind != kindCodex {
+			own, _ := levers.Read(args, workspace)
+			url, fix = levers.Endpoint(args, env, workspace, own), "check the network, or set ANTHROPIC_BASE_URL"
+			if url != levers.DefaultEndpoint {
+				fix = "check ANTHROPIC_BASE_URL (the environment, or a settings file's env), or the network"
+			}
 		}
-		if u == "" {
+		if url == "" {
 			return nil
 		}
-		err := endpoint.Check(context.Background(), u, env)
+		err := endpoint.Check(context.Background(), url, env)
 		if ue, ok := err.(*endpoint.UnreachableError); ok {
 			ue.Fix = fix
 		}

@@ -94,7 +94,7 @@ func workerAction(c *cli.Context, p proc) error {
 		return h.Event, func() { h.Close() }
 	}, Options: supervisor.Options{
 		Handoff: &set.handoff, Compact: set.compact, HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, HookBinary: hookBinary,
-		Env: set.harnessEnv, Model: set.model, MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout, Reach: reachOf(kindClaude, set.harnessEnv),
+		Env: set.harnessEnv, Model: set.model, MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout, Reach: reachOf(kindClaude, set.harnessEnv, p.harnessArgs, ""),
 		TaskCarry: set.taskCarry, Logger: logger,
 		OnEvent: func(ev event.Event) {
 			switch ev.Kind {

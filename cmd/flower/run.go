@@ -371,7 +371,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		HarnessPath: harnessPath, HarnessArgs: harnessArgs, HookBinary: hookBinary, Env: set.harnessEnv, Model: set.model,
 		MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout,
 		OnEvent: onEvent, AfterFreeze: pauseAfterFreeze(), Front: launcher, HarnessKind: string(kind), TaskCarry: set.taskCarry,
-		TrustNotes: set.trustNotes, Trust: store, Admit: admit, Reach: reachOf(kind, set.harnessEnv),
+		TrustNotes: set.trustNotes, Trust: store, Admit: admit, Reach: reachOf(kind, set.harnessEnv, harnessArgs, workspace),
 		MaxBudgetUSD: set.maxBudgetUSD, MaxDuration: set.maxDuration, MaxWait: set.maxWait, LimitBackoff: set.limitBackoff,
 	}, set.step, func(err error) {
 		// The run goes on; show and continue then need the run dir named.

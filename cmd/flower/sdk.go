@@ -96,7 +96,7 @@ func runRelay(ctx context.Context, args []string, p proc) error {
 	rt, err := place.startRun(supervisor.Options{
 		Workspace: workspace, Handoff: &set.handoff,
 		HarnessPath: set.harness, HarnessArgs: args, HookBinary: hookBinary, Env: p.env, Model: model, Front: rl, Trust: store, Admit: admit,
-		Reach:        reachOf(kindClaude, p.env),
+		Reach:        reachOf(kindClaude, p.env, args, workspace),
 		MaxBudgetUSD: set.maxBudgetUSD, MaxDuration: set.maxDuration, OnEvent: onEvent,
 	}, step, func(err error) { logger.Warn("runs/latest not updated", "err", err) })
 	if err != nil {
