@@ -60,18 +60,27 @@ func retryLine(f front.Retrying) string {
 	if f.Blind {
 		return fmt.Sprintf("the harness asks the API again (retry %d; its screen says why)", f.Attempt)
 	}
+	said := f.Error != "" && f.Error != "unknown" // Claude Code says "unknown" for no answer
 	what := "no answer from the API (a connection error)"
-	if f.Status != 0 {
+	switch {
+	case f.Status != 0 && said:
+		what = fmt.Sprintf("HTTP %d %s", f.Status, f.Error)
+	case f.Status != 0:
 		what = fmt.Sprintf("HTTP %d", f.Status)
-		if f.Error != "" && f.Error != "unknown" {
-			what += " " + f.Error
-		}
+	case said:
+		what = "no answer from the API (" + f.Error + ")" // Codex: "Reconnecting... waiting for network"
 	}
-	of := ""
-	if f.MaxRetries > 0 {
-		of = fmt.Sprintf(" of %d", f.MaxRetries)
+	line := "the harness asks the API again"
+	if f.Delay > 0 {
+		line += fmt.Sprintf(" in %.1f s", f.Delay.Seconds())
 	}
-	return fmt.Sprintf("the harness asks the API again in %.1f s (retry %d%s): %s", f.Delay.Seconds(), f.Attempt, of, what)
+	switch {
+	case f.Attempt > 0 && f.MaxRetries > 0:
+		line += fmt.Sprintf(" (retry %d of %d)", f.Attempt, f.MaxRetries)
+	case f.Attempt > 0:
+		line += fmt.Sprintf(" (retry %d)", f.Attempt)
+	}
+	return line + ": " + what
 }
 
 // authRefused is the outcome of an attempt whose credentials the API
