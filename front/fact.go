@@ -288,7 +288,11 @@ func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 		case ev.Compact != nil:
 			out(Compacted{Boundary: true, Trigger: ev.Compact.Trigger, PreTokens: ev.Compact.PreTokens, PostTokens: ev.Compact.PostTokens})
 		case ev.Retry != nil:
-			out(Retrying{Retry: *ev.Retry})
+			r := *ev.Retry
+			if r.Status == 0 && r.Error == "unknown" {
+				r.Error = "" // what the harness says of a request that got no answer: nothing
+			}
+			out(Retrying{Retry: r})
 		}
 	case transcript.KindResult:
 		how, lim := t.ending(ev)

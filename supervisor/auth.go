@@ -60,7 +60,7 @@ func retryLine(f front.Retrying) string {
 	if f.Blind {
 		return fmt.Sprintf("the harness asks the API again (retry %d; its screen says why)", f.Attempt)
 	}
-	said := f.Error != "" && f.Error != "unknown" // Claude Code says "unknown" for no answer
+	said := f.Error != ""
 	what := "no answer from the API (a connection error)"
 	switch {
 	case f.Status != 0 && said:
@@ -68,7 +68,7 @@ func retryLine(f front.Retrying) string {
 	case f.Status != 0:
 		what = fmt.Sprintf("HTTP %d", f.Status)
 	case said:
-		what = "no answer from the API (" + f.Error + ")" // Codex: "Reconnecting... waiting for network"
+		what = "no answer from the API (" + f.Error + ")" // the harness's own words
 	}
 	line := "the harness asks the API again"
 	if f.Delay > 0 {

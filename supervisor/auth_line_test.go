@@ -17,7 +17,7 @@ func TestRetryLine(t *testing.T) {
 	}{
 		{front.Retrying{Retry: transcript.Retry{Attempt: 3, MaxRetries: 10, Delay: 2300 * time.Millisecond, Status: 529, Error: "overloaded"}},
 			"the harness asks the API again in 2.3 s (retry 3 of 10): HTTP 529 overloaded"},
-		{front.Retrying{Retry: transcript.Retry{Attempt: 1, MaxRetries: 10, Delay: 545 * time.Millisecond, Error: "unknown"}},
+		{front.Retrying{Retry: transcript.Retry{Attempt: 1, MaxRetries: 10, Delay: 545 * time.Millisecond}},
 			"the harness asks the API again in 0.5 s (retry 1 of 10): no answer from the API (a connection error)"},
 		{front.Retrying{Retry: transcript.Retry{Error: "Reconnecting... waiting for network"}},
 			"the harness asks the API again: no answer from the API (Reconnecting... waiting for network)"},

@@ -72,7 +72,7 @@ type Options struct {
 	Handoff *policy.HandoffPolicy
 	// Compact is the agent's own compact policy (DESIGN.md «Auto-compact off»).
 	Compact envinject.CompactMode
-	// HarnessPath is the claude executable. Required.
+	// HarnessPath is the harness's executable (its front knows which CLI it is). Required.
 	HarnessPath string
 	// HarnessArgs are passed through to the harness after flower's own.
 	// With handoff on and compact mode not auto, their --settings is
