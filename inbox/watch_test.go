@@ -22,14 +22,8 @@ func TestWatchHearsAnotherProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	b, _ := json.Marshal(Request{Kind: KindHandoff, From: "another flower", At: time.Now()})
-	tmp, name := filepath.Join(dir, ".x.tmp"), "1-2-x"+suffix
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		t.Fatal(err)
-	}
+	name := "1-2-x" + suffix
+	leave(t, dir, name, "another flower")
 	select {
 	case r := <-w.Requests():
 		if r.Name != name || r.From != "another flower" {
@@ -94,14 +88,8 @@ func TestWatchPollsWhereTheWatchIsSilent(t *testing.T) {
 	if err := w.fw.Remove(dir); err != nil { // the watch hears nothing from now on
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(Request{Kind: KindHandoff, From: "another machine", At: time.Now()})
-	tmp, name := filepath.Join(dir, ".y.tmp"), "1-3-y"+suffix
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		t.Fatal(err)
-	}
+	name := "1-3-y" + suffix
+	leave(t, dir, name, "another machine")
 	select {
 	case r := <-w.Requests():
 		if r.Name != name {
@@ -109,5 +97,19 @@ func TestWatchPollsWhereTheWatchIsSilent(t *testing.T) {
 		}
 	case <-time.After(10 * Poll):
 		t.Fatal("the request was not heard by the poll")
+	}
+}
+
+// leave leaves a request in dir as another process does: a file written
+// aside, then renamed in.
+func leave(t *testing.T, dir, name, from string) {
+	t.Helper()
+	b, _ := json.Marshal(Request{Kind: KindHandoff, From: from, At: time.Now()})
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -124,37 +124,24 @@ func TestNoCredentialsFailsFast(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
-	ws := t.TempDir()
-	cmd := exec.Command(flowerBinary(t), "-C", ws, "say hello")
-	cmd.Env = env
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	start := time.Now()
-	err = cmd.Run()
-	took := time.Since(start)
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitAuth {
-		t.Fatalf("flower exited %v, want %d\n%s", err, exitAuth, stderr.String())
+	code, stderr, took, st := runFlower(t, env, "say hello")
+	if code != exitAuth {
+		t.Fatalf("flower exited %d, want %d\n%s", code, exitAuth, stderr)
 	}
 	t.Logf("no credentials: flower exited %d after %v", exitAuth, took)
 	if took > 30*time.Second {
 		t.Errorf("took %v", took)
 	}
-	if strings.Contains(stderr.String(), "retrying") {
-		t.Errorf("a certain refusal was retried:\n%s", stderr.String())
+	if strings.Contains(stderr, "retrying") {
+		t.Errorf("a certain refusal was retried:\n%s", stderr)
 	}
-	if !strings.Contains(stderr.String(), "no credentials") || !strings.Contains(stderr.String(), "set ANTHROPIC_API_KEY") {
-		t.Errorf("stderr does not say what to set:\n%s", stderr.String())
+	if !strings.Contains(stderr, "no credentials") || !strings.Contains(stderr, "set ANTHROPIC_API_KEY") {
+		t.Errorf("stderr does not say what to set:\n%s", stderr)
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Errorf("%d requests reached the API", n)
 	}
-	runDir, _ := filepath.EvalSymlinks(filepath.Join(ws, ".flower", "runs", "latest"))
-	m, err := manifest.LoadBound(runDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := m.Step("main"); st == nil || st.Status != manifest.StatusAuthFailed || st.Attempts != 0 {
+	if st == nil || st.Status != manifest.StatusAuthFailed || st.Attempts != 0 {
 		t.Errorf("step: %+v", st)
 	}
 }
