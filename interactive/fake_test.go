@@ -164,9 +164,12 @@ func fakeHarness() int {
 	// keys, and draws on the alternate screen.
 	fmt.Print(pasteModeOn + "\x1b[?1049h")
 	f.rec.Started, f.rec.PasteOn = started.UnixNano(), time.Now().UnixNano()
-	// Say the pty's size whenever it changes, for the resize test.
+	// Say the pty's size whenever it changes, for the resize test, and
+	// once now: a change made before the signal was listened for raises
+	// no second signal when the same size is set again.
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
+	winch <- syscall.SIGWINCH
 	go func() {
 		for range winch {
 			if w, h, err := term.GetSize(0); err == nil {
