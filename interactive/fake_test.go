@@ -256,7 +256,10 @@ func (f *fake) turnEnd() { f.line(map[string]any{"type": "system", "subtype": "t
 func (f *fake) save() {
 	f.rec.Input = f.input
 	b, _ := json.Marshal(f.rec)
-	_ = os.WriteFile(f.record, b, 0o644)
+	// Renamed into place: a test reading it meanwhile never sees half.
+	if os.WriteFile(f.record+".tmp", b, 0o644) == nil {
+		_ = os.Rename(f.record+".tmp", f.record)
+	}
 }
 
 // submit answers one prompt.
