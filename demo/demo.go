@@ -131,7 +131,7 @@ func (m *Model) Script(r *scriptedapi.Request) scriptedapi.Reply {
 		return scriptedapi.Harmless(r)
 	}
 	a, doc := m.answer(strings.Contains(r.LastUserText, handoffwriter.PromptTag),
-		r.NumMessages <= 2 && strings.Contains(r.LastUserText, takeoverMark), toolOutput(r))
+		r.Replies == 0 && strings.Contains(r.LastUserText, takeoverMark), toolOutput(r))
 	if doc != "" {
 		return scriptedapi.Reply{Text: doc, Usage: usage(a.ctx), ChunkText: 80, Delay: 4 * m.pace}
 	}

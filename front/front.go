@@ -42,6 +42,11 @@ type Spec struct {
 	// harness started early (Capabilities.StartEarly): the engine then sends the
 	// first prompt with Session.Send once it is known.
 	Prompt string
+	// Ours: Prompt is flower's own words (a handoff's prompt block, a
+	// note after a crash), not the task as the person gave it. A front
+	// with a screen may show flower's prompts briefly (DESIGN.md «Quiet
+	// screen»); the person's own words it shows as they are.
+	Ours bool
 	// Early: the harness is started before its first prompt is known
 	// (Capabilities.StartEarly), as a successor beside the writing turn;
 	// its first turn is the first Send, of kind TurnFirst. A front whose
@@ -53,6 +58,10 @@ type Spec struct {
 	// Inbox is the step's inbox directory (package inbox), where a front
 	// that takes a person's keys posts a handoff asked for; "" for none.
 	Inbox string
+	// RunDir is the run's directory, where a front may keep files of its
+	// own for the harness to read (the screen's prompt files); "" for
+	// none.
+	RunDir string
 	// Grace bounds each stage of stopping the harness.
 	Grace  time.Duration
 	Logger *slog.Logger

@@ -3,9 +3,11 @@ package integration_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tidwall/gjson"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -335,8 +337,11 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 	if len(writing) != 1 || len(successor) != 1 {
 		t.Fatalf("%d writing turns and %d successor starts reached the server, want 1 and 1", len(writing), len(successor))
 	}
+	// flower's long prompts reach the model whole, as a file the harness
+	// attached (its Read rendering, each line numbered), and the screen as
+	// one short line and the harness's "Read …" (DESIGN.md «Quiet screen»).
 	want := strings.TrimSpace(handoffwriter.HandoffPrompt(155_000, 200_000))
-	if got := writing[0].LastUserText; !strings.Contains(got, want) || strings.Contains(got, "INTERLOPER") || strings.Contains(got, "pasted_content") {
+	if got := unnumbered(writing[0].LastUserText); !strings.Contains(got, want) || strings.Contains(got, "INTERLOPER") || strings.Contains(got, "pasted_content") {
 		t.Errorf("the handoff prompt did not arrive verbatim and alone:\n%s", clip(got, 3000))
 	}
 	// The successor's first prompt is the prompt block read from disk.
@@ -352,8 +357,21 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 		t.Errorf("successor's first prompt is not the prompt block:\n%s", clip(s, 2000))
 	}
 	// It carries the task the person typed, verbatim, as a headless run's does.
-	if s := successor[0].LastUserText; !strings.Contains(s, handoffwriter.TaskBegin+"\n"+task+"\n"+handoffwriter.TaskEnd) {
+	if s := unnumbered(successor[0].LastUserText); !strings.Contains(s, handoffwriter.TaskBegin+"\n"+task+"\n"+handoffwriter.TaskEnd) {
 		t.Errorf("successor's first prompt does not carry the typed task:\n%s", clip(s, 3000))
+	}
+	shown := p.capture()
+	for _, noise := range []string{handoffwriter.PromptTag, "Dead ends are the most valuable", "You are taking over", handoffwriter.TaskBegin} {
+		if strings.Contains(shown, noise) {
+			t.Errorf("the screen shows flower's prompt (%q):\n%s", noise, shown)
+		}
+	}
+	// The successor's screen is the one left to see; generation 1's
+	// writing line is in its transcript (below).
+	for _, want := range []string{"flower: you are taking over this task", "main-2-first-", "Read .flower/runs/"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the screen lacks %q:\n%s", want, shown)
+		}
 	}
 
 	// The person ends the session; flower ends with it.
@@ -437,6 +455,18 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 	tr, err := os.ReadFile(transcript.FilePath(filepath.Join(r.home, ".claude"), r.workspace, g1.SessionID))
 	if err != nil || !strings.Contains(string(tr), "[Request interrupted by user for tool use]") {
 		t.Errorf("generation 1's transcript shows no interrupt (%v)", err)
+	}
+	// The writing turn's prompt, as typed on generation 1's screen: one
+	// line naming the request's file, which the harness attached.
+	var typedLine string
+	for _, line := range strings.Split(string(tr), "\n") {
+		if c := gjson.Get(line, "message.content"); gjson.Get(line, "type").String() == "user" && c.Type == gjson.String && strings.Contains(c.String(), "main-1-writing-") {
+			typedLine = c.String()
+		}
+	}
+	if !strings.HasPrefix(typedLine, "flower: your context window is nearly full.") || strings.Contains(typedLine, "\n") || strings.Contains(typedLine, handoffwriter.PromptTag) ||
+		!strings.Contains(string(tr), `"type":"attachment"`) {
+		t.Errorf("generation 1's writing prompt was not one short line with its request attached: %q", typedLine)
 	}
 
 	// Continuation works for an interactive run as for a headless one: the
@@ -682,3 +712,11 @@ func TestInteractiveSignalMidTurn(t *testing.T) {
 		t.Errorf("flower had to stop the harness: it did not exit on its own after the turn")
 	}
 }
+
+// numberedLine is a line as the harness's Read tool renders a file: its
+// number, a tab, the text.
+var numberedLine = regexp.MustCompile(`(?m)^ *\d+\t`)
+
+// unnumbered is text with the Read rendering's line numbers taken off, so
+// that a file the harness attached reads as it is on disk.
+func unnumbered(text string) string { return numberedLine.ReplaceAllString(text, "") }

@@ -57,7 +57,7 @@ func (j *job) script(r *scriptedapi.Request) scriptedapi.Reply {
 	}
 	// A successor whose predecessor wrote no handoff (overflow) starts
 	// without a writing turn having advanced the generation.
-	if j.i > 0 && r.NumMessages <= 2 && strings.Contains(r.LastUserText, "You are taking over") {
+	if j.i > 0 && r.Replies == 0 && strings.Contains(r.LastUserText, "You are taking over") {
 		j.gen++
 		j.i = 0
 	}

@@ -58,6 +58,17 @@
 // typed in one burst once its screen reads keys (DESIGN.md «Warm
 // successor»).
 //
+// File mentions. A prompt line with @"path" (or @path) gets the file's
+// text attached by the harness itself: an "attachment" record in the
+// transcript, the text in the request as its Read tool renders it, and
+// "⎿ Read path (N lines)" on the screen; no tool call of the model's. It
+// works typed or on the command line, for files in the workspace (one
+// its repository ignores included) and outside it; a 98 KB file came whole,
+// 123 KB and more not at all, with no word. Where the message begins with
+// an interrupted tool's result, the file's text goes inside that result. With the cursor right after a mention the harness offers to
+// complete it, and Enter takes the offer rather than submitting. flower's
+// long prompts go this way (quiet.go, DESIGN.md «Quiet screen»).
+//
 // Keys. Esc interrupts a running turn. Ctrl-C on a
 // non-empty input clears it; a second Ctrl-C within about 0.8 s ("Press
 // Ctrl-C again to exit") exits, as does "/exit" + Enter. Ctrl-U clears only

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,7 +84,8 @@ type fakeReply struct {
 
 // fakeRecord is what the fake leaves in FAKE_DIR for the test.
 type fakeRecord struct {
-	Prompts []string // submitted prompts, in order
+	Prompts []string // submitted prompts, in order, with the files they mention
+	Typed   []string // the prompts as typed
 	Input   string   // what sat in the input when it exited
 	// ExitedByKeys: it exited on Ctrl-C twice, as a person ends it.
 	ExitedByKeys bool
@@ -300,10 +302,12 @@ func (f *fake) submit(text string) {
 	if f.sc.SlowTyped != "" && strings.Contains(text, f.sc.SlowTyped) {
 		time.Sleep(f.sc.SlowBy)
 	}
-	f.rec.Prompts = append(f.rec.Prompts, text)
-	f.save()
+	f.rec.Typed = append(f.rec.Typed, text)
 	f.line(map[string]any{"type": "user", "isSidechain": false, "message": map[string]any{"role": "user", "content": text}})
 	fmt.Printf("> %.40q\r\n", text)
+	text += f.attach(text)
+	f.rec.Prompts = append(f.rec.Prompts, text)
+	f.save()
 	if strings.Contains(text, handoffwriter.PromptTag) {
 		time.Sleep(f.sc.WritingTakes)
 		f.rec.Wrote = time.Now().UnixNano()
@@ -334,6 +338,28 @@ func (f *fake) submit(text string) {
 		f.assistant("done with that", r.Context, "end_turn")
 		f.turnEnd()
 	}
+}
+
+// mention is a file mention in a prompt, as the real harness reads them:
+// @"a path" or @path.
+var mention = regexp.MustCompile(`@"([^"\n]+)"|@(/\S+)`)
+
+// attach does what the real harness does with each file a prompt mentions:
+// an attachment record in the transcript, and the file's text in what the
+// model is sent (returned, to be answered with the prompt).
+func (f *fake) attach(text string) string {
+	var b strings.Builder
+	for _, m := range mention.FindAllStringSubmatch(text, -1) {
+		path := m[1] + m[2]
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue // the real harness attaches nothing, and says nothing
+		}
+		f.line(map[string]any{"type": "attachment", "isSidechain": false, "attachment": map[string]any{"type": "file", "filename": path,
+			"content": map[string]any{"type": "text", "file": map[string]any{"filePath": path, "content": string(data)}}}})
+		b.WriteString("\n" + string(data))
+	}
+	return b.String()
 }
 
 // keys reads the pty like the real harness: bracketed pastes and keys

@@ -74,6 +74,8 @@ type Front struct {
 	// inbox is the running step's (front.Spec.Inbox), where the handoff
 	// key posts its request.
 	inbox string
+	// prompts holds flower's long prompts for the harness to read (quiet.go).
+	prompts promptFiles
 }
 
 var _ front.Launcher = (*Front)(nil)
@@ -295,7 +297,7 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 			return nil, err
 		}
 	}
-	cfg, typed := procFor(s, log)
+	cfg, typed := f.procFor(s, log)
 	launched := time.Now()
 	p, handOver, err := f.startOnScreen(ctx, cfg, prev)
 	if err != nil {
@@ -320,7 +322,7 @@ func (f *Front) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 // it, and nothing of the front changes for it (the events' logger, the
 // inbox), until its first Send takes the screen for it (session.sendFirst).
 func (f *Front) launchEarly(ctx context.Context, s front.Spec, log *slog.Logger) (front.Session, error) {
-	cfg, _ := procFor(s, log)
+	cfg, _ := f.procFor(s, log)
 	launched := time.Now()
 	held := &heldScreen{w: f.screen}
 	cfg.Size = f.term.Size()
@@ -357,24 +359,33 @@ func (f *Front) newSession(ctx context.Context, p *proc, s front.Spec, cfg procC
 	configDir := transcript.ConfigDir(s.Env)
 	return newSession(ctx, f, p, cfg.Logger, sessionConfig{
 		configDir: configDir, cwd: s.Dir, typed: typed, argPrompt: cfg.Prompt != "", resumed: s.Resume, early: early, inbox: s.Inbox,
+		step: s.Step, gen: s.Generation, runDir: s.RunDir,
 		loc:   locator{configDir: configDir, cwd: s.Dir, pid: p.PID(), since: launched.Add(-time.Second), used: f.used},
 		probe: harness.Config{Path: s.Path, Args: s.Args, Model: s.Model, Dir: s.Dir, Env: s.Env, Logger: cfg.Logger, Grace: cfg.Grace},
 	})
 }
 
 // procFor is how to start the harness s asks for; typed is a first prompt
-// too long for the command line, to be typed instead.
-func procFor(s front.Spec, log *slog.Logger) (cfg procConfig, typed string) {
+// too long for the command line, to be typed instead. A first prompt of
+// flower's own goes through a file (quiet.go): a fresh session's is a
+// successor's, taking the step over.
+func (f *Front) procFor(s front.Spec, log *slog.Logger) (cfg procConfig, typed string) {
 	args := append([]string(nil), s.Args...)
 	if s.Model != "" {
 		args = append([]string{"--model", s.Model}, args...)
 	}
+	kind := front.TurnFirst
 	if s.Resume != "" {
 		args = append(args, "--resume", s.Resume)
+		kind = front.TurnWork
 	}
-	argPrompt := s.Prompt
-	if len(s.Prompt) > maxArgPrompt {
-		argPrompt, typed = "", s.Prompt
+	prompt := s.Prompt
+	if prompt != "" {
+		prompt = f.prompts.quiet(s.RunDir, s.Step, s.Generation, kind, prompt, s.Ours, log)
+	}
+	argPrompt := prompt
+	if len(prompt) > maxArgPrompt {
+		argPrompt, typed = "", prompt
 	}
 	grace := s.Grace
 	if grace <= 0 {

@@ -67,8 +67,13 @@ type sessionConfig struct {
 	// screen. inbox is the step's, the front's once it has the screen.
 	early *heldScreen
 	inbox string
-	loc   locator
-	probe harness.Config // the same harness in stream-json mode (Probe)
+	// step and gen name the session's generation; runDir is its run's
+	// (front.Spec.RunDir).
+	step   string
+	gen    int
+	runDir string
+	loc    locator
+	probe  harness.Config // the same harness in stream-json mode (Probe)
 }
 
 // session is one harness on the person's terminal as a front.Session. One
@@ -215,6 +220,10 @@ func (s *session) interrupt(purpose string) error {
 // turns»). A prompt that shows up after that starts a turn as a person's
 // would, which ends with its own TurnEnded.
 func (s *session) Send(t front.Turn) error {
+	// The handoff request and a successor's first prompt are flower's
+	// own words: through a file (quiet.go). A work turn's may be the
+	// person's (a continue's message), typed as it is.
+	t.Prompt = s.f.prompts.quiet(s.cfg.runDir, s.cfg.step, s.cfg.gen, t.Kind, t.Prompt, t.Kind != front.TurnWork, s.log)
 	if s.cfg.early != nil && t.Kind == front.TurnFirst {
 		return s.sendFirst(t.Prompt)
 	}

@@ -49,7 +49,9 @@ type Request struct {
 
 	// LastUserText is the text of the last message with role "user" (the
 	// array may end with role "system"), text blocks only, concatenated;
-	// then MidTurn, on a line of its own: what the user said last.
+	// then MidTurn, on a line of its own: what the user said last; then
+	// the harness's reminders that it put inside a tool's result instead
+	// (reminders).
 	LastUserText string
 	// MidTurn is how the harness surfaced the prompts the user sent while
 	// the turn ran, beside the tool's result, from its words "The user
@@ -66,6 +68,10 @@ type Request struct {
 	// system prompt is in System).
 	AllText     string
 	NumMessages int
+	// Replies counts the messages with role "assistant": 0 in a
+	// session's first request, however many user messages the harness
+	// split its prompt into (a file the prompt mentions makes one more).
+	Replies int
 
 	// SessionID is the harness session that sent the request: the
 	// X-Claude-Code-Session-Id header, else the session_id inside
@@ -136,8 +142,11 @@ func parseRequest(body []byte) (Request, error) {
 		if t := flatten(m.Content); t != "" {
 			all = append(all, t)
 		}
-		if m.Role == "user" {
+		switch m.Role {
+		case "user":
 			last = i
+		case "assistant":
+			r.Replies++
 		}
 	}
 	r.AllText = strings.Join(all, "\n")
@@ -154,6 +163,8 @@ func parseRequest(body []byte) (Request, error) {
 		for _, tr := range r.LastToolResults {
 			if t, ok := midTurn(tr.Content); ok {
 				mid, elsewhere = append(mid, t), append(elsewhere, t)
+			} else if t, ok := reminders(tr.Content); ok {
+				elsewhere = append(elsewhere, t)
 			}
 		}
 		for _, m := range a.Messages[last+1:] {
@@ -237,6 +248,23 @@ func midTurn(text string) (string, bool) {
 		return "", false
 	}
 	return text[strings.LastIndexByte(text[:i], '\n')+1:], true
+}
+
+// reminderMark opens one of the harness's own reminders. Where a user
+// message begins with a tool's result, the harness puts the reminders it
+// sends with the message (the text of a file the prompt mentions
+// included) inside that result, after the tool's output (2.1.328: the
+// rejected result of a tool use a person interrupted).
+const reminderMark = "\n<system-reminder>"
+
+// reminders is a tool result's text from the harness's first reminder on,
+// if it holds one.
+func reminders(text string) (string, bool) {
+	i := strings.Index(text, reminderMark)
+	if i < 0 {
+		return "", false
+	}
+	return text[i+1:], true
 }
 
 // subagentMark is what the harness puts in the billing line that opens a

@@ -169,6 +169,7 @@ func TestParsedRequest(t *testing.T) {
 		{"Stream", r.Stream, true},
 		{"MaxTokens", r.MaxTokens, 1000},
 		{"NumMessages", r.NumMessages, 4},
+		{"Replies", r.Replies, 1},
 		{"LastUserText", r.LastUserText, "go on"},
 		{"Kind", r.Kind, KindMain},
 		{"System", r.System, "x-anthropic-billing-header: cc_version=1; cc_entrypoint=sdk-cli;\nYou are main."},
@@ -242,6 +243,27 @@ func TestMidTurnPrompt(t *testing.T) {
 	r = s.Requests()[2]
 	if want := "The user sent a new message while you were working:\nwrite the handoff\n\nThis is how Claude Code surfaces messages."; r.MidTurn != want || r.LastUserText != want {
 		t.Errorf("MidTurn = %q, LastUserText = %q: want %q once", r.MidTurn, r.LastUserText, want)
+	}
+}
+
+// A file the prompt mentions, when the message begins with an interrupted
+// tool's result: the harness puts its reminders (the file's text) inside
+// that result, and LastUserText has them after the prompt (2.1.328).
+func TestRemindersInsideAToolResult(t *testing.T) {
+	s := start(t, Harmless)
+	post(t, s.URL+"/v1/messages?beta=true", `{"model":"claude-test","stream":true,"max_tokens":1000,
+ "system":[{"type":"text","text":"x-anthropic-billing-header: cc_version=1; cc_entrypoint=sdk-cli;"}],
+ "tools":[{"name":"Bash"}],
+ "messages":[{"role":"user","content":"the task"},
+  {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}]},
+  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,"content":"The user doesn't want to proceed with this tool use.\n\n<system-reminder>\nResult of calling the Read tool:\n1\tFILE-TEXT\n</system-reminder>"},
+   {"type":"text","text":"[Request interrupted by user for tool use]"},{"type":"text","text":"do as @\"/p.md\" says"}]}]}`)
+	r := s.Requests()[0]
+	if want := "[Request interrupted by user for tool use]\ndo as @\"/p.md\" says\n<system-reminder>\nResult of calling the Read tool:\n1\tFILE-TEXT\n</system-reminder>"; r.LastUserText != want || r.MidTurn != "" {
+		t.Errorf("LastUserText = %q, MidTurn = %q; want %q", r.LastUserText, r.MidTurn, want)
+	}
+	if len(r.LastToolResults) != 1 || !strings.Contains(r.LastToolResults[0].Content, "FILE-TEXT") {
+		t.Errorf("tool results %+v: the result is kept whole", r.LastToolResults)
 	}
 }
 

@@ -114,8 +114,8 @@ func (s *stepRun) spec(n int, prompt, resume string) front.Spec {
 	return front.Spec{
 		Step: s.st.Name, Generation: n,
 		Path: rt.opts.HarnessPath, Args: s.harnessArgs(), Hold: s.hold(), Model: rt.opts.Model, Resume: resume,
-		Prompt: prompt, Dir: rt.opts.Workspace, Env: rt.env, Logger: s.log, Grace: rt.opts.Grace, Inbox: s.inboxDir,
-		Now: rt.clock.Now,
+		Prompt: prompt, Ours: prompt != "" && prompt != s.st.Task, Dir: rt.opts.Workspace, Env: rt.env, Logger: s.log,
+		Grace: rt.opts.Grace, Inbox: s.inboxDir, RunDir: rt.opts.RunDir, Now: rt.clock.Now,
 	}
 }
 
