@@ -93,3 +93,18 @@ func TestScreenLineRetries(t *testing.T) {
 		t.Errorf("zh: %q, want %q", got, want)
 	}
 }
+
+// A burned harness that tells its cost only as it exits, after its
+// successor started: the status line's cost becomes the chain's at once,
+// and the generation shown stays the successor's.
+func TestScreenLineChainCost(t *testing.T) {
+	s := NewScreenLine(LangEn, false, "", "/home/p", Bounds{})
+	s.Handle(event.Event{Kind: event.KindGeneration, Generation: 1})
+	s.Handle(event.Event{Kind: event.KindGeneration, Generation: 2})
+	if !s.Handle(event.Event{Kind: event.KindCost, CostUSD: 1.5}) {
+		t.Error("the cost event changed nothing")
+	}
+	if got, want := s.Meter(), "gen 2 · starting"; got != want || s.Cost() != 1.5 {
+		t.Errorf("meter %q, cost %v; want %q, 1.5", got, s.Cost(), want)
+	}
+}

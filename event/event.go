@@ -24,6 +24,7 @@ const (
 	KindNotice     Kind = "notice"     // something a person should know (DESIGN.md «Auto-compact off», warnings)
 	KindRetry      Kind = "retry"      // a failed attempt that will be retried
 	KindRaw        Kind = "raw"        // one harness stdout record as read, in Raw (never from the writing turn)
+	KindCost       Kind = "cost"       // the step's cost grew outside a turn (a harness's exit said what it cost): CostUSD
 	KindAPI        Kind = "api"        // Phase retrying: the harness asks the API again (Text: the progress line); refused: the API refused the credentials, or the harness has none (Text: what to fix)
 )
 

@@ -374,6 +374,11 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 		}
 	}
 
+	// The successor's status line shows the chain's cost: generation 1's,
+	// booked as its harness exited, with its own.
+	chainCost := regexp.MustCompile(`第 2 代 · [^\n]*\$(0\.0[1-9]|0\.[1-9]|[1-9])`)
+	p.waitFor("the chain's cost on generation 2's status line", waitLimit, func() bool { return chainCost.MatchString(p.capture()) })
+
 	// The person ends the session; flower ends with it.
 	p.press("C-u")
 	p.keys("/exit")

@@ -309,6 +309,11 @@ func (a *attemptRun) bookExit(x front.Exit) {
 	a.st.AddUsageOf(a.gen.N, x.CostUSD-a.lastCost, 0)
 	a.lastCost = x.CostUSD
 	a.rt.save(a.st)
+	// The step's cost is the chain's: whatever shows it (the status line
+	// in a successor's screen) hears it now, not at the next turn. No
+	// generation: the burned one's exit may come after its successor
+	// started.
+	a.rt.emit(Event{Kind: KindCost, Step: a.st.Name, CostUSD: a.st.CostUSD})
 }
 
 // exitWhy waits a grace period for the harness to exit after a turn it

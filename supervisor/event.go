@@ -26,6 +26,7 @@ const (
 	KindNotice     = event.KindNotice
 	KindRetry      = event.KindRetry
 	KindRaw        = event.KindRaw
+	KindCost       = event.KindCost
 
 	PhaseNear    = event.PhaseNear
 	PhaseWriting = event.PhaseWriting

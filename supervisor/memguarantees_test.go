@@ -1186,6 +1186,19 @@ func memExitCost(t *testing.T) {
 	if st.CostUSD != 3 {
 		t.Errorf("the step's cost $%v, want $3", st.CostUSD)
 	}
+	// Each exit's booking is told at once, as the chain's cost so far.
+	var told []float64
+	for _, ev := range r.events {
+		if ev.Kind == KindCost {
+			told = append(told, ev.CostUSD)
+			if ev.Generation != 0 || ev.Step != memStep {
+				t.Errorf("cost event %+v: want the step's, no generation", ev)
+			}
+		}
+	}
+	if !slices.Equal(told, []float64{1.5, 3}) {
+		t.Errorf("cost events told %v, want [1.5 3]", told)
+	}
 }
 
 // memStoppedUnread: flower is stopped before it read the line that names
