@@ -15,6 +15,7 @@ import (
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/statusline"
 	"github.com/flowerhq/flower/workbench"
 )
 
@@ -93,8 +94,8 @@ func screenJob(c *cli.Context, set jobSettings, p proc, in *os.File, lang consol
 			return nil, nil // reported below, before anything runs
 		}
 		line := console.NewScreenLine(lang, !set.handoff.Enabled, workbench.HoldingWorkspace(runDir), home, console.Bounds{BudgetUSD: set.maxBudgetUSD, Deadline: deadlineOf(set.maxDuration)})
-		w := newStatusWriter(runDir, line, log)
-		return statusLauncher{Launcher: f, state: w.path, lang: lang, log: log}, f.Sink(w.handle)
+		w := statusline.NewWriter(runDir, line, log)
+		return statusline.Launcher{Launcher: f, Binary: hookBinary, State: w.Path(), Lang: lang, Log: log}, f.Sink(w.Handle)
 	}
 	job, err := setupJob(set, p)
 	if f != nil {
