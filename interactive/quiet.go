@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"github.com/flowerhq/flower/atomicfile"
 	"github.com/flowerhq/flower/front"
@@ -37,10 +37,7 @@ const (
 
 // promptFiles numbers a front's prompt files, which go in <run dir>/prompts
 // and stay there with the run.
-type promptFiles struct {
-	mu sync.Mutex
-	n  int
-}
+type promptFiles struct{ n atomic.Int64 }
 
 // quiet returns what to give the harness for prompt, one of flower's own
 // (ours) of kind k in generation gen of step, run in runDir: the short line
@@ -54,24 +51,8 @@ func (q *promptFiles) quiet(runDir, step string, gen int, k front.TurnKind, prom
 	if len(prompt) > quietMaxBytes || strings.Count(prompt, "\n") >= quietMaxLines {
 		return prompt
 	}
-	q.mu.Lock()
-	q.n++
-	n := q.n
-	q.mu.Unlock()
-	dir := filepath.Join(runDir, "prompts")
-	path := filepath.Join(dir, fmt.Sprintf("%s-%d-%s-%d.md", workbench.SafeStepName(step), gen, k, n))
-	err := error(nil)
-	if strings.ContainsAny(path, "\"\n\r") {
-		err = fmt.Errorf("a mention cannot quote the path %q", path)
-	}
-	if err == nil {
-		err = safefile.MkdirAll(runDir, dir, 0o700)
-	}
-	if err == nil {
-		// Replaces whatever is at path (a planted link included), never
-		// writing through it.
-		err = atomicfile.WriteFile(path, []byte(prompt), 0o600)
-	}
+	name := fmt.Sprintf("%s-%d-%s-%d.md", workbench.SafeStepName(step), gen, k, q.n.Add(1))
+	path, err := writePrompt(runDir, name, prompt)
 	if err != nil {
 		if log != nil {
 			log.Warn("write the prompt file; typing the prompt whole", "err", err)
@@ -79,6 +60,20 @@ func (q *promptFiles) quiet(runDir, step string, gen int, k front.TurnKind, prom
 		return prompt
 	}
 	return quietLine(k, path)
+}
+
+// writePrompt writes prompt to <runDir>/prompts/name, replacing whatever
+// is there (a planted link included) and never writing through it.
+func writePrompt(runDir, name, prompt string) (string, error) {
+	dir := filepath.Join(runDir, "prompts")
+	path := filepath.Join(dir, name)
+	if strings.ContainsAny(path, "\"\n\r") {
+		return "", fmt.Errorf("a mention cannot quote the path %q", path)
+	}
+	if err := safefile.MkdirAll(runDir, dir, 0o700); err != nil {
+		return "", err
+	}
+	return path, atomicfile.WriteFile(path, []byte(prompt), 0o600)
 }
 
 // quietLine is the line typed for a prompt kept at path. The mention is
