@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/scriptedresp"
 	"github.com/flowerhq/flower/supervisor"
 )
@@ -132,7 +132,7 @@ func TestBlockedCompactionHandsOff(t *testing.T) {
 // hook): it compacts at the person's limit, and flower records it.
 func TestCompactAutoLeavesCodexCompaction(t *testing.T) {
 	j := &job{rounds: []int{30000, 120000, 40000}, final: 0}
-	r := newRun(t, j, personConfig, func(o *supervisor.Options) { o.Compact = envinject.CompactAuto })
+	r := newRun(t, j, personConfig, func(o *supervisor.Options) { o.Compact = policy.CompactAuto })
 	st := r.run(t, "port it")
 	if len(st.Generations) != 1 || st.Status != manifest.StatusSucceeded {
 		t.Fatalf("%d generations, status %s (errors %q)", len(st.Generations), st.Status, st.Errors)

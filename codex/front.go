@@ -20,13 +20,12 @@ import (
 	"github.com/flowerhq/flower/transcript"
 )
 
-// Launcher starts each session as a `codex app-server` process.
-type Launcher struct {
-	// Args are the person's own arguments for app-server (-c key=value),
-	// given after flower's: a key flower holds is still flower's only if
-	// the person does not set it again.
-	Args []string
-}
+// Launcher starts each session as a `codex app-server` process. Its
+// Spec.Args are the person's own arguments for app-server (-c key=value),
+// given after flower's: a key flower holds is still flower's only if the
+// person does not set it again. It readies nothing for a run (no Prepare):
+// flower's holds go in with each start (Overrides).
+type Launcher struct{}
 
 var (
 	_ front.Launcher = Launcher{}
@@ -58,9 +57,8 @@ func CredentialFix(env []string) string {
 const startTimeout = 60 * time.Second
 
 // Launch starts the app-server and opens the session's thread: a new one,
-// or Spec.Resume's. Spec.Args, the Claude Code CLI's flags, are not
-// Codex's: Launcher.Args are.
-func (l Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, error) {
+// or Spec.Resume's.
+func (Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, error) {
 	log := s.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -69,7 +67,7 @@ func (l Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, erro
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	c, err := codexrpc.Start(ctx, codexrpc.Config{Binary: s.Path, Dir: s.Dir, Overrides: Overrides(s),
-		Args: l.Args, BaseEnv: s.Env, Log: tail, Grace: s.Grace, Logger: log})
+		Args: s.Args, BaseEnv: s.Env, Log: tail, Grace: s.Grace, Logger: log})
 	if err != nil {
 		return nil, withTail(err, tail)
 	}

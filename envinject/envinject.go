@@ -1,5 +1,5 @@
 // Package envinject owns the environment a harness child is started with:
-// which compact mode is in effect, whether DISABLE_AUTO_COMPACT is injected
+// whether DISABLE_AUTO_COMPACT is injected for the compact mode in effect
 // (generational handoff forces the harness's auto-compact off), how injected
 // variables win over inherited ones, and how the effective auth configuration
 // is shown to a person with its secrets masked.
@@ -10,6 +10,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/flowerhq/flower/policy"
 )
 
 // DisableAutoCompact is the variable that switches the harness's auto-compact
@@ -28,39 +30,6 @@ var Held = map[string]string{"DISABLE_AUTOUPDATER": "1"}
 // taken out of the inherited environment.
 var OtherCompaction = []string{"CLAUDE_CODE_SLEEP_COMPACT", "CLAUDE_CODE_SLEEP_COMPACT_AFTER_MS",
 	"CLAUDE_CODE_COLD_COMPACT", "CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS"}
-
-// CompactMode is an agent spec's compact policy.
-type CompactMode string
-
-// Compact modes an agent spec may ask for.
-const (
-	// CompactUnset: the spec says nothing; handoff decides.
-	CompactUnset CompactMode = ""
-	// CompactNoSummary: the harness's auto-compact is off.
-	CompactNoSummary CompactMode = "no_summary"
-	// CompactAuto: the harness's auto-compact stays on, even with handoff.
-	CompactAuto CompactMode = "auto"
-)
-
-// ParseCompactMode accepts "", "no_summary" and "auto".
-func ParseCompactMode(s string) (CompactMode, error) {
-	switch m := CompactMode(s); m {
-	case CompactUnset, CompactNoSummary, CompactAuto:
-		return m, nil
-	}
-	return CompactUnset, fmt.Errorf("parse compact mode %q: want %q, %q or empty", s, CompactNoSummary, CompactAuto)
-}
-
-// Effective is the compact mode an attempt runs with (DESIGN.md
-// «Auto-compact off»). With handoff on, an unset mode becomes no_summary so a
-// lost context has one explanation; an explicit mode, "auto" included, is
-// respected. With handoff off the spec's mode is used as given.
-func Effective(spec CompactMode, handoff bool) CompactMode {
-	if handoff && spec == CompactUnset {
-		return CompactNoSummary
-	}
-	return spec
-}
 
 // Plan is the environment for one harness child and what flower changed in it.
 type Plan struct {
@@ -91,7 +60,7 @@ type Plan struct {
 //
 // Keys in extra that are empty or contain '=' cannot be expressed as an
 // environment entry and are skipped.
-func Child(base []string, spec CompactMode, handoff bool, extra map[string]string) Plan {
+func Child(base []string, spec policy.CompactMode, handoff bool, extra map[string]string) Plan {
 	env := dedup(base)
 	injected := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(extra)) {
@@ -107,14 +76,14 @@ func Child(base []string, spec CompactMode, handoff bool, extra map[string]strin
 	}
 
 	var notice string
-	switch Effective(spec, handoff) {
-	case CompactNoSummary:
+	switch spec.Effective(handoff) {
+	case policy.CompactNoSummary:
 		env = Set(env, DisableAutoCompact, "1")
 		injected[DisableAutoCompact] = "1"
 		for _, k := range OtherCompaction {
 			env = unset(env, k)
 		}
-	case CompactAuto:
+	case policy.CompactAuto:
 		env = unset(env, DisableAutoCompact)
 		delete(injected, DisableAutoCompact)
 		if handoff {
@@ -122,7 +91,7 @@ func Child(base []string, spec CompactMode, handoff bool, extra map[string]strin
 				"the harness may compact the context before flower hands off, " +
 				"so a lost context has two possible causes"
 		}
-	case CompactUnset:
+	case policy.CompactUnset:
 		if v, ok := Lookup(env, DisableAutoCompact); ok && v != "" && v != "0" {
 			notice = fmt.Sprintf("handoff is off, but %s=%s in the environment keeps the harness's auto-compact off too; "+
 				"unset it to get compaction", DisableAutoCompact, v)

@@ -5,60 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/flowerhq/flower/policy"
 )
-
-func TestParseCompactMode(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    CompactMode
-		wantErr bool
-	}{
-		{"", CompactUnset, false},
-		{"no_summary", CompactNoSummary, false},
-		{"auto", CompactAuto, false},
-		{"Auto", "", true},
-		{"off", "", true},
-		{" auto", "", true},
-	}
-	for _, tt := range tests {
-		got, err := ParseCompactMode(tt.in)
-		if tt.wantErr {
-			if err == nil {
-				t.Errorf("ParseCompactMode(%q) = %q, want an error", tt.in, got)
-				continue
-			}
-			for _, v := range []string{"no_summary", "auto"} {
-				if !strings.Contains(err.Error(), v) {
-					t.Errorf("ParseCompactMode(%q) error %q does not list %q", tt.in, err, v)
-				}
-			}
-			continue
-		}
-		if err != nil || got != tt.want {
-			t.Errorf("ParseCompactMode(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
-		}
-	}
-}
-
-func TestEffective(t *testing.T) { // DESIGN.md «Auto-compact off»
-	tests := []struct {
-		spec    CompactMode
-		handoff bool
-		want    CompactMode
-	}{
-		{CompactUnset, true, CompactNoSummary},     // handoff forces it off
-		{CompactAuto, true, CompactAuto},           // explicit auto is respected
-		{CompactNoSummary, true, CompactNoSummary}, // explicit, same as forced
-		{CompactUnset, false, CompactUnset},        // no handoff: the harness's own way
-		{CompactAuto, false, CompactAuto},
-		{CompactNoSummary, false, CompactNoSummary},
-	}
-	for _, tt := range tests {
-		if got := Effective(tt.spec, tt.handoff); got != tt.want {
-			t.Errorf("Effective(%q, %v) = %q, want %q", tt.spec, tt.handoff, got, tt.want)
-		}
-	}
-}
 
 // keysOnce fails if a key appears twice in env.
 func keysOnce(t *testing.T, env []string) {
@@ -78,22 +27,22 @@ func TestChildCompact(t *testing.T) { // DESIGN.md «Auto-compact off», as it r
 	tests := []struct {
 		name       string
 		base       []string
-		spec       CompactMode
+		spec       policy.CompactMode
 		handoff    bool
 		wantDAC    string // "" = absent
 		wantInject bool   // DISABLE_AUTO_COMPACT in Injected
 		notice     string // substring of Notice; "" = Notice empty
 	}{
-		{name: "handoff, unset", spec: CompactUnset, handoff: true, wantDAC: "1", wantInject: true},
-		{name: "handoff, unset, overrides inherited 0", base: []string{dac + "=0"}, spec: CompactUnset, handoff: true, wantDAC: "1", wantInject: true},
-		{name: "explicit no_summary, handoff", spec: CompactNoSummary, handoff: true, wantDAC: "1", wantInject: true},
-		{name: "explicit no_summary, no handoff", spec: CompactNoSummary, handoff: false, wantDAC: "1", wantInject: true},
-		{name: "auto with handoff", spec: CompactAuto, handoff: true, notice: "auto-compact stays on"},
-		{name: "auto with handoff removes inherited 1", base: []string{dac + "=1"}, spec: CompactAuto, handoff: true, notice: "explicitly"},
-		{name: "auto without handoff", base: []string{dac + "=1"}, spec: CompactAuto, handoff: false},
-		{name: "no handoff, nothing inherited", spec: CompactUnset, handoff: false},
-		{name: "no handoff, user's own value kept, made visible", base: []string{dac + "=1"}, spec: CompactUnset, handoff: false, wantDAC: "1", notice: "keeps the harness's auto-compact off"},
-		{name: "no handoff, user's 0 kept quietly", base: []string{dac + "=0"}, spec: CompactUnset, handoff: false, wantDAC: "0"},
+		{name: "handoff, unset", spec: policy.CompactUnset, handoff: true, wantDAC: "1", wantInject: true},
+		{name: "handoff, unset, overrides inherited 0", base: []string{dac + "=0"}, spec: policy.CompactUnset, handoff: true, wantDAC: "1", wantInject: true},
+		{name: "explicit no_summary, handoff", spec: policy.CompactNoSummary, handoff: true, wantDAC: "1", wantInject: true},
+		{name: "explicit no_summary, no handoff", spec: policy.CompactNoSummary, handoff: false, wantDAC: "1", wantInject: true},
+		{name: "auto with handoff", spec: policy.CompactAuto, handoff: true, notice: "auto-compact stays on"},
+		{name: "auto with handoff removes inherited 1", base: []string{dac + "=1"}, spec: policy.CompactAuto, handoff: true, notice: "explicitly"},
+		{name: "auto without handoff", base: []string{dac + "=1"}, spec: policy.CompactAuto, handoff: false},
+		{name: "no handoff, nothing inherited", spec: policy.CompactUnset, handoff: false},
+		{name: "no handoff, user's own value kept, made visible", base: []string{dac + "=1"}, spec: policy.CompactUnset, handoff: false, wantDAC: "1", notice: "keeps the harness's auto-compact off"},
+		{name: "no handoff, user's 0 kept quietly", base: []string{dac + "=0"}, spec: policy.CompactUnset, handoff: false, wantDAC: "0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,7 +84,7 @@ func TestChildPrecedence(t *testing.T) {
 		"":                     "dropped",
 		"BAD=KEY":              "dropped",
 	}
-	p := Child(base, CompactUnset, true, extra)
+	p := Child(base, policy.CompactUnset, true, extra)
 	keysOnce(t, p.Env)
 
 	want := []string{
@@ -160,12 +109,12 @@ func TestChildPrecedence(t *testing.T) {
 
 func TestChildExtraDisableAutoCompactWithoutHandoff(t *testing.T) {
 	// With no compact mode in effect, a caller's explicit extra is honoured.
-	p := Child(nil, CompactUnset, false, map[string]string{DisableAutoCompact: "1"})
+	p := Child(nil, policy.CompactUnset, false, map[string]string{DisableAutoCompact: "1"})
 	if v, _ := Lookup(p.Env, DisableAutoCompact); v != "1" || p.Injected[DisableAutoCompact] != "1" {
 		t.Errorf("env %q, injected %v: caller's extra lost", p.Env, p.Injected)
 	}
 	// With explicit auto, the compact mode wins over extra.
-	p = Child(nil, CompactAuto, true, map[string]string{DisableAutoCompact: "1"})
+	p = Child(nil, policy.CompactAuto, true, map[string]string{DisableAutoCompact: "1"})
 	if _, ok := Lookup(p.Env, DisableAutoCompact); ok {
 		t.Errorf("env %q: auto must not carry %s", p.Env, DisableAutoCompact)
 	}
@@ -227,14 +176,14 @@ func TestChildHoldsTheHarness(t *testing.T) {
 	base := []string{"DISABLE_AUTOUPDATER=0", "CLAUDE_CODE_SLEEP_COMPACT=1", "CLAUDE_CODE_SLEEP_COMPACT_AFTER_MS=1000",
 		"CLAUDE_CODE_COLD_COMPACT=1", "CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS=1", "KEEP=1"}
 	for _, tt := range []struct {
-		mode    CompactMode
+		mode    policy.CompactMode
 		handoff bool
 		held    bool
 	}{
-		{CompactUnset, true, true},
-		{CompactNoSummary, false, true},
-		{CompactAuto, true, false},
-		{CompactUnset, false, false},
+		{policy.CompactUnset, true, true},
+		{policy.CompactNoSummary, false, true},
+		{policy.CompactAuto, true, false},
+		{policy.CompactUnset, false, false},
 	} {
 		p := Child(base, tt.mode, tt.handoff, nil)
 		keysOnce(t, p.Env)

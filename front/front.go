@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -22,11 +23,10 @@ type Spec struct {
 	// Step and Generation name what the harness runs, for logs.
 	Step       string
 	Generation int
-	// Path is the harness executable; Args are its flags (flower's own
-	// mode flags are the front's business). For the Claude Code CLI they
-	// carry flower's compaction levers already when Hold is set; a front
-	// for another harness holds compaction with its own (DESIGN.md
-	// «Compaction levers»).
+	// Path is the harness executable; Args are its flags as the front's
+	// Capabilities.Prepare made them for this start (flower's own mode
+	// flags are the front's business): the person's own, with what the
+	// front holds for Hold merged in (DESIGN.md «Compaction levers»).
 	Path string
 	Args []string
 	// Hold, when set, asks that the harness's own compaction stay off
@@ -133,6 +133,49 @@ type Capabilities struct {
 	// harness's environment (its key variables named, masked); nil for a
 	// general word (DESIGN.md «Rejected credentials»).
 	CredentialFix func(env []string) string
+	// Prepare readies the harness for a run, once, as the engine is built
+	// and before anything starts: it checks the person's harness
+	// arguments (a bad settings file fails here, as the harness would
+	// fail), and gives the environment and the arguments of each start.
+	// nil: the person's arguments and the environment as they are
+	// (DESIGN.md «Fronts»).
+	Prepare func(Run) (Prepared, error)
+}
+
+// Run is what the engine knows of a run as it readies the harness.
+type Run struct {
+	// Args are the person's own harness arguments.
+	Args []string
+	// Env is the run's base environment.
+	Env []string
+	// Workspace is the harness's working directory.
+	Workspace string
+	// Compact is the run's compact mode as asked; Handoff: handoff is on.
+	// The harness's own compaction is held off (a Spec's Hold) where
+	// Compact.Effective(Handoff) is policy.CompactNoSummary.
+	Compact policy.CompactMode
+	Handoff bool
+}
+
+// Prepared is a run's harness, readied by Capabilities.Prepare.
+type Prepared struct {
+	// Env is the environment every harness of the run starts with.
+	Env []string
+	// Notice, when not empty, is said once before the run: the compact
+	// setting works otherwise than handoff implies.
+	Notice string
+	// Args gives one start's arguments (Spec.Args) for its Hold.
+	Args func(hold *Hold) []string
+}
+
+// Prepared is c.Prepare of r, or r's arguments and environment as they are
+// where c has none.
+func (c Capabilities) Prepared(r Run) (Prepared, error) {
+	if c.Prepare != nil {
+		return c.Prepare(r)
+	}
+	args := r.Args
+	return Prepared{Env: r.Env, Args: func(*Hold) []string { return args }}, nil
 }
 
 // Session is one running harness, as the engine sees it. Its methods are

@@ -16,6 +16,7 @@ import (
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/inbox"
+	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -268,7 +269,7 @@ const maxArgPrompt = 100 << 10
 // it, see launchEarly), and the person types the work turns.
 func (f *Front) Capabilities() front.Capabilities {
 	return front.Capabilities{StartEarly: true, Overlap: true, OutsideTurns: true, PersonTypes: true, Resumes: true,
-		CredentialFix: harness.CredentialFix}
+		CredentialFix: harness.CredentialFix, Prepare: levers.Prepare}
 }
 
 // Launch starts one harness in a pty on the person's terminal, which is raw

@@ -11,7 +11,6 @@ import (
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/runlog"
 
-	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/manifest"
@@ -110,10 +109,10 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 
 // spec says how to start generation n's harness.
 func (s *stepRun) spec(n int, prompt, resume string) front.Spec {
-	rt := s.rt
+	rt, hold := s.rt, s.hold()
 	return front.Spec{
 		Step: s.st.Name, Generation: n,
-		Path: rt.opts.HarnessPath, Args: s.harnessArgs(), Hold: s.hold(), Model: rt.opts.Model, Resume: resume,
+		Path: rt.opts.HarnessPath, Args: rt.harness.Args(hold), Hold: hold, Model: rt.opts.Model, Resume: resume,
 		Prompt: prompt, Ours: prompt != "" && prompt != s.st.Task, Dir: rt.opts.Workspace, Env: rt.env, Logger: s.log,
 		Grace: rt.opts.Grace, Inbox: s.inboxDir, RunDir: rt.opts.RunDir, Now: rt.clock.Now,
 	}
@@ -560,7 +559,7 @@ func (a *attemptRun) onSessionSwitched(f front.SessionSwitched) {
 // backstopArmed: auto-compact must not run (handoff on, and the agent did
 // not ask for compact mode auto).
 func (a *attemptRun) backstopArmed() bool {
-	return a.rt.policy.Enabled && a.rt.opts.Compact != envinject.CompactAuto
+	return a.rt.policy.Enabled && a.rt.opts.Compact != policy.CompactAuto
 }
 
 // compaction is the backstop: the harness compacted although handoff had

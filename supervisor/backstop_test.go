@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/harness/harnesstest"
 	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/policy"
 )
 
 // The compaction backstop (DESIGN.md «Compaction backstop»): while handoff is on, auto-compact must
@@ -62,7 +62,7 @@ func TestBackstopHandsOffAfterCompaction(t *testing.T) {
 func TestBackstopQuietWithCompactAuto(t *testing.T) {
 	line := `{"type":"system","subtype":"compact_boundary","session_id":"x"}`
 	b := newBench(t, harnesstest.ModeStream, harnesstest.EnvContext+"=100000", harnesstest.EnvExtraLine+"="+line)
-	rt := b.runtime(Options{Compact: envinject.CompactAuto})
+	rt := b.runtime(Options{Compact: policy.CompactAuto})
 	st, err := rt.RunStep(context.Background(), "s", "a task")
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -28,7 +29,8 @@ var (
 // its first user line on stdin, so it can be started before the line is
 // known; the engine sends every turn, and nobody types.
 func (Headless) Capabilities() front.Capabilities {
-	return front.Capabilities{StartEarly: true, Overlap: true, Resumes: true, Queues: true, CredentialFix: harness.CredentialFix}
+	return front.Capabilities{StartEarly: true, Overlap: true, Resumes: true, Queues: true,
+		CredentialFix: harness.CredentialFix, Prepare: levers.Prepare}
 }
 
 // Launch starts a stream-json harness. The first prompt is sent by Begin

@@ -7,7 +7,6 @@ import (
 
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/inbox"
-	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/manifest"
 )
 
@@ -39,28 +38,12 @@ func (s *stepRun) closeInbox() {
 	}
 }
 
-// harnessArgs are the harness's arguments for this step: the person's own
-// with the endpoint held in their --settings (DESIGN.md «Held harness»),
-// and with handoff on and compaction not asked for, flower's compaction
-// levers merged in as well (DESIGN.md «Compaction levers»).
-func (s *stepRun) harnessArgs() []string {
-	rt := s.rt
-	if !rt.levers {
-		return levers.Pinned(rt.opts.HarnessArgs, rt.ownSettings)
-	}
-	hook := levers.BlockOnly
-	if h := s.hold(); h.Hook != nil {
-		hook = levers.Hook(h.Hook...)
-	}
-	return levers.Args(rt.opts.HarnessArgs, rt.ownSettings, hook)
-}
-
 // hold is what the engine asks of the harness's own compaction: held off,
 // with the hook that records an attempt (DESIGN.md «Compaction levers»);
 // nil when it stays on.
 func (s *stepRun) hold() *front.Hold {
 	rt := s.rt
-	if !rt.levers {
+	if !rt.holds {
 		return nil
 	}
 	h := &front.Hold{}

@@ -32,7 +32,6 @@ import (
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/inbox"
-	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/trust"
@@ -71,7 +70,7 @@ type Options struct {
 	// policy.Switch gives a plain on or off — see policy.Resolve.
 	Handoff *policy.HandoffPolicy
 	// Compact is the agent's own compact policy (DESIGN.md «Auto-compact off»).
-	Compact envinject.CompactMode
+	Compact policy.CompactMode
 	// HarnessPath is the harness's executable (its front knows which CLI it is). Required.
 	HarnessPath string
 	// HarnessArgs are passed through to the harness after flower's own.
@@ -199,10 +198,11 @@ type Runtime struct {
 	// runDir is the run dir held open while a step runs (holdRunDir), for
 	// its manifest's saves; nil between steps.
 	runDir *atomicfile.Dir
-	// levers: flower's compaction levers go into every harness's
-	// --settings, merged with ownSettings, the person's.
-	levers      bool
-	ownSettings levers.Own
+	// holds: the harness's own compaction is held off (each start's
+	// Spec.Hold), as harness, the run's harness readied by the front,
+	// holds it.
+	holds   bool
+	harness front.Prepared
 	// trust holds the receipts (nil: none could be opened); loaded: the
 	// manifest is on disk, written before this Runtime or by it (and then
 	// the run dir has its receipt).
@@ -238,23 +238,17 @@ func New(opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("handoff policy: %w", err)
 	}
 	rt := &Runtime{opts: opts, caps: opts.Front.Capabilities(), policy: pol, windowSource: windowSource(opts.Handoff), log: log, clock: opts.Clock}
-	rt.levers = envinject.Effective(opts.Compact, pol.Enabled) == envinject.CompactNoSummary
-	// The person's --settings is read once, here: a bad one fails before
-	// any harness starts, as the harness would fail.
-	if rt.ownSettings, err = levers.Read(opts.HarnessArgs, opts.Workspace); err != nil {
+	rt.holds = opts.Compact.Effective(pol.Enabled) == policy.CompactNoSummary
+	// The front readies its harness once, here: a bad argument of the
+	// person's fails before any harness starts.
+	if rt.harness, err = rt.caps.Prepared(front.Run{Args: opts.HarnessArgs, Env: opts.Env,
+		Workspace: opts.Workspace, Compact: opts.Compact, Handoff: pol.Enabled}); err != nil {
 		return nil, err
 	}
-	plan := envinject.Child(opts.Env, opts.Compact, pol.Enabled, nil)
-	// The model's tools get no key where the harness can keep it from
-	// them (DESIGN.md «Held harness»).
-	// (flower trust --show and doctor say when they are not.)
-	rt.env, _, _ = levers.ScrubFor(plan.Env, opts.HarnessArgs)
-	// The endpoint is held where the run started it (DESIGN.md «Held
-	// harness»).
-	rt.ownSettings.Pin = levers.Hold(opts.HarnessArgs, rt.env, opts.Workspace, rt.ownSettings)
-	if plan.Notice != "" {
-		log.Warn("compact policy", "notice", plan.Notice)
-		rt.emit(Event{Kind: KindNotice, Text: plan.Notice})
+	rt.env = rt.harness.Env
+	if n := rt.harness.Notice; n != "" {
+		log.Warn("compact policy", "notice", n)
+		rt.emit(Event{Kind: KindNotice, Text: n})
 	}
 	if err := rt.openRunDir(); err != nil {
 		return nil, err

@@ -159,7 +159,7 @@ type jobSettings struct {
 	handoff                 policy.HandoffPolicy
 	// taskCarry is the library's setting: 0 the default, negative none.
 	taskCarry   int
-	compact     envinject.CompactMode
+	compact     policy.CompactMode
 	harness     string // as given; "" looks for one
 	harnessKind string // --harness-kind as given; "" detects it
 	model       string
@@ -195,7 +195,7 @@ type jobSettings struct {
 
 // settingsFrom reads and checks the run flags; nothing is made on disk.
 func settingsFrom(c *cli.Context, p proc) (jobSettings, error) {
-	compact, err := envinject.ParseCompactMode(c.String("compact"))
+	compact, err := policy.ParseCompactMode(c.String("compact"))
 	if err != nil {
 		return jobSettings{}, usageError{err}
 	}
@@ -357,9 +357,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	frontName := registry.FrontHeadless
 	switch {
 	case kind == kindCodex:
-		// The Codex CLI takes its own arguments; the engine's are the
-		// Claude Code CLI's (DESIGN.md «Codex front»).
-		launcher, harnessArgs, frontName = codex.Launcher{Args: harnessArgs}, nil, registry.FrontCodex
+		launcher, frontName = codex.Launcher{}, registry.FrontCodex
 	case set.front != nil:
 		launcher, onEvent = set.front(place.logger, place.runDir)
 		frontName = registry.FrontInteractive
