@@ -22,6 +22,7 @@ import (
 
 	"github.com/flowerhq/flower/demo"
 	"github.com/flowerhq/flower/front"
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
 	"github.com/flowerhq/flower/transcript"
@@ -184,7 +185,7 @@ func (p *place) write(home bool, rel, content string) error {
 // decides the flags, environment and settings, exactly as for a run.
 func (c *Checkup) spec(p *place) (front.Spec, front.Launcher, error) {
 	rt, err := supervisor.New(supervisor.Options{
-		Workspace: p.workspace, RunDir: filepath.Join(p.root, "run"),
+		Workspace: p.workspace, RunDir: filepath.Join(p.root, "run"), Front: harness.Headless{},
 		HarnessPath: c.cfg.Harness, HarnessArgs: c.cfg.Args, Env: p.env, Logger: c.cfg.Logger,
 	})
 	if err != nil {

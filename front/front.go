@@ -11,6 +11,7 @@ package front
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -140,7 +141,19 @@ type Capabilities struct {
 	// nil: the person's arguments and the environment as they are
 	// (DESIGN.md «Fronts»).
 	Prepare func(Run) (Prepared, error)
+	// ResumeRefused says whether a failed attempt's error (why) is the
+	// harness refusing to resume a session it does not have, which no
+	// retry of the resume mends; nil: the front's harness never says so.
+	ResumeRefused func(why string) bool
+	// Untested is the one line said when the version the harness reports
+	// (Init) is newer than any flower was tested on, "" for a tested one;
+	// nil: the front checks no version (DESIGN.md «Doctor»).
+	Untested func(version string) string
 }
+
+// ErrExited is what a Prober's Probe returns, wrapped or not, when its
+// harness exited before it answered: a later session asks again.
+var ErrExited = errors.New("harness exited")
 
 // Run is what the engine knows of a run as it readies the harness.
 type Run struct {
@@ -150,6 +163,8 @@ type Run struct {
 	Env []string
 	// Workspace is the harness's working directory.
 	Workspace string
+	// Model is the model asked for (Spec.Model), "" for the harness's own.
+	Model string
 	// Compact is the run's compact mode as asked; Handoff: handoff is on.
 	// The harness's own compaction is held off (a Spec's Hold) where
 	// Compact.Effective(Handoff) is policy.CompactNoSummary.
@@ -164,6 +179,10 @@ type Prepared struct {
 	// Notice, when not empty, is said once before the run: the compact
 	// setting works otherwise than handoff implies.
 	Notice string
+	// Window is the front's guess of the context window for the run's
+	// model, until the harness says its own; 0: no guess
+	// (policy.FallbackWindow). A --window given wins over it.
+	Window int
 	// Args gives one start's arguments (Spec.Args) for its Hold.
 	Args func(hold *Hold) []string
 }

@@ -32,6 +32,7 @@ import (
 
 	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/envinject"
+	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -51,7 +52,7 @@ const EnvTag = child.EnvTag
 
 // ErrExited is returned by writes and control requests once the harness has
 // exited.
-var ErrExited = errors.New("harness exited")
+var ErrExited = front.ErrExited
 
 // Config says how to start one harness process.
 type Config struct {

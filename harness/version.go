@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -62,4 +63,13 @@ func Tested(version string) bool {
 		}
 	}
 	return false
+}
+
+// Untested is the one line a run says on a harness newer than any flower
+// was tested on, "" for any other (front.Capabilities' Untested).
+func Untested(version string) string {
+	if !NewerThanTested(version) {
+		return ""
+	}
+	return fmt.Sprintf("harness %s is newer than the newest flower was tested on (%s): `flower doctor` checks it in seconds", version, NewestTested())
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/handoffwriter"
+	flowerharness "github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
@@ -70,7 +71,7 @@ func TestContinueOnRealHarness(t *testing.T) {
 			runDir := filepath.Join(ws, ".flower", "runs", "cont")
 			env := harnessEnv(t, srv)
 			opts := func(env []string) supervisor.Options {
-				return supervisor.Options{Workspace: ws, RunDir: runDir, HarnessPath: harnessPath(t), Env: env,
+				return supervisor.Options{Front: flowerharness.Headless{}, Workspace: ws, RunDir: runDir, HarnessPath: harnessPath(t), Env: env,
 					HarnessArgs: []string{"--allowedTools", "Bash"}, Workbench: true, Handoff: window200k(0), Grace: 3 * time.Second}
 			}
 			rt, err := supervisor.New(opts(env))

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/handoffwriter"
+	flowerharness "github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/harness/harnesstest"
 	"github.com/flowerhq/flower/manifest"
-	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
 )
@@ -306,7 +306,7 @@ func guaranteeTable() []guarantee {
 				goodHandoff),
 			env: []string{"ANTHROPIC_MODEL=claude-sonnet-4-5"},
 			check: func(t *testing.T, g *guarRun, code int, out string, st *manifest.StepResult) {
-				if w := policy.DefaultWindow([]string{"ANTHROPIC_MODEL=claude-sonnet-4-5"}); w != 1_000_000 {
+				if w := flowerharness.GuessWindow([]string{"ANTHROPIC_MODEL=claude-sonnet-4-5"}); w != 1_000_000 {
 					t.Fatalf("premise: the name rule gives %d for claude-sonnet-4-5, want 1000000", w)
 				}
 				if st.Window != 200_000 || st.WindowSource != manifest.WindowFromHarness {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flowerhq/flower/handoffwriter"
+	flowerharness "github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
@@ -47,7 +48,7 @@ func TestHandoffOverTheCapIsCutWhenWritten(t *testing.T) {
 	srv := startServer(t, overflowing(j.script, &served))
 	ws := t.TempDir()
 	var log bytes.Buffer
-	rt, err := supervisor.New(supervisor.Options{Workspace: ws, RunDir: ws + "/.flower/runs/test", Workbench: true,
+	rt, err := supervisor.New(supervisor.Options{Front: flowerharness.Headless{}, Workspace: ws, RunDir: ws + "/.flower/runs/test", Workbench: true,
 		HarnessPath: harnessPath(t), Env: harnessEnv(t, srv), HarnessArgs: []string{"--allowedTools", "Bash"},
 		Handoff: window200k(0), Logger: slog.New(slog.NewJSONHandler(&log, nil))})
 	if err != nil {

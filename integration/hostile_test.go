@@ -23,6 +23,7 @@ import (
 	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/fleet"
 	"github.com/flowerhq/flower/handoff"
+	flowerharness "github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/scriptedapi"
@@ -622,7 +623,7 @@ func hostileActivity(t *testing.T, ws string, srv *scriptedapi.Server) (int, str
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &fleet.Generations{Identity: "table-worker", Roots: roots, Options: supervisor.Options{
+	g := &fleet.Generations{Identity: "table-worker", Roots: roots, Options: supervisor.Options{Front: flowerharness.Headless{},
 		HarnessPath: harnessPath(t), Env: harnessEnv(t, srv), HarnessArgs: []string{"--allowedTools", "Bash"},
 		Handoff: &policy.HandoffPolicy{Enabled: true, Window: 200_000, MaxGenerations: 8},
 	}}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowerhq/flower/fleet"
 	"github.com/flowerhq/flower/handoff"
+	flowerharness "github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
@@ -347,7 +348,7 @@ func trustActivity(t *testing.T, ws string, srv *scriptedapi.Server, store *trus
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &fleet.Generations{Identity: "trust-worker", Roots: roots, Trust: store, SkipWorkspaceSettings: skip, Options: supervisor.Options{
+	g := &fleet.Generations{Identity: "trust-worker", Roots: roots, Trust: store, SkipWorkspaceSettings: skip, Options: supervisor.Options{Front: flowerharness.Headless{},
 		HarnessPath: harnessPath(t), Env: harnessEnv(t, srv), HarnessArgs: []string{"--allowedTools", "Bash"},
 		Handoff: &policy.HandoffPolicy{Enabled: true, Window: 200_000, MaxGenerations: 8},
 	}}

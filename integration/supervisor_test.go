@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/handoffwriter"
+	flowerharness "github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/scriptedapi"
@@ -169,6 +170,9 @@ func runFlower(t *testing.T, j *job, opts supervisor.Options, task string, env .
 	opts.OnEvent = f.onEvent
 	if opts.Grace == 0 {
 		opts.Grace = 3 * time.Second
+	}
+	if opts.Front == nil {
+		opts.Front = flowerharness.Headless{}
 	}
 	rt, err := supervisor.New(opts)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/handoffwriter"
+	flowerharness "github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/scriptedapi"
 	"github.com/flowerhq/flower/supervisor"
@@ -149,6 +150,9 @@ func runFlowerWith(t *testing.T, prepare func(ws string), script scriptedapi.Scr
 	opts.HarnessArgs = []string{"--allowedTools", "Bash"}
 	opts.OnEvent = f.onEvent
 	opts.Grace = 3 * time.Second
+	if opts.Front == nil {
+		opts.Front = flowerharness.Headless{}
+	}
 	rt, err := supervisor.New(opts)
 	if err != nil {
 		t.Fatalf("supervisor.New: %v", err)
@@ -441,7 +445,7 @@ func TestOneProbePerRun(t *testing.T) {
 	}
 
 	// A continuation reuses the run's answer: no count_tokens call more.
-	rt, err := supervisor.New(supervisor.Options{Workspace: f.workspace, RunDir: f.runDir, Workbench: true,
+	rt, err := supervisor.New(supervisor.Options{Front: flowerharness.Headless{}, Workspace: f.workspace, RunDir: f.runDir, Workbench: true,
 		HarnessPath: harnessPath(t), HarnessArgs: []string{"--allowedTools", "Bash"}, Env: harnessEnv(t, f.srv, "ANTHROPIC_MODEL=claude-sonnet-4-5"), Grace: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -472,7 +476,7 @@ func TestProbeWithoutCountTokensDoesNotStall(t *testing.T) {
 	srv.SetCountTokensReply(scriptedapi.Reply{Fault: scriptedapi.FaultStall})
 	f := &flowerRun{t: t, srv: srv, workspace: t.TempDir()}
 	f.runDir = filepath.Join(f.workspace, ".flower", "runs", "test")
-	rt, err := supervisor.New(supervisor.Options{Workspace: f.workspace, RunDir: f.runDir, Workbench: true,
+	rt, err := supervisor.New(supervisor.Options{Front: flowerharness.Headless{}, Workspace: f.workspace, RunDir: f.runDir, Workbench: true,
 		HarnessPath: harnessPath(t), HarnessArgs: []string{"--allowedTools", "Bash"},
 		Env: harnessEnv(t, srv, "ANTHROPIC_MODEL=claude-haiku-4-5"), Grace: 3 * time.Second, OnEvent: f.onEvent})
 	if err != nil {

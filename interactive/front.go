@@ -16,7 +16,6 @@ import (
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/inbox"
-	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -269,7 +268,8 @@ const maxArgPrompt = 100 << 10
 // it, see launchEarly), and the person types the work turns.
 func (f *Front) Capabilities() front.Capabilities {
 	return front.Capabilities{StartEarly: true, Overlap: true, OutsideTurns: true, PersonTypes: true, Resumes: true,
-		CredentialFix: harness.CredentialFix, Prepare: levers.Prepare}
+		CredentialFix: harness.CredentialFix, Prepare: harness.Prepare,
+		ResumeRefused: harness.ResumeRefused, Untested: harness.Untested}
 }
 
 // Launch starts one harness in a pty on the person's terminal, which is raw

@@ -1,11 +1,12 @@
 // Package policy owns the generational-handoff policy: its defaults, the
-// thresholds derived from it (when to warn, when to hand off), the guess of
-// the context window from the model name, the decisions "is a handoff due"
-// and "is the near notice due", the runaway guard's error, and the way token
-// counts are shown to a person.
+// thresholds derived from it (when to warn, when to hand off), the compact
+// mode, the decisions "is a handoff due" and "is the near notice due", the
+// runaway guard's error, and the way token counts are shown to a person.
+// It knows no harness: the window a front guesses for its model comes in as
+// a number.
 //
-// Everything here is a pure function of its inputs (the environment is passed
-// in as a KEY=VALUE list), so every decision can be tested offline.
+// Everything here is a pure function of its inputs, so every decision can
+// be tested offline.
 package policy
 
 import (
@@ -78,14 +79,21 @@ func (k Knobs) OffKnob() string {
 	return k.Off
 }
 
+// FallbackWindow is the window of a run whose front guesses none and that
+// is given no --window, until the harness says its own: the large one, as
+// over-estimating costs one degraded handoff (DESIGN.md «Window guess»).
+const FallbackWindow = 1_000_000
+
 // Default is the policy used when nothing is configured (DESIGN.md
-// «Policy»): enabled, the window guessed from env by DefaultWindow,
-// DefaultHeadroom and DefaultMaxGenerations. env is a KEY=VALUE list such as
-// os.Environ().
-func Default(env []string) HandoffPolicy {
+// «Policy»): enabled, the window the front guessed (FallbackWindow for 0),
+// DefaultHeadroom and DefaultMaxGenerations.
+func Default(window int) HandoffPolicy {
+	if window <= 0 {
+		window = FallbackWindow
+	}
 	return HandoffPolicy{
 		Enabled:        true,
-		Window:         DefaultWindow(env),
+		Window:         window,
 		Headroom:       DefaultHeadroom,
 		MaxGenerations: DefaultMaxGenerations,
 	}
@@ -97,21 +105,21 @@ func Switch(on bool) *HandoffPolicy { return &HandoffPolicy{Enabled: on} }
 
 // Resolve turns what a library caller passed as its handoff setting into a
 // complete policy (DESIGN.md «Policy»):
-//   - nil gives Default(env);
+//   - nil gives Default(window);
 //   - a policy is taken as given, with a zero Window, Headroom or
 //     MaxGenerations filled from the defaults. Enabled is taken as given,
 //     so a policy literal must set it (Switch gives the plain on or off).
 //
 // A negative number is an error. The caller's policy is not changed.
-func Resolve(setting *HandoffPolicy, env []string) (HandoffPolicy, error) {
+func Resolve(setting *HandoffPolicy, window int) (HandoffPolicy, error) {
 	if setting == nil {
-		return Default(env), nil
+		return Default(window), nil
 	}
-	return fill(*setting, env)
+	return fill(*setting, window)
 }
 
 // fill validates p and fills its zero numbers from the defaults.
-func fill(p HandoffPolicy, env []string) (HandoffPolicy, error) {
+func fill(p HandoffPolicy, window int) (HandoffPolicy, error) {
 	for _, f := range []struct {
 		name string
 		v    int
@@ -121,7 +129,7 @@ func fill(p HandoffPolicy, env []string) (HandoffPolicy, error) {
 		}
 	}
 	if p.Window == 0 {
-		p.Window = DefaultWindow(env)
+		p.Window = Default(window).Window
 	}
 	if p.Headroom == 0 {
 		p.Headroom = DefaultHeadroom

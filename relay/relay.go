@@ -49,7 +49,6 @@ import (
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/harness"
-	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/transcript"
 )
 
@@ -125,7 +124,8 @@ var _ front.Launcher = (*Relay)(nil)
 // turns, and nobody types. A harness is started only with its first turn
 // known (a successor's is the handoff, read once it is frozen).
 func (r *Relay) Capabilities() front.Capabilities {
-	return front.Capabilities{OutsideTurns: true, Resumes: true, CredentialFix: harness.CredentialFix, Prepare: levers.Prepare}
+	return front.Capabilities{OutsideTurns: true, Resumes: true, CredentialFix: harness.CredentialFix, Prepare: harness.Prepare,
+		ResumeRefused: harness.ResumeRefused, Untested: harness.Untested}
 }
 
 // New makes the relay; Start begins reading the application.

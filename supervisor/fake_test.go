@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/harness/harnesstest"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
@@ -79,6 +80,9 @@ func (b *bench) newRuntime(opts Options) (*Runtime, error) {
 	opts.HarnessPath = os.Args[0]
 	opts.Env = b.env
 	opts.Workbench = true
+	if opts.Front == nil {
+		opts.Front = harness.Headless{}
+	}
 	if opts.Handoff == nil {
 		opts.Handoff = &policy.HandoffPolicy{Enabled: true, Window: 200_000, MaxGenerations: 8}
 	}

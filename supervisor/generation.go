@@ -6,7 +6,6 @@ import (
 
 	"github.com/flowerhq/flower/handoff"
 	"github.com/flowerhq/flower/handoffwriter"
-	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/workbench"
@@ -127,7 +126,7 @@ func (s *stepRun) afterAttempt(ctx context.Context, gen *manifest.Generation, l 
 // another attempt follows (again), resuming the session when there is one,
 // since its context is what this generation has built up.
 func (s *stepRun) failedAttempt(gen *manifest.Generation, l *launch, out outcome, failedBefore int) (again bool, err error) {
-	if l.resume != "" && harness.ResumeRefused(out.why) {
+	if refused := s.rt.caps.ResumeRefused; l.resume != "" && refused != nil && refused(out.why) {
 		err := s.relaunchRefused(gen, l, out.why)
 		return err == nil, err
 	}

@@ -689,14 +689,12 @@ func memGenerationNotEarly(t *testing.T) {
 }
 
 func memWindow(t *testing.T) {
-	env := []string{"ANTHROPIC_MODEL=claude-sonnet-4-5"}
-	if w := policy.DefaultWindow(env); w != 1_000_000 {
-		t.Fatalf("premise: the name rule gives %d for claude-sonnet-4-5, want 1000000", w)
-	}
-	// Without the harness's window the third round ends the step with no handoff.
+	// The in-memory front guesses no window, so the run starts at
+	// policy.FallbackWindow (1M): without the harness's window the third
+	// round ends the step with no handoff.
 	r := newMemRun(t, [][]fronttest.Round{{memTool(100_000, "echo one >> work.txt"), memTool(155_000, "echo two >> work.txt"), memDone(160_000)}, {memDone(20_000)}}, memHandoff)
 	r.front.ModelName = "claude-sonnet-4-5"
-	st, err := r.runtime(Options{Env: env}).RunStep(t.Context(), memStep, memTask)
+	st, err := r.runtime(Options{}).RunStep(t.Context(), memStep, memTask)
 	if err != nil {
 		t.Fatalf("RunStep: %v", err)
 	}

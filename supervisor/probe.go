@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/front"
-	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/transcript"
 )
@@ -95,7 +94,7 @@ func (a *attemptRun) probed(ans probeAnswer) (outcome, bool) {
 	rt, st := a.rt, a.st
 	a.probing = nil
 	if ans.err != nil {
-		if a.ctx.Err() != nil || errors.Is(ans.err, harness.ErrExited) {
+		if a.ctx.Err() != nil || errors.Is(ans.err, front.ErrExited) {
 			a.log.Info("get_context_usage got no answer; a later session asks again", "err", ans.err)
 			return outcome{}, false
 		}
@@ -119,7 +118,7 @@ func (a *attemptRun) probed(ans probeAnswer) (outcome, bool) {
 		// Something beat flower's levers (DESIGN.md «Compaction levers»):
 		// a harness that reads its settings otherwise, say. Say so loudly;
 		// should it compact, the backstop in handle hands off.
-		msg := "the harness reports auto-compact ON although handoff switched it off (something overrode flower's --settings levers: a managed settings file, or a harness release that reads them otherwise; run flower doctor)"
+		msg := "the harness reports auto-compact ON although handoff switched it off (something overrode what flower holds it off with: a managed settings file, or a harness release that reads it otherwise; run flower doctor)"
 		st.AddError(msg)
 		a.log.Error(msg)
 		rt.emit(Event{Kind: KindNotice, Step: st.Name, Generation: a.gen.N, Text: msg, IsError: true})

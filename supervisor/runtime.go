@@ -9,9 +9,8 @@
 // of a run directory (DESIGN.md «One step, one owner»). It decides
 // everything from the facts a front reports (package front), and each
 // attempt is an explicit state machine whose timers all run on the
-// Runtime's Clock (DESIGN.md «Fronts», «Engine states»). The headless front
-// (Headless) lives here too: it translates the stream-json harness's
-// records into facts with front.Translator.
+// Runtime's Clock (DESIGN.md «Fronts», «Engine states»). It names no
+// harness: the front it is given (Options.Front) readies and starts its own.
 package supervisor
 
 import (
@@ -28,9 +27,8 @@ import (
 	"github.com/flowerhq/flower/runlog"
 
 	"github.com/flowerhq/flower/atomicfile"
-	"github.com/flowerhq/flower/envinject"
+	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/handoff"
-	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/inbox"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
@@ -43,7 +41,7 @@ const (
 	DefaultMaxAttempts    = 3
 	DefaultCutTimeout     = 60 * time.Second
 	DefaultWritingTimeout = 15 * time.Minute
-	DefaultGrace          = harness.DefaultGrace
+	DefaultGrace          = child.DefaultGrace
 )
 
 // Errors a caller can branch on. A step that hits the generation limit
@@ -51,6 +49,7 @@ const (
 var (
 	ErrStepFailed = errors.New("step failed")
 	ErrNoHarness  = errors.New("no harness executable")
+	ErrNoFront    = errors.New("no front: Options.Front starts the harness")
 )
 
 // Options configure a Runtime. Workspace is required; everything else has a
@@ -73,9 +72,9 @@ type Options struct {
 	Compact policy.CompactMode
 	// HarnessPath is the harness's executable (its front knows which CLI it is). Required.
 	HarnessPath string
-	// HarnessArgs are passed through to the harness after flower's own.
-	// With handoff on and compact mode not auto, their --settings is
-	// merged with flower's compaction levers (DESIGN.md «Compaction levers»).
+	// HarnessArgs are the person's own, given to the front's Prepare,
+	// which passes them to the harness with what it holds merged in
+	// (DESIGN.md «Compaction levers»).
 	HarnessArgs []string
 	// HookBinary is the flower executable whose hidden "hook precompact"
 	// command is flower's PreCompact hook: it records each blocked
@@ -97,8 +96,9 @@ type Options struct {
 	// refused connection, a name that does not resolve) and returns nil
 	// for the rest, which the harness's own retries wait out.
 	Reach func(endpoint string) error
-	// Front starts the harness of each attempt (Headless, the stream-json
-	// process, when nil).
+	// Front starts the harness of each attempt, and knows which harness it
+	// is (harness.Headless: the stream-json process).
+	// Required.
 	Front front.Launcher
 	// HarnessKind names the harness Front runs, for the record (the
 	// manifest's harness_kind, kept from the run's first start): the
@@ -227,24 +227,20 @@ func New(opts Options) (*Runtime, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	// The model flag is what the harness will run, so the window guess
-	// (DESIGN.md «Window guess») must see it too.
-	guessEnv := opts.Env
-	if opts.Model != "" {
-		guessEnv = envinject.Set(append([]string(nil), opts.Env...), "ANTHROPIC_MODEL", opts.Model)
-	}
-	pol, err := policy.Resolve(opts.Handoff, guessEnv)
-	if err != nil {
-		return nil, fmt.Errorf("handoff policy: %w", err)
-	}
-	rt := &Runtime{opts: opts, caps: opts.Front.Capabilities(), policy: pol, windowSource: windowSource(opts.Handoff), log: log, clock: opts.Clock}
-	rt.holds = opts.Compact.Effective(pol.Enabled) == policy.CompactNoSummary
+	rt := &Runtime{opts: opts, caps: opts.Front.Capabilities(), log: log, clock: opts.Clock}
 	// The front readies its harness once, here: a bad argument of the
-	// person's fails before any harness starts.
-	if rt.harness, err = rt.caps.Prepared(front.Run{Args: opts.HarnessArgs, Env: opts.Env,
-		Workspace: opts.Workspace, Compact: opts.Compact, Handoff: pol.Enabled}); err != nil {
+	// person's fails before any harness starts. Its guess of the window
+	// fills a policy that sets none (DESIGN.md «Window guess»).
+	handoff := opts.Handoff == nil || opts.Handoff.Enabled
+	if rt.harness, err = rt.caps.Prepared(front.Run{Args: opts.HarnessArgs, Env: opts.Env, Workspace: opts.Workspace,
+		Model: opts.Model, Compact: opts.Compact, Handoff: handoff}); err != nil {
 		return nil, err
 	}
+	if rt.policy, err = policy.Resolve(opts.Handoff, rt.harness.Window); err != nil {
+		return nil, fmt.Errorf("handoff policy: %w", err)
+	}
+	rt.windowSource = windowSource(opts.Handoff)
+	rt.holds = opts.Compact.Effective(handoff) == policy.CompactNoSummary
 	rt.env = rt.harness.Env
 	if n := rt.harness.Notice; n != "" {
 		log.Warn("compact policy", "notice", n)
@@ -279,7 +275,7 @@ func (opts Options) withDefaults() (Options, error) {
 		opts.Clock = wallClock{}
 	}
 	if opts.Front == nil {
-		opts.Front = Headless{}
+		return opts, ErrNoFront
 	}
 	if opts.Env == nil {
 		opts.Env = os.Environ()
@@ -700,23 +696,15 @@ func (rt *Runtime) LaunchSpec(step string) front.Spec {
 func (rt *Runtime) Launcher() front.Launcher { return rt.opts.Front }
 
 // checkVersion looks once per Runtime at the version the harness reports
-// (front.Init) and says in one line when it is newer than any flower was
-// tested on (DESIGN.md «Doctor»).
+// (front.Init) and says in one line, in the front's words, when it is
+// newer than any flower was tested on (DESIGN.md «Doctor»).
 func (rt *Runtime) checkVersion(v string) {
-	if rt.versionSeen || v == "" {
+	if rt.versionSeen || v == "" || rt.caps.Untested == nil {
 		return
 	}
 	rt.versionSeen = true
-	if !harness.NewerThanTested(v) {
-		return
+	if msg := rt.caps.Untested(v); msg != "" {
+		rt.log.Warn("harness newer than tested", "version", v)
+		rt.emit(Event{Kind: KindNotice, Text: msg})
 	}
-	msg := NewerHarnessNotice(v)
-	rt.log.Warn("harness newer than tested", "version", v, "newest_tested", harness.NewestTested())
-	rt.emit(Event{Kind: KindNotice, Text: msg})
-}
-
-// NewerHarnessNotice is the one line a run shows on a harness newer than
-// any flower was tested on.
-func NewerHarnessNotice(version string) string {
-	return fmt.Sprintf("harness %s is newer than the newest flower was tested on (%s): `flower doctor` checks it in seconds", version, harness.NewestTested())
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/fleet"
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/registry"
@@ -93,7 +94,7 @@ func workerAction(c *cli.Context, p proc) error {
 			Slot: int(slots.Add(1))})
 		return h.Event, func() { h.Close() }
 	}, Options: supervisor.Options{
-		Handoff: &set.handoff, Compact: set.compact, HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, HookBinary: hookBinary,
+		Front: harness.Headless{}, Handoff: &set.handoff, Compact: set.compact, HarnessPath: harnessPath, HarnessArgs: p.harnessArgs, HookBinary: hookBinary,
 		Env: set.harnessEnv, Model: set.model, MaxAttempts: set.maxAttempts, TurnTimeout: set.turnTimeout, Reach: reachOf(kindClaude, set.harnessEnv, p.harnessArgs, ""),
 		TaskCarry: set.taskCarry, Logger: logger,
 		OnEvent: func(ev event.Event) {

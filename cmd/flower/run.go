@@ -352,7 +352,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		render.close()
 		return nil, err
 	}
-	var launcher front.Launcher
+	var launcher front.Launcher = harness.Headless{}
 	onEvent := render.event
 	frontName := registry.FrontHeadless
 	switch {

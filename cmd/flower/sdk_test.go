@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/supervisor"
 )
 
@@ -61,7 +62,7 @@ func TestRelayRefusedWhenTheStepIsOwned(t *testing.T) {
 	ws := t.TempDir()
 	t.Chdir(ws)
 	holderDir := filepath.Join(ws, ".flower", "runs", "holder")
-	holder, err := supervisor.New(supervisor.Options{Workspace: ws, RunDir: holderDir, Workbench: true, HarnessPath: "/bin/true"})
+	holder, err := supervisor.New(supervisor.Options{Front: harness.Headless{}, Workspace: ws, RunDir: holderDir, Workbench: true, HarnessPath: "/bin/true"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
-package levers
+package harness
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/front"
+	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/policy"
 )
 
@@ -33,13 +35,16 @@ func TestPrepare(t *testing.T) {
 	if p.Notice != "" {
 		t.Errorf("notice %q for the default mode", p.Notice)
 	}
+	if p.Window != 1_000_000 {
+		t.Errorf("window guess %d with no model, want 1M", p.Window)
+	}
 	held := p.Args(&front.Hold{Hook: []string{"/bin/flower", "hook", "precompact"}})
 	if !slices.Equal(held[:2], own[:2]) {
 		t.Errorf("held args %q lost the person's flags", held)
 	}
 	m := settingsOf(t, held)
 	e := m["env"].(map[string]any)
-	if e["MINE"] != "yes" || e[EndpointKey] != "http://127.0.0.1:9" || e[envinject.DisableAutoCompact] != "1" || m["autoCompactEnabled"] != false {
+	if e["MINE"] != "yes" || e[levers.EndpointKey] != "http://127.0.0.1:9" || e[envinject.DisableAutoCompact] != "1" || m["autoCompactEnabled"] != false {
 		t.Errorf("held settings %v: want the person's env, the endpoint, and the levers", m)
 	}
 	if hooks, _ := m["hooks"].(map[string]any); hooks == nil || !strings.Contains(settingsText(t, held), "precompact") {
@@ -49,11 +54,14 @@ func TestPrepare(t *testing.T) {
 	if _, there := m["autoCompactEnabled"]; there {
 		t.Errorf("unheld settings %v carry the levers", m)
 	}
-	if e := m["env"].(map[string]any); e["MINE"] != "yes" || e[EndpointKey] != "http://127.0.0.1:9" {
+	if e := m["env"].(map[string]any); e["MINE"] != "yes" || e[levers.EndpointKey] != "http://127.0.0.1:9" {
 		t.Errorf("unheld settings %v: want the person's env and the held endpoint", m)
 	}
 
-	p, err = Prepare(front.Run{Env: env, Workspace: ws, Compact: policy.CompactAuto, Handoff: true})
+	p, err = Prepare(front.Run{Env: env, Workspace: ws, Model: "claude-haiku-4-5", Compact: policy.CompactAuto, Handoff: true})
+	if p.Window != 200_000 {
+		t.Errorf("window guess %d for --model claude-haiku-4-5, want 200k", p.Window)
+	}
 	if err != nil || !strings.Contains(p.Notice, "auto-compact stays on") {
 		t.Errorf("compact auto: notice %q, %v", p.Notice, err)
 	}
@@ -62,9 +70,18 @@ func TestPrepare(t *testing.T) {
 	}
 
 	_, err = Prepare(front.Run{Args: []string{"--settings", "missing.json"}, Env: env, Workspace: ws, Handoff: true})
-	if !errors.Is(err, ErrSettings) {
+	if !errors.Is(err, levers.ErrSettings) {
 		t.Errorf("a missing --settings: %v, want ErrSettings", err)
 	}
+}
+
+func settingsOf(t *testing.T, args []string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(settingsText(t, args)), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 func settingsText(t *testing.T, args []string) string {

@@ -1,21 +1,21 @@
-package policy
+package harness
 
 import (
 	"strings"
 	"unicode"
 )
 
-// Windows that DefaultWindow chooses between.
+// Windows that GuessWindow chooses between.
 const (
 	window1M    = 1_000_000
 	windowHaiku = 200_000
 )
 
-// modelVars are the only environment variables DefaultWindow reads
+// modelVars are the only environment variables GuessWindow reads
 // (DESIGN.md «Window guess»).
 var modelVars = []string{"ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL"}
 
-// DefaultWindow guesses the context window from the model names in env
+// GuessWindow guesses the Claude Code CLI's context window from the model names in env
 // (DESIGN.md «Window guess»), a KEY=VALUE list in which the last entry for a
 // key wins, as with os/exec. It reads only ANTHROPIC_MODEL and
 // ANTHROPIC_DEFAULT_OPUS_MODEL, and applies the rules to both names
@@ -30,10 +30,10 @@ var modelVars = []string{"ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL"}
 // claude-opus-5[1m] guesses 1M. Over-estimating costs one degraded handoff
 // (the overflow path), which is why 1M is also the fallback; --window
 // corrects a wrong guess.
-func DefaultWindow(env []string) int {
+func GuessWindow(env []string) int {
 	var names []string
 	for _, key := range modelVars {
-		if v := lookup(env, key); v != "" {
+		if v := lookupEnv(env, key); v != "" {
 			names = append(names, v)
 		}
 	}
@@ -72,8 +72,8 @@ func isWordRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
-// lookup returns the value of the last KEY=VALUE entry for key in env, or "".
-func lookup(env []string, key string) string {
+// lookupEnv returns the value of the last KEY=VALUE entry for key in env, or "".
+func lookupEnv(env []string, key string) string {
 	for i := len(env) - 1; i >= 0; i-- {
 		k, v, ok := strings.Cut(env[i], "=")
 		if ok && k == key {

@@ -1,16 +1,14 @@
-package supervisor
+package harness
 
 import (
 	"context"
 
 	"github.com/flowerhq/flower/front"
-	"github.com/flowerhq/flower/harness"
-	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/transcript"
 )
 
-// Headless is the default front: the harness as a stream-json process
-// (package harness). It translates every record the harness writes into
+// Headless is the headless front: the Claude Code CLI as a stream-json
+// process. It translates every record the harness writes into
 // facts with a front.Translator and decides nothing: a turn of any kind is
 // a user line on stdin, a cut, a stopped tool and a cancel are each the
 // interrupt request (the translator told, so that the turn's result reads
@@ -30,13 +28,13 @@ var (
 // known; the engine sends every turn, and nobody types.
 func (Headless) Capabilities() front.Capabilities {
 	return front.Capabilities{StartEarly: true, Overlap: true, Resumes: true, Queues: true,
-		CredentialFix: harness.CredentialFix, Prepare: levers.Prepare}
+		CredentialFix: CredentialFix, Prepare: Prepare, ResumeRefused: ResumeRefused, Untested: Untested}
 }
 
 // Launch starts a stream-json harness. The first prompt is sent by Begin
 // (or, for a harness started early, by the first Send).
 func (Headless) Launch(ctx context.Context, s front.Spec) (front.Session, error) {
-	p, err := harness.Start(ctx, harness.Config{
+	p, err := Start(ctx, Config{
 		Path: s.Path, Args: s.Args, Model: s.Model, Resume: s.Resume,
 		Dir: s.Dir, Env: s.Env, Logger: s.Logger, Grace: s.Grace,
 	})
@@ -57,7 +55,7 @@ func (Headless) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 // headlessSession reads its harness with front.Records, the loop the
 // in-memory front of the engine's tests runs too.
 type headlessSession struct {
-	p      *harness.Process
+	p      *Process
 	prompt string
 	rec    *front.Records
 }
