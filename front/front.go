@@ -189,12 +189,23 @@ type Prepared struct {
 
 // Prepared is c.Prepare of r, or r's arguments and environment as they are
 // where c has none.
+// A Prepared with no Env or Args takes r's for them.
 func (c Capabilities) Prepared(r Run) (Prepared, error) {
+	p := Prepared{Env: r.Env}
 	if c.Prepare != nil {
-		return c.Prepare(r)
+		var err error
+		if p, err = c.Prepare(r); err != nil {
+			return Prepared{}, err
+		}
 	}
-	args := r.Args
-	return Prepared{Env: r.Env, Args: func(*Hold) []string { return args }}, nil
+	if p.Env == nil {
+		p.Env = r.Env
+	}
+	if p.Args == nil {
+		args := r.Args
+		p.Args = func(*Hold) []string { return args }
+	}
+	return p, nil
 }
 
 // Session is one running harness, as the engine sees it. Its methods are
