@@ -11,9 +11,14 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/flowerhq/flower/codex"
 	"github.com/flowerhq/flower/codexrpc"
 	"github.com/flowerhq/flower/endpoint"
+	"github.com/flowerhq/flower/front"
+	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/levers"
+	"github.com/flowerhq/flower/registry"
+	"github.com/flowerhq/flower/trust"
 )
 
 // harnessKind is which harness flower drives: the Claude Code CLI (every
@@ -24,6 +29,70 @@ const (
 	kindClaude harnessKind = "claude"
 	kindCodex  harnessKind = "codex"
 )
+
+// kindInfo is what flower's commands know of one harness kind, in one
+// place: a harness is its front's package and one entry of harnessKinds.
+type kindInfo struct {
+	// product is the kind as a person names it; binary its executable's
+	// file name.
+	product, binary string
+	// says: the harness's --version answer is this kind's.
+	says func(version string) bool
+	// tested are the versions flower's real-harness suites passed on.
+	tested []string
+	// gate is the trust gate of an unattended run (DESIGN.md «Trust store»).
+	gate *trust.Harness
+	// headless is the front of an unattended run, and its name in the
+	// registry of running flowers.
+	headless  front.Launcher
+	frontName string
+	// screen: the kind's own screen is a front of flower's (-i).
+	screen bool
+	// endpoint is the API endpoint a harness started with args and env in
+	// workspace talks to, given the one its front said ("" for none
+	// known), and what to check when it cannot be reached.
+	endpoint func(given string, args, env []string, workspace string) (url, fix string)
+}
+
+// harnessKinds are the harnesses flower drives; kindNames in the order said.
+var (
+	harnessKinds = map[harnessKind]kindInfo{
+		kindClaude: {product: "the Claude Code CLI", binary: "claude",
+			says:   func(v string) bool { return strings.Contains(v, "(Claude Code)") },
+			tested: harness.TestedVersions, gate: &trust.ClaudeCode, headless: harness.Headless{}, frontName: registry.FrontHeadless,
+			screen: true, endpoint: claudeEndpoint},
+		kindCodex: {product: "the Codex CLI", binary: "codex",
+			says:   func(v string) bool { _, ok := codexrpc.VersionOf(v); return ok },
+			tested: []string{codexrpc.PinnedVersion}, gate: &trust.Codex, headless: codex.Launcher{}, frontName: registry.FrontCodex,
+			endpoint: func(given string, _, _ []string, _ string) (string, string) {
+				// The front read its provider's base_url from Codex's
+				// config ("" for the built-in provider: not checked).
+				return given, "check the base_url of your model provider in $CODEX_HOME/config.toml (or -c), or the network"
+			}},
+	}
+	kindNames = []harnessKind{kindClaude, kindCodex}
+)
+
+// info is k's entry of harnessKinds; the Claude Code CLI's for an unknown k, as
+// before there was a choice.
+func (k harnessKind) info() kindInfo {
+	if i, ok := harnessKinds[k]; ok {
+		return i
+	}
+	return harnessKinds[kindClaude]
+}
+
+// claudeEndpoint is the one flower holds Claude Code at: ANTHROPIC_BASE_URL
+// as the environment and the settings files set it, or the default
+// (levers.Endpoint, read when asked).
+func claudeEndpoint(_ string, args, env []string, workspace string) (string, string) {
+	own, _ := levers.Read(args, workspace)
+	url := levers.Endpoint(args, env, workspace, own)
+	if url != levers.DefaultEndpoint {
+		return url, "check ANTHROPIC_BASE_URL (the environment, or a settings file's env), or the network"
+	}
+	return url, "check the network, or set ANTHROPIC_BASE_URL"
+}
 
 // envHarnessKind sets --harness-kind.
 const envHarnessKind = "FLOWER_HARNESS_KIND"
@@ -38,11 +107,15 @@ func harnessKindFlag() cli.Flag {
 
 // parseHarnessKind reads --harness-kind; "" is left to detection.
 func parseHarnessKind(s string) (harnessKind, error) {
-	switch k := harnessKind(strings.ToLower(strings.TrimSpace(s))); k {
-	case "", kindClaude, kindCodex:
+	k := harnessKind(strings.ToLower(strings.TrimSpace(s)))
+	if _, ok := harnessKinds[k]; ok || k == "" {
 		return k, nil
 	}
-	return "", usagef("--harness-kind %q: want claude or codex", s)
+	var names []string
+	for _, n := range kindNames {
+		names = append(names, string(n))
+	}
+	return "", usagef("--harness-kind %q: want %s", s, strings.Join(names, " or "))
 }
 
 // chooseOf resolves the harness a run starts, why that one
@@ -82,30 +155,24 @@ func chooseOf(ctx context.Context, flag, kind string) (harnessChoice, harnessKin
 }
 
 // product is the kind as a person names it.
-func (k harnessKind) product() string {
-	if k == kindCodex {
-		return "the Codex CLI"
-	}
-	return "the Claude Code CLI"
-}
+func (k harnessKind) product() string { return k.info().product }
 
 // knownKind is the kind of the harness at path when its name or its
 // --version says it for certain, with what its --version said (or "");
 // a stand-in that says neither is no kind known.
 func knownKind(ctx context.Context, path string) (k harnessKind, said string, ok bool) {
-	switch strings.TrimSuffix(filepath.Base(path), ".exe") {
-	case "claude":
-		return kindClaude, "", true
-	case "codex":
-		return kindCodex, "", true
+	name := strings.TrimSuffix(filepath.Base(path), ".exe")
+	for _, k := range kindNames {
+		if harnessKinds[k].binary == name {
+			return k, "", true
+		}
 	}
 	v := askVersion(ctx, path)
 	said = fmt.Sprintf(" (its --version says %q)", v)
-	if _, ok := codexrpc.VersionOf(v); ok {
-		return kindCodex, said, true
-	}
-	if strings.Contains(v, "(Claude Code)") {
-		return kindClaude, said, true
+	for _, k := range kindNames {
+		if harnessKinds[k].says(v) {
+			return k, said, true
+		}
 	}
 	return "", "", false
 }
@@ -184,24 +251,13 @@ func (set *jobSettings) sameHarness(c *cli.Context, recorded string) error {
 
 // reachOf is the engine's check of the API endpoint the harness of kind
 // talks to, started with env and args in workspace (DESIGN.md
-// «Unreachable endpoint»). Claude Code's endpoint is the one flower holds
-// it at: ANTHROPIC_BASE_URL as the environment and the settings files set
-// it, or the default (levers.Endpoint, read when asked); the Codex front
-// reads its provider's base_url from Codex's config and gives it (none:
-// the built-in provider, not checked).
+// «Unreachable endpoint»): the kind's endpoint (kindInfo.endpoint).
 func reachOf(kind harnessKind, env, args []string, workspace string) func(string) error {
 	if env == nil {
 		env = os.Environ()
 	}
 	return func(given string) error {
-		url, fix := given, "check the base_url of your model provider in $CODEX_HOME/config.toml (or -c), or the network"
-		if kind != kindCodex {
-			own, _ := levers.Read(args, workspace)
-			url, fix = levers.Endpoint(args, env, workspace, own), "check the network, or set ANTHROPIC_BASE_URL"
-			if url != levers.DefaultEndpoint {
-				fix = "check ANTHROPIC_BASE_URL (the environment, or a settings file's env), or the network"
-			}
-		}
+		url, fix := kind.info().endpoint(given, args, env, workspace)
 		if url == "" {
 			return nil
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/flowerhq/flower/codex"
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/event"
@@ -352,13 +351,8 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 		render.close()
 		return nil, err
 	}
-	var launcher front.Launcher = harness.Headless{}
-	onEvent := render.event
-	frontName := registry.FrontHeadless
-	switch {
-	case kind == kindCodex:
-		launcher, frontName = codex.Launcher{}, registry.FrontCodex
-	case set.front != nil:
+	launcher, frontName, onEvent := kind.info().headless, kind.info().frontName, render.event
+	if set.front != nil {
 		launcher, onEvent = set.front(place.logger, place.runDir)
 		frontName = registry.FrontInteractive
 	}
@@ -389,13 +383,10 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 // gateOf is the trust gate of an unattended run on a harness of kind; nil
 // for an interactive one, whose harness asks the person itself.
 func gateOf(kind harnessKind, interactive bool) *trust.Harness {
-	switch {
-	case interactive:
+	if interactive {
 		return nil
-	case kind == kindCodex:
-		return &trust.Codex
 	}
-	return &trust.ClaudeCode
+	return kind.info().gate
 }
 
 // jobPlace is set's harness, its kind and the workspace, made absolute and
@@ -410,8 +401,8 @@ func jobPlace(set jobSettings, stderr io.Writer) (harnessPath string, kind harne
 	if ch.Note != "" {
 		fmt.Fprintln(stderr, ch.Note)
 	}
-	if kind == kindCodex && set.front != nil {
-		return "", "", "", usagef("the Codex CLI runs headless under flower: leave out -i (its own screen is not one of flower's fronts)")
+	if set.front != nil && !kind.info().screen {
+		return "", "", "", usagef("%s runs headless under flower: leave out -i (its own screen is not one of flower's fronts)", kind.product())
 	}
 	if workspace, err = filepath.Abs(set.workspace); err != nil {
 		return "", "", "", err

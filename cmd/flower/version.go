@@ -13,9 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/flowerhq/flower/codexrpc"
 	"github.com/flowerhq/flower/console"
-	"github.com/flowerhq/flower/harness"
 )
 
 // versionFlag is flower's --version (-V: -v is --verbose).
@@ -101,10 +99,7 @@ func versionOf(ctx context.Context, flag, kind string) (versionReport, error) {
 			k = kindClaude
 		}
 	}
-	h := harnessVersion{Kind: k, Product: k.product(), Tested: harness.TestedVersions}
-	if k == kindCodex {
-		h.Tested = []string{codexrpc.PinnedVersion}
-	}
+	h := harnessVersion{Kind: k, Product: k.product(), Tested: k.info().tested}
 	if err != nil {
 		h.Missing = err.Error()
 	} else {
