@@ -48,6 +48,9 @@ type kindInfo struct {
 	frontName string
 	// screen: the kind's own screen is a front of flower's (-i).
 	screen bool
+	// find is the harness a run starts when none is named, and why that
+	// one (on PATH, else the pinned copy make installed).
+	find func() (harnessChoice, error)
 	// endpoint is the API endpoint a harness started with args and env in
 	// workspace talks to, given the one its front said ("" for none
 	// known), and what to check when it cannot be reached.
@@ -60,10 +63,11 @@ var (
 		kindClaude: {product: "the Claude Code CLI", binary: "claude",
 			says:   func(v string) bool { return strings.Contains(v, "(Claude Code)") },
 			tested: harness.TestedVersions, gate: &trust.ClaudeCode, headless: harness.Headless{}, frontName: registry.FrontHeadless,
-			screen: true, endpoint: claudeEndpoint},
+			screen: true, find: func() (harnessChoice, error) { return chooseHarness("") }, endpoint: claudeEndpoint},
 		kindCodex: {product: "the Codex CLI", binary: "codex",
 			says:   func(v string) bool { _, ok := codexrpc.VersionOf(v); return ok },
 			tested: []string{codexrpc.PinnedVersion}, gate: &trust.Codex, headless: codex.Launcher{}, frontName: registry.FrontCodex,
+			find: chooseCodex,
 			endpoint: func(given string, _, _ []string, _ string) (string, string) {
 				// The front read its provider's base_url from Codex's
 				// config ("" for the built-in provider: not checked).
@@ -118,25 +122,24 @@ func parseHarnessKind(s string) (harnessKind, error) {
 	return "", usagef("--harness-kind %q: want %s", s, strings.Join(names, " or "))
 }
 
-// chooseOf resolves the harness a run starts, why that one
-// (chooseHarness), and its kind. A kind given picks where an unnamed
-// harness is looked for (claude or codex on PATH, else the copy make
-// installed). Without one, a named harness's kind is its file name when
-// that is claude or codex, else what its --version says (codex-cli X.Y.Z
-// is the Codex CLI; anything else the Claude Code CLI, as before there was
-// a choice); an unnamed one is claude.
+// chooseOf resolves the harness a run starts, why that one, and its kind.
+// An unnamed harness is looked for where the kind given says (its find:
+// claude or codex on PATH, else the copy make installed; claude when no
+// kind is given). A named harness's kind is its file name when that is a
+// kind's binary, else what its --version says (anything else is the
+// Claude Code CLI, as before there was a choice); a kind given over a
+// binary of another is refused.
 func chooseOf(ctx context.Context, flag, kind string) (harnessChoice, harnessKind, error) {
 	k, err := parseHarnessKind(kind)
 	if err != nil {
 		return harnessChoice{}, "", err
 	}
-	if k == kindCodex && flag == "" {
-		p, err := findCodex()
-		why := "codex on PATH"
-		if p == cachedCodex() {
-			why = "flower's pinned Codex CLI (no codex on PATH)"
+	if flag == "" {
+		if k == "" {
+			k = kindClaude
 		}
-		return harnessChoice{Path: p, Why: why}, k, err
+		ch, err := k.info().find()
+		return ch, k, err
 	}
 	ch, err := chooseHarness(flag)
 	switch {
@@ -152,6 +155,16 @@ func chooseOf(ctx context.Context, flag, kind string) (harnessChoice, harnessKin
 		return ch, k, nil
 	}
 	return ch, detectKind(ctx, ch.Path), nil
+}
+
+// chooseCodex is codex on PATH, else the pinned copy, and why.
+func chooseCodex() (harnessChoice, error) {
+	p, err := findCodex()
+	why := "codex on PATH"
+	if p == cachedCodex() {
+		why = "flower's pinned Codex CLI (no codex on PATH)"
+	}
+	return harnessChoice{Path: p, Why: why}, err
 }
 
 // product is the kind as a person names it.

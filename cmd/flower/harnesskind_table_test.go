@@ -19,7 +19,7 @@ func TestHarnessKindsComplete(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s is in kindNames but not in harnessKinds", k)
 		}
-		if i.product == "" || i.binary == "" || i.says == nil || len(i.tested) == 0 || i.gate == nil || i.headless == nil || i.frontName == "" || i.endpoint == nil {
+		if i.product == "" || i.binary == "" || i.says == nil || len(i.tested) == 0 || i.gate == nil || i.headless == nil || i.frontName == "" || i.endpoint == nil || i.find == nil {
 			t.Errorf("%s: an entry with a field unset: %+v", k, i)
 		}
 		if got, _, ok := knownKind(context.Background(), filepath.Join(t.TempDir(), i.binary)); !ok || got != k {
