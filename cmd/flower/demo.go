@@ -52,7 +52,7 @@ func demoFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "run it in the harness's own screen (a terminal), flower's figures on its status line; /exit ends it"},
 		&cli.BoolFlag{Name: "clean", Usage: "remove the demo's directory at the end", DefaultText: "keep it for inspection"},
 		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the harness executable (claude, or codex with --harness-kind codex)", DefaultText: "the copy make installed, else the kind's on PATH"},
-		&cli.StringFlag{Name: "harness-kind", EnvVars: []string{envHarnessKind}, Usage: "claude (the Claude Code CLI) or codex (the Codex CLI), against a scripted model of its own API", Value: string(kindClaude)},
+		&cli.StringFlag{Name: "harness-kind", EnvVars: []string{envHarnessKind}, Usage: kindList() + ", against a scripted model of its own API", Value: string(kindClaude)},
 		langFlag("labels of the status lines"),
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the assistant's text and tool calls"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the harness's auth configuration (all fake) and the policy before running"},
@@ -82,11 +82,11 @@ func demoAction(c *cli.Context, p proc) (err error) {
 	defer func() { err = d.close(err, p.stderr) }()
 
 	model := demo.NewModel(d.workspace, c.Duration("pace"))
-	url, serverEnv, stop, err := startDemoModel(model, kind, d.home)
+	served, err := kind.info().demo(model, d.home)
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer served.stop()
 
 	// The settings the scripted model was written for.
 	set := jobSettings{
@@ -100,38 +100,37 @@ func demoAction(c *cli.Context, p proc) (err error) {
 		// it was, but for flower's registry entry, which flower ps lists
 		// while the demo runs (a run like any other) and which goes when
 		// it ends.
-		harnessEnv: demo.HarnessEnv(os.Environ(), d.home, serverEnv),
+		harnessEnv: demo.HarnessEnv(os.Environ(), d.home, served.env),
 		noContinue: true,
 	}
-	p.harnessArgs = demo.HarnessArgs
-	if kind == kindCodex {
-		p.harnessArgs = nil // its one tool, a shell command, needs no flag
-	}
+	p.harnessArgs = served.args
 	if c.Bool("interactive") {
 		if err := demo.SeedScreen(d.home, d.workspace, scriptedapi.APIKey); err != nil {
 			return fmt.Errorf("demo directory: %w", err)
 		}
 		p.harnessArgs = demo.InteractiveArgs
 		d.started = true
-		return demoScreen(c, set, p, screen, url, d.workspace)
+		return demoScreen(c, set, p, screen, served.url, d.workspace)
 	}
-	return demoStream(c.Context, set, p, url, d)
+	return demoStream(c.Context, set, p, served.url, d)
 }
 
-// startDemoModel serves the story on 127.0.0.1 in the API the harness of
-// kind speaks: its URL, the harness's variables for it, and how to stop it.
-// The Codex CLI is pointed at it by a CODEX_HOME of the demo's own.
-func startDemoModel(model *demo.Model, kind harnessKind, home string) (url string, env []string, stop func(), err error) {
-	if kind != kindCodex {
-		srv, err := scriptedapi.Start(model.Script)
-		if err != nil {
-			return "", nil, nil, fmt.Errorf("start the scripted model: %w", err)
-		}
-		return srv.URL, srv.Env(), func() { srv.Close() }, nil
+// claudeDemo serves the story in the Messages API, for Claude Code.
+func claudeDemo(model *demo.Model, _ string) (demoModel, error) {
+	srv, err := scriptedapi.Start(model.Script)
+	if err != nil {
+		return demoModel{}, fmt.Errorf("start the scripted model: %w", err)
 	}
+	return demoModel{url: srv.URL, env: srv.Env(), args: demo.HarnessArgs, stop: func() { srv.Close() }}, nil
+}
+
+// codexDemo serves the story in the Responses API, for the Codex CLI,
+// pointed at it by a CODEX_HOME of the demo's own. Its one tool, a shell
+// command, needs no flag.
+func codexDemo(model *demo.Model, home string) (demoModel, error) {
 	srv, err := scriptedresp.Start(model.ResponsesScript)
 	if err != nil {
-		return "", nil, nil, fmt.Errorf("start the scripted model: %w", err)
+		return demoModel{}, fmt.Errorf("start the scripted model: %w", err)
 	}
 	codexHome := filepath.Join(home, ".codex")
 	// Codex compacts at 90 % of its window whatever it is told: the
@@ -142,9 +141,9 @@ func startDemoModel(model *demo.Model, kind harnessKind, home string) (url strin
 	}
 	if err != nil {
 		srv.Close()
-		return "", nil, nil, fmt.Errorf("demo directory: %w", err)
+		return demoModel{}, fmt.Errorf("demo directory: %w", err)
 	}
-	return srv.URL, append([]string{"CODEX_HOME=" + codexHome}, scriptedresp.KeyEnv()...), func() { srv.Close() }, nil
+	return demoModel{url: srv.URL, env: append([]string{"CODEX_HOME=" + codexHome}, scriptedresp.KeyEnv()...), stop: func() { srv.Close() }}, nil
 }
 
 // demoArgs checks the demo's command line and picks the pinned harness
@@ -156,20 +155,16 @@ func demoArgs(c *cli.Context, p proc, kind harnessKind) (screen *os.File, err er
 	if c.Duration("pace") < 0 {
 		return nil, usagef("--pace must not be negative")
 	}
-	if kind == kindCodex && c.Bool("interactive") {
-		return nil, usagef("demo -i runs in Claude Code's own screen; the Codex CLI's is not supervised yet: run flower demo --harness-kind codex without -i")
+	if !kind.info().screen && c.Bool("interactive") {
+		return nil, usagef("demo -i runs in the harness's own screen, and %s's is not supervised yet: run flower demo --harness-kind %s without -i", kind.product(), kind)
 	}
 	screen, isScreen := p.stdin.(*os.File)
 	if c.Bool("interactive") && (!isScreen || !isTerminal(screen)) {
 		return nil, usageError{interactive.ErrNotTerminal}
 	}
 	// The script was observed on the pinned harness; prefer it to whatever
-	// claude (or codex) is on PATH.
-	pinned := cachedHarness()
-	if kind == kindCodex {
-		pinned = cachedCodex()
-	}
-	if c.String("harness") == "" && isExecutable(pinned) {
+	// the kind's binary is on PATH.
+	if pinned := kind.info().pinned(); c.String("harness") == "" && isExecutable(pinned) {
 		if err := c.Set("harness", pinned); err != nil {
 			return nil, err
 		}

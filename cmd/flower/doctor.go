@@ -61,29 +61,19 @@ func planDoctor(c *cli.Context, p proc) (doctorPlan, error) {
 	if err != nil {
 		return doctorPlan{}, err
 	}
-	plan := doctorPlan{facts: checkup.Facts(), ch: ch, kind: kind,
-		cfg: checkup.Config{Harness: ch.Path, Args: p.harnessArgs, Env: p.env, Logger: slog.New(slog.DiscardHandler)}}
-	if kind == kindCodex {
-		plan.facts, plan.cfg.Flower = checkup.CodexFacts(), hookBinary
-	}
-	return plan, nil
+	return doctorPlan{facts: kind.info().doctor(), ch: ch, kind: kind,
+		cfg: checkup.Config{Harness: ch.Path, Args: p.harnessArgs, Env: p.env, Flower: hookBinary, Logger: slog.New(slog.DiscardHandler)}}, nil
 }
 
 // header is the doctor's first line: which harness, why, and how it is
 // checked.
 func (plan doctorPlan) header() string {
-	if plan.kind == kindCodex {
-		return plan.ch.Path + " (the Codex CLI), " + plan.ch.Why + ", its app-server against a scripted Responses API on 127.0.0.1"
-	}
-	return plan.ch.Path + " (" + plan.ch.Why + "), started as a run starts it, against a scripted model on 127.0.0.1"
+	return plan.ch.Path + " (" + plan.kind.product() + ", " + plan.ch.Why + "), " + plan.kind.info().doctorHow
 }
 
 // keyLine says whether the model's tools can read the API key.
 func (plan doctorPlan) keyLine(env []string) string {
-	if plan.kind == kindCodex {
-		return codexKeyLine
-	}
-	return keyLine(env)
+	return plan.kind.info().key(env)
 }
 
 // doctorReport is flower doctor --json: one object.

@@ -207,7 +207,7 @@ func TestDoctorPicksTheCodexFacts(t *testing.T) {
 					t.Errorf("a stand-in with no schema passed: %s", l)
 				}
 			}
-			if !strings.Contains(out, "(the Codex CLI)") || strings.Contains(out, checkup.FactInit) {
+			if !strings.Contains(out, "(the Codex CLI, ") || strings.Contains(out, checkup.FactInit) {
 				t.Errorf("not the Codex CLI's checks alone:\n%s", out)
 			}
 		})

@@ -11,8 +11,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/flowerhq/flower/checkup"
 	"github.com/flowerhq/flower/codex"
 	"github.com/flowerhq/flower/codexrpc"
+	"github.com/flowerhq/flower/demo"
 	"github.com/flowerhq/flower/endpoint"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/harness"
@@ -55,6 +57,26 @@ type kindInfo struct {
 	// workspace talks to, given the one its front said ("" for none
 	// known), and what to check when it cannot be reached.
 	endpoint func(given string, args, env []string, workspace string) (url, fix string)
+	// pinned is where make installs the pinned copy.
+	pinned func() string
+	// doctor is the facts flower doctor checks on the kind, and doctorHow
+	// how it starts the harness to check them.
+	doctor    func() []checkup.Fact
+	doctorHow string
+	// key says whether the model's tools can read the API key, under a
+	// harness started from env (DESIGN.md «Held harness»).
+	key func(env []string) string
+	// demo serves the demo's story in the kind's API on 127.0.0.1, with
+	// home the harness's HOME.
+	demo func(model *demo.Model, home string) (demoModel, error)
+}
+
+// demoModel is the scripted model of a demo: its URL, the harness's
+// variables and arguments for it, and how to stop it.
+type demoModel struct {
+	url       string
+	env, args []string
+	stop      func()
 }
 
 // harnessKinds are the harnesses flower drives; kindNames in the order said.
@@ -63,7 +85,9 @@ var (
 		kindClaude: {product: "the Claude Code CLI", binary: "claude",
 			says:   func(v string) bool { return strings.Contains(v, "(Claude Code)") },
 			tested: harness.TestedVersions, gate: &trust.ClaudeCode, headless: harness.Headless{}, frontName: registry.FrontHeadless,
-			screen: true, find: func() (harnessChoice, error) { return chooseHarness("") }, endpoint: claudeEndpoint},
+			screen: true, find: func() (harnessChoice, error) { return chooseHarness("") }, endpoint: claudeEndpoint,
+			pinned: cachedHarness, doctor: checkup.Facts, doctorHow: "started as a run starts it, against a scripted model on 127.0.0.1",
+			key: keyLine, demo: claudeDemo},
 		kindCodex: {product: "the Codex CLI", binary: "codex",
 			says:   func(v string) bool { _, ok := codexrpc.VersionOf(v); return ok },
 			tested: []string{codexrpc.PinnedVersion}, gate: &trust.Codex, headless: codex.Launcher{}, frontName: registry.FrontCodex,
@@ -72,7 +96,9 @@ var (
 				// The front read its provider's base_url from Codex's
 				// config ("" for the built-in provider: not checked).
 				return given, "check the base_url of your model provider in $CODEX_HOME/config.toml (or -c), or the network"
-			}},
+			},
+			pinned: cachedCodex, doctor: checkup.CodexFacts, doctorHow: "its app-server against a scripted Responses API on 127.0.0.1",
+			key: func([]string) string { return codexKeyLine }, demo: codexDemo},
 	}
 	kindNames = []harnessKind{kindClaude, kindCodex}
 )
@@ -105,8 +131,18 @@ const envHarnessKind = "FLOWER_HARNESS_KIND"
 // harness.
 func harnessKindFlag() cli.Flag {
 	return &cli.StringFlag{Name: "harness-kind", EnvVars: []string{envHarnessKind},
-		Usage:       "which harness --harness is: claude (the Claude Code CLI) or codex (the Codex CLI)",
+		Usage:       "which harness --harness is: " + kindList(),
 		DefaultText: "what --harness's --version says; claude without --harness"}
+}
+
+// kindList is the kinds, each with its product: "claude (the Claude Code
+// CLI) or codex (…)".
+func kindList() string {
+	var each []string
+	for _, k := range kindNames {
+		each = append(each, string(k)+" ("+k.product()+")")
+	}
+	return strings.Join(each, " or ")
 }
 
 // parseHarnessKind reads --harness-kind; "" is left to detection.
