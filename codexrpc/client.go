@@ -16,6 +16,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,6 +51,10 @@ type Config struct {
 	// Logger receives package child's log of the process.
 	Grace  time.Duration
 	Logger *slog.Logger
+	// Screen: the connection is the Codex CLI's own screen's, attached
+	// with Client.Screen; Start runs no handshake, the screen's is the
+	// connection's (screen.go).
+	Screen bool
 }
 
 // Client is one running app-server.
@@ -70,6 +75,9 @@ type Client struct {
 	err      error // why the read loop ended
 	// turnSandbox is every turn's sandboxPolicy (SetTurnSandbox).
 	turnSandbox map[string]any
+	// screen is the screen the connection is shared with (screen.go); nil
+	// for a connection of flower's alone.
+	screen *screen
 }
 
 type response struct {
@@ -130,6 +138,10 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	c := &Client{proc: proc, stdin: p.inW, log: log.New(logw, "codexrpc: ", 0),
 		done: make(chan struct{}), calls: map[int]chan response{}}
 	go c.read(p.outR)
+	if cfg.Screen {
+		c.screen = newScreen()
+		return c, nil
+	}
 	if err := c.handshake(ctx); err != nil {
 		_ = c.Close()
 		return nil, err
@@ -250,7 +262,7 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	c.nextID++
 	c.calls[id] = ch
 	c.mu.Unlock()
-	if err := c.send(map[string]any{"method": method, "id": id, "params": params}); err != nil {
+	if err := c.send(map[string]any{"method": method, "id": idPrefix + strconv.Itoa(id), "params": params}); err != nil {
 		return err
 	}
 	select {

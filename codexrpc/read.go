@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -50,6 +51,9 @@ func (c *Client) dispatch(line []byte) {
 		c.log.Printf("skipped a line that is not JSON (%d bytes): %v", len(line), err)
 		return
 	}
+	if c.screen != nil && c.screen.pass(c, line, m) {
+		return
+	}
 	switch {
 	case m.ID != nil && m.Method != "":
 		c.refuse(*m.ID, m.Method)
@@ -65,9 +69,23 @@ func (c *Client) dispatch(line []byte) {
 	}
 }
 
+// idPrefix begins the id of each request of flower's: a screen sharing
+// the connection numbers its own otherwise (screen.go).
+const idPrefix = "flower-"
+
+// ours is the number of a request of flower's from its answer's id.
+func ours(raw json.RawMessage) (int, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(s, idPrefix))
+	return n, err == nil && strings.HasPrefix(s, idPrefix)
+}
+
 func (c *Client) answer(raw json.RawMessage, m wire) {
-	var id int
-	if json.Unmarshal(raw, &id) != nil {
+	id, ok := ours(raw)
+	if !ok {
 		c.log.Printf("skipped an answer with id %s", raw)
 		return
 	}

@@ -1,0 +1,270 @@
+package codexrpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// The Codex CLI's own screen (its TUI) reaches an app-server over a
+// WebSocket when started with `--remote` (DESIGN.md «Codex screen»). A
+// client started with Config.Screen shares its connection with one: what
+// the screen sends goes to the app-server as it is, and every line the
+// app-server writes goes to the screen, but for the answers to flower's
+// own requests, whose ids are flower's (idPrefix). flower reads the same
+// notifications as the screen, of the screen's thread, and starts and
+// interrupts turns in it: the screen shows them as the person's.
+//
+// The screen's thread is the first it starts or resumes; the others it
+// opens (a title's, a summary's) are the screen's alone, and their
+// notifications reach only the screen. flower's settings for the thread
+// (the hook's trust, the keys kept from the model's commands) go into
+// that first thread/start's config, on the way.
+
+// ScreenConn is the screen's end of the connection: one JSON-RPC message
+// a Read or a Write (a *wsock.Conn).
+type ScreenConn interface {
+	Read() ([]byte, error)
+	Write([]byte) error
+}
+
+// screen is the shared connection's state.
+type screen struct {
+	mu     sync.Mutex
+	conn   ScreenConn
+	held   [][]byte // lines for the screen before it was attached
+	broken bool     // a write to the screen failed: it is gone
+
+	// claim is the id of the thread/start (or resume) of the screen's
+	// that opens the session's thread; thread is that thread once
+	// answered, and known is closed then, or when err says why never.
+	claimed bool
+	claim   json.RawMessage
+	thread  Thread
+	known   chan struct{}
+	err     error
+	ended   chan struct{} // closed when the screen's connection ends
+}
+
+func newScreen() *screen {
+	return &screen{known: make(chan struct{}), ended: make(chan struct{})}
+}
+
+// ErrNoScreen is a Screen call on a client started without Config.Screen.
+var ErrNoScreen = errors.New("codex app-server: no screen shares this connection")
+
+// Screen attaches the screen's connection and relays it until it ends.
+// config is flower's settings for the screen's thread, asked for as the
+// screen opens it (nil: none).
+func (c *Client) Screen(conn ScreenConn, config func(context.Context) (map[string]any, error)) error {
+	s := c.screen
+	if s == nil {
+		return ErrNoScreen
+	}
+	s.mu.Lock()
+	s.conn = conn
+	held := s.held
+	s.held = nil
+	s.mu.Unlock()
+	for _, l := range held {
+		s.write(c, l)
+	}
+	go c.relayScreen(conn, config)
+	return nil
+}
+
+// relayScreen sends what the screen says to the app-server.
+func (c *Client) relayScreen(conn ScreenConn, config func(context.Context) (map[string]any, error)) {
+	s := c.screen
+	defer close(s.ended)
+	for {
+		msg, err := conn.Read()
+		if err != nil {
+			s.fail(fmt.Errorf("the Codex screen's connection ended before it opened a thread: %w", err))
+			return
+		}
+		if m := gjson.GetBytes(msg, "method").String(); (m == MethodThreadStart || m == MethodThreadResume) && s.take(msg) && config != nil {
+			msg = c.withConfig(msg, config)
+		}
+		if err := c.sendRaw(msg); err != nil {
+			c.log.Printf("the screen's message did not reach the app-server: %v", err)
+		}
+	}
+}
+
+// take claims the screen's thread/start or resume msg as the session's
+// thread when none is yet: true then.
+func (s *screen) take(msg []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.claimed {
+		return false
+	}
+	s.claimed = true
+	s.claim = json.RawMessage(gjson.GetBytes(msg, "id").Raw)
+	return true
+}
+
+// withConfig is msg with flower's settings added to its params' config;
+// msg as it is when they cannot be had (said in the log: the thread opens
+// without them, as the person started it).
+func (c *Client) withConfig(msg []byte, config func(context.Context) (map[string]any, error)) []byte {
+	ctx, cancel := context.WithTimeout(context.Background(), screenConfigTimeout)
+	defer cancel()
+	add, err := config(ctx)
+	if err != nil {
+		c.log.Printf("the screen's thread opens without flower's settings: %v", err)
+		return msg
+	}
+	if len(add) == 0 {
+		return msg
+	}
+	merged := map[string]any{}
+	if raw := gjson.GetBytes(msg, "params.config"); raw.IsObject() {
+		_ = json.Unmarshal([]byte(raw.Raw), &merged)
+	}
+	for k, v := range add {
+		merged[k] = v
+	}
+	b, err := json.Marshal(merged)
+	if err == nil {
+		var out []byte
+		if out, err = sjson.SetRawBytes(msg, "params.config", b); err == nil {
+			return out
+		}
+	}
+	c.log.Printf("the screen's thread opens without flower's settings: %v", err)
+	return msg
+}
+
+// screenConfigTimeout bounds flower's requests for the thread's settings.
+const screenConfigTimeout = 30 * time.Second
+
+// pass relays a line of the app-server's to the screen, and says whether
+// that was all of it: flower's own answers are flower's alone, the
+// answers to the screen's requests and the app-server's requests (an
+// approval, a question) the screen's alone, and notifications go to both,
+// but for another thread's and a stream's pieces, which only the screen
+// reads. It runs on the client's reading goroutine.
+func (s *screen) pass(c *Client, line []byte, m wire) bool {
+	if m.ID != nil && m.Method == "" {
+		if _, mine := ours(*m.ID); mine {
+			return false
+		}
+		s.answered(*m.ID, m)
+	}
+	s.write(c, bytes.TrimRight(line, "\r\n"))
+	switch {
+	case m.ID != nil:
+		return true
+	case strings.HasSuffix(m.Method, "Delta"):
+		return true
+	}
+	if th := gjson.GetBytes(m.Params, "threadId"); th.Exists() {
+		return th.String() != s.threadID()
+	}
+	return false
+}
+
+// answered notes the answer to the claimed thread/start: the session's
+// thread.
+func (s *screen) answered(id json.RawMessage, m wire) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.claimed || s.thread.ID != "" || s.err != nil || !bytes.Equal(id, s.claim) {
+		return
+	}
+	if m.Error != nil {
+		s.err = fmt.Errorf("the Codex screen's thread did not open: %w", m.Error)
+		close(s.known)
+		return
+	}
+	s.thread = Thread{ID: gjson.GetBytes(m.Result, "thread.id").String(), Model: gjson.GetBytes(m.Result, "model").String()}
+	if s.thread.ID == "" {
+		s.err = errors.New("the Codex screen's thread opened with no id")
+	}
+	close(s.known)
+}
+
+func (s *screen) threadID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.thread.ID
+}
+
+// fail ends the wait for the thread with err, when it is not known yet.
+func (s *screen) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.thread.ID == "" && s.err == nil {
+		s.err = err
+		close(s.known)
+	}
+}
+
+// write sends a line to the screen, or holds it until the screen is
+// attached; once a write failed, the screen is gone and nothing more goes.
+func (s *screen) write(c *Client, line []byte) {
+	s.mu.Lock()
+	conn, broken := s.conn, s.broken
+	if conn == nil {
+		s.held = append(s.held, append([]byte(nil), line...))
+	}
+	s.mu.Unlock()
+	if conn == nil || broken {
+		return
+	}
+	if err := conn.Write(line); err != nil {
+		s.mu.Lock()
+		s.broken = true
+		s.mu.Unlock()
+		c.log.Printf("the screen is gone: %v", err)
+	}
+}
+
+// ScreenThread is the screen's thread once it has opened it: the
+// session's. It waits until then, the screen's connection ends first,
+// the app-server ends, or ctx does.
+func (c *Client) ScreenThread(ctx context.Context) (Thread, error) {
+	s := c.screen
+	if s == nil {
+		return Thread{}, ErrNoScreen
+	}
+	select {
+	case <-s.known:
+	case <-c.done:
+		s.fail(fmt.Errorf("the Codex app-server ended before the screen opened a thread: %w", c.Err()))
+	case <-ctx.Done():
+		s.fail(fmt.Errorf("the Codex screen opened no thread: %w", ctx.Err()))
+	}
+	<-s.known
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.thread, s.err
+}
+
+// ScreenEnded is closed once the screen's connection has ended.
+func (c *Client) ScreenEnded() <-chan struct{} {
+	if c.screen == nil {
+		return nil
+	}
+	return c.screen.ended
+}
+
+// sendRaw writes one message of the screen's, as it is, as one line.
+func (c *Client) sendRaw(msg []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.stdin.Write(append(bytes.TrimRight(msg, "\r\n"), '\n')); err != nil {
+		return fmt.Errorf("write codex app-server: %w", err)
+	}
+	return nil
+}
