@@ -125,29 +125,43 @@ func hookCommand(h *front.Hold) string {
 	return levers.Quote(append(append([]string(nil), h.Hook...), "--codex")...)
 }
 
-// openThread opens the session's thread, trusting flower's hook (Codex
-// runs only a trusted one).
+// openThread opens the session's thread with flower's settings for it
+// (ThreadConfig).
 func openThread(ctx context.Context, c *codexrpc.Client, s front.Spec) (codexrpc.Thread, string, error) {
-	var trust map[string]any
-	if s.Hold != nil {
-		var err error
-		if trust, err = c.SessionHookTrust(ctx); err != nil {
-			return codexrpc.Thread{}, "", err
-		}
-	}
-	// The thread opens read-only, so Codex marks nothing trusted in the
-	// person's config; the sandbox they chose comes with each turn.
-	p, err := c.ReadPerson(ctx)
+	config, p, err := ThreadConfig(ctx, c, s)
 	if err != nil {
 		return codexrpc.Thread{}, "", err
 	}
 	c.SetTurnSandbox(p.Sandbox)
-	// The model's commands go without the keys (DESIGN.md «Held harness»).
-	config := maps.Clone(p.ToolEnv)
-	maps.Copy(config, trust)
+	// The thread opens read-only, so Codex marks nothing trusted in the
+	// person's config; the sandbox they chose comes with each turn.
 	// Nobody answers an approval in an unattended run.
 	th, err := c.OpenThread(ctx, codexrpc.ThreadOptions{Cwd: s.Dir, ApprovalPolicy: "never", Sandbox: codexrpc.ThreadSandbox, Config: config}, s.Resume)
 	return th, p.Endpoint, err
+}
+
+// ThreadConfig is flower's config of a session's thread, and the person's
+// Codex settings it was read from: the model's commands go without the
+// keys (DESIGN.md «Held harness»), and with compaction held flower's hook
+// is trusted (Codex runs only a trusted one).
+func ThreadConfig(ctx context.Context, c *codexrpc.Client, s front.Spec) (map[string]any, codexrpc.Person, error) {
+	var trust map[string]any
+	if s.Hold != nil {
+		var err error
+		if trust, err = c.SessionHookTrust(ctx); err != nil {
+			return nil, codexrpc.Person{}, err
+		}
+	}
+	p, err := c.ReadPerson(ctx)
+	if err != nil {
+		return nil, codexrpc.Person{}, err
+	}
+	config := maps.Clone(p.ToolEnv)
+	if config == nil {
+		config = map[string]any{}
+	}
+	maps.Copy(config, trust)
+	return config, p, nil
 }
 
 // Conn is what a session uses of its app-server: a *codexrpc.Client, or a
@@ -210,6 +224,9 @@ func (s *session) translate(n codexrpc.Notification) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if v, ok := n.Value.(codexrpc.TurnStarted); ok && s.turn == "" {
+		s.turn = v.TurnID // a turn the person started at Codex's screen
+	}
 	s.tr.facts(n, func(f front.Fact) {
 		if _, ok := f.(front.TurnEnded); ok {
 			s.turnEnded()

@@ -34,7 +34,7 @@ const (
 )
 
 // Notification is one notification: its method, its raw params, and, for
-// the methods this package decodes, Value: a TokenUsage, TurnCompleted,
+// the methods this package decodes, Value: a TokenUsage, TurnStarted, TurnCompleted,
 // Error, RateLimits or Item (nil otherwise, or when the params did not
 // decode; then Err says why).
 type Notification struct {
@@ -81,6 +81,12 @@ type TurnCompleted struct {
 	TurnID   string
 	Status   string
 	Error    *ErrorInfo
+}
+
+// TurnStarted is turn/started: a turn began, whoever started it.
+type TurnStarted struct {
+	ThreadID string
+	TurnID   string
 }
 
 // Error is the error notification; WillRetry says Codex tries again.
@@ -145,6 +151,16 @@ func decode(method string, params json.RawMessage) Notification {
 		n.Value, err = decodeTokenUsage(params)
 	case NoteTurnCompleted:
 		n.Value, err = decodeTurnCompleted(params)
+	case NoteTurnStarted:
+		var p struct {
+			ThreadID string `json:"threadId"`
+			Turn     struct {
+				ID string `json:"id"`
+			} `json:"turn"`
+		}
+		if err = json.Unmarshal(params, &p); err == nil {
+			n.Value = TurnStarted{ThreadID: p.ThreadID, TurnID: p.Turn.ID}
+		}
 	case NoteError:
 		var p struct {
 			ThreadID  string   `json:"threadId"`

@@ -52,10 +52,13 @@ type screen struct {
 	known   chan struct{}
 	err     error
 	ended   chan struct{} // closed when the screen's connection ends
+	// hookLists are the ids of the screen's hooks/list requests not yet
+	// answered (screenHooks).
+	hookLists map[string]bool
 }
 
 func newScreen() *screen {
-	return &screen{known: make(chan struct{}), ended: make(chan struct{})}
+	return &screen{known: make(chan struct{}), ended: make(chan struct{}), hookLists: map[string]bool{}}
 }
 
 // ErrNoScreen is a Screen call on a client started without Config.Screen.
@@ -91,8 +94,13 @@ func (c *Client) relayScreen(conn ScreenConn, config func(context.Context) (map[
 			s.fail(fmt.Errorf("the Codex screen's connection ended before it opened a thread: %w", err))
 			return
 		}
-		if m := gjson.GetBytes(msg, "method").String(); (m == MethodThreadStart || m == MethodThreadResume) && s.take(msg) && config != nil {
+		switch m := gjson.GetBytes(msg, "method").String(); {
+		case (m == MethodThreadStart || m == MethodThreadResume) && s.take(msg) && config != nil:
 			msg = c.withConfig(msg, config)
+		case m == MethodHooksList:
+			s.mu.Lock()
+			s.hookLists[gjson.GetBytes(msg, "id").Raw] = true
+			s.mu.Unlock()
 		}
 		if err := c.sendRaw(msg); err != nil {
 			c.log.Printf("the screen's message did not reach the app-server: %v", err)
@@ -160,6 +168,7 @@ func (s *screen) pass(c *Client, line []byte, m wire) bool {
 			return false
 		}
 		s.answered(*m.ID, m)
+		line = s.screenHooks(c, *m.ID, line)
 	}
 	s.write(c, bytes.TrimRight(line, "\r\n"))
 	switch {
@@ -172,6 +181,48 @@ func (s *screen) pass(c *Client, line []byte, m wire) bool {
 		return th.String() != s.threadID()
 	}
 	return false
+}
+
+// screenHooks is the answer line to a hooks/list of the screen's without
+// the hooks given on the app-server's command line (source
+// "sessionFlags"): flower's own, which flower trusts for the thread it
+// opens (SessionHookTrust), and which the screen would otherwise ask the
+// person to review, and to trust in their config. Any other answer is
+// line as it is.
+func (s *screen) screenHooks(c *Client, id json.RawMessage, line []byte) []byte {
+	s.mu.Lock()
+	asked := s.hookLists[string(id)]
+	delete(s.hookLists, string(id))
+	s.mu.Unlock()
+	if !asked {
+		return line
+	}
+	var msg map[string]any
+	if err := json.Unmarshal(line, &msg); err != nil {
+		return line
+	}
+	res, _ := msg["result"].(map[string]any)
+	data, _ := res["data"].([]any)
+	for _, d := range data {
+		d, _ := d.(map[string]any)
+		hooks, _ := d["hooks"].([]any)
+		kept := []any{}
+		for _, h := range hooks {
+			if h, _ := h.(map[string]any); h["source"] == "sessionFlags" {
+				continue
+			}
+			kept = append(kept, h)
+		}
+		if d != nil && hooks != nil {
+			d["hooks"] = kept
+		}
+	}
+	out, err := json.Marshal(msg)
+	if err != nil {
+		c.log.Printf("the screen's hooks/list answer passes as it is: %v", err)
+		return line
+	}
+	return out
 }
 
 // answered notes the answer to the claimed thread/start: the session's

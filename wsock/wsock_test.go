@@ -17,6 +17,9 @@ import (
 type client struct {
 	c  net.Conn
 	br *bufio.Reader
+	// w is written in order by one goroutine: a pipe's write waits for
+	// its read.
+	w chan []byte
 }
 
 func dial(t *testing.T) (*Conn, *client) {
@@ -44,7 +47,13 @@ func dial(t *testing.T) (*Conn, *client) {
 	if resp.StatusCode != 101 || resp.Header.Get("Sec-WebSocket-Accept") != "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" {
 		t.Fatalf("upgrade answered %d, accept %q", resp.StatusCode, resp.Header.Get("Sec-WebSocket-Accept"))
 	}
-	return <-accepted, &client{c: c, br: br}
+	cl := &client{c: c, br: br, w: make(chan []byte, 16)}
+	go func() {
+		for b := range cl.w {
+			_, _ = c.Write(b)
+		}
+	}()
+	return <-accepted, cl
 }
 
 // send writes one masked frame.
@@ -69,7 +78,7 @@ func (c *client) send(t *testing.T, fin bool, op byte, payload []byte) {
 	for i, x := range payload {
 		b = append(b, x^mask[i%4])
 	}
-	go func() { _, _ = c.c.Write(b) }()
+	c.w <- b
 }
 
 // recv reads one unmasked frame of the server's.

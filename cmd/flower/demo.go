@@ -105,10 +105,9 @@ func demoAction(c *cli.Context, p proc) (err error) {
 	}
 	p.harnessArgs = served.args
 	if c.Bool("interactive") {
-		if err := demo.SeedScreen(d.home, d.workspace, scriptedapi.APIKey); err != nil {
+		if p.harnessArgs, err = kind.info().demoScreen(d.home, d.workspace); err != nil {
 			return fmt.Errorf("demo directory: %w", err)
 		}
-		p.harnessArgs = demo.InteractiveArgs
 		d.started = true
 		return demoScreen(c, set, p, screen, served.url, d.workspace)
 	}
@@ -122,6 +121,12 @@ func claudeDemo(model *demo.Model, _ string) (demoModel, error) {
 		return demoModel{}, fmt.Errorf("start the scripted model: %w", err)
 	}
 	return demoModel{url: srv.URL, env: srv.Env(), args: demo.HarnessArgs, stop: func() { srv.Close() }}, nil
+}
+
+// claudeDemoScreen readies Claude Code's HOME for demo -i: its first-run
+// screens answered, the scripted key approved.
+func claudeDemoScreen(home, workspace string) ([]string, error) {
+	return demo.InteractiveArgs, demo.SeedScreen(home, workspace, scriptedapi.APIKey)
 }
 
 // codexDemo serves the story in the Responses API, for the Codex CLI,
@@ -155,8 +160,8 @@ func demoArgs(c *cli.Context, p proc, kind harnessKind) (screen *os.File, err er
 	if c.Duration("pace") < 0 {
 		return nil, usagef("--pace must not be negative")
 	}
-	if !kind.info().screen && c.Bool("interactive") {
-		return nil, usagef("demo -i runs in the harness's own screen, and %s's is not supervised yet: run flower demo --harness-kind %s without -i", kind.product(), kind)
+	if kind.info().demoScreen == nil && c.Bool("interactive") {
+		return nil, usagef("demo -i is not offered on %s yet: run flower demo --harness-kind %s without -i, or flower -i --harness-kind %s on a task of yours", kind.product(), kind, kind)
 	}
 	screen, isScreen := p.stdin.(*os.File)
 	if c.Bool("interactive") && (!isScreen || !isTerminal(screen)) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,12 +15,15 @@ import (
 	"github.com/flowerhq/flower/checkup"
 	"github.com/flowerhq/flower/codex"
 	"github.com/flowerhq/flower/codexrpc"
+	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/demo"
 	"github.com/flowerhq/flower/endpoint"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/harness"
+	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/levers"
 	"github.com/flowerhq/flower/registry"
+	"github.com/flowerhq/flower/statusline"
 	"github.com/flowerhq/flower/trust"
 )
 
@@ -48,8 +52,9 @@ type kindInfo struct {
 	// registry of running flowers.
 	headless  front.Launcher
 	frontName string
-	// screen: the kind's own screen is a front of flower's (-i).
-	screen bool
+	// screen is the front of the kind's own screen (-i) on f, with flower's
+	// status-line state file at state (nil: -i is refused).
+	screen func(f *interactive.Front, state string, lang console.Lang, log *slog.Logger) front.Launcher
 	// find is the harness a run starts when none is named, and why that
 	// one (on PATH, else the pinned copy make installed).
 	find func() (harnessChoice, error)
@@ -69,6 +74,9 @@ type kindInfo struct {
 	// demo serves the demo's story in the kind's API on 127.0.0.1, with
 	// home the harness's HOME.
 	demo func(model *demo.Model, home string) (demoModel, error)
+	// demoScreen readies the demo's harness HOME and workspace for demo
+	// -i, and gives its arguments there (nil: demo -i is not offered).
+	demoScreen func(home, workspace string) ([]string, error)
 }
 
 // demoModel is the scripted model of a demo: its URL, the harness's
@@ -85,13 +93,16 @@ var (
 		kindClaude: {product: "the Claude Code CLI", binary: "claude",
 			says:   func(v string) bool { return strings.Contains(v, "(Claude Code)") },
 			tested: harness.TestedVersions, gate: &trust.ClaudeCode, headless: harness.Headless{}, frontName: registry.FrontHeadless,
-			screen: true, find: func() (harnessChoice, error) { return chooseHarness("") }, endpoint: claudeEndpoint,
+			screen: func(f *interactive.Front, state string, lang console.Lang, log *slog.Logger) front.Launcher {
+				return statusline.Launcher{Launcher: f, Binary: hookBinary, State: state, Lang: lang, Log: log}
+			},
+			find: func() (harnessChoice, error) { return chooseHarness("") }, endpoint: claudeEndpoint, demoScreen: claudeDemoScreen,
 			pinned: cachedHarness, doctor: checkup.Facts, doctorHow: "started as a run starts it, against a scripted model on 127.0.0.1",
 			key: keyLine, demo: claudeDemo},
 		kindCodex: {product: "the Codex CLI", binary: "codex",
 			says:   func(v string) bool { _, ok := codexrpc.VersionOf(v); return ok },
 			tested: []string{codexrpc.PinnedVersion}, gate: &trust.Codex, headless: codex.Launcher{}, frontName: registry.FrontCodex,
-			find: chooseCodex,
+			find: chooseCodex, screen: func(f *interactive.Front, _ string, _ console.Lang, _ *slog.Logger) front.Launcher { return f.Codex() },
 			endpoint: func(given string, _, _ []string, _ string) (string, string) {
 				// The front read its provider's base_url from Codex's
 				// config ("" for the built-in provider: not checked).

@@ -86,7 +86,7 @@ func screenJob(c *cli.Context, set jobSettings, p proc, in *os.File, lang consol
 		cancel  context.CancelCauseFunc
 		openErr error
 	)
-	set.front = func(log *slog.Logger, runDir string) (front.Launcher, func(event.Event)) {
+	set.front = func(log *slog.Logger, runDir string, kind harnessKind) (front.Launcher, func(event.Event)) {
 		f, ctx, cancel, openErr = interactive.Open(c.Context, interactive.Options{
 			In: in, Out: p.stdout, Render: screenRenderer{lang: lang, home: home}, Logger: log,
 		})
@@ -95,7 +95,7 @@ func screenJob(c *cli.Context, set jobSettings, p proc, in *os.File, lang consol
 		}
 		line := console.NewScreenLine(lang, !set.handoff.Enabled, workbench.HoldingWorkspace(runDir), home, console.Bounds{BudgetUSD: set.maxBudgetUSD, Deadline: deadlineOf(set.maxDuration)})
 		w := statusline.NewWriter(runDir, line, log)
-		return statusline.Launcher{Launcher: f, Binary: hookBinary, State: w.Path(), Lang: lang, Log: log}, f.Sink(w.Handle)
+		return kind.info().screen(f, w.Path(), lang, log), f.Sink(w.Handle)
 	}
 	job, err := setupJob(set, p)
 	if f != nil {

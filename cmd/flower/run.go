@@ -189,7 +189,7 @@ type jobSettings struct {
 	// front, when set, gives the front that runs the harness and where the
 	// events go, once the run's log is open (the interactive mode); the
 	// headless front and the renderer otherwise.
-	front func(log *slog.Logger, runDir string) (front.Launcher, func(event.Event))
+	front func(log *slog.Logger, runDir string, kind harnessKind) (front.Launcher, func(event.Event))
 }
 
 // settingsFrom reads and checks the run flags; nothing is made on disk.
@@ -353,7 +353,7 @@ func setupJob(set jobSettings, p proc) (*job, error) {
 	}
 	launcher, frontName, onEvent := kind.info().headless, kind.info().frontName, render.event
 	if set.front != nil {
-		launcher, onEvent = set.front(place.logger, place.runDir)
+		launcher, onEvent = set.front(place.logger, place.runDir, kind)
 		frontName = registry.FrontInteractive
 	}
 	onEvent = place.listen(p, registry.Entry{Front: frontName, Workspace: workspace, Step: set.step},
@@ -390,8 +390,8 @@ func gateOf(kind harnessKind, interactive bool) *trust.Harness {
 }
 
 // jobPlace is set's harness, its kind and the workspace, made absolute and
-// checked; a harness chosen over PATH's claude is said on stderr. The Codex CLI runs headless only: its own screen is not a
-// front of flower's.
+// checked; a harness chosen over PATH's claude is said on stderr. A kind
+// whose screen is no front of flower's is refused -i.
 func jobPlace(set jobSettings, stderr io.Writer) (harnessPath string, kind harnessKind, workspace string, err error) {
 	ch, kind, err := chooseOf(context.Background(), set.harness, set.harnessKind)
 	if err != nil {
@@ -401,7 +401,7 @@ func jobPlace(set jobSettings, stderr io.Writer) (harnessPath string, kind harne
 	if ch.Note != "" {
 		fmt.Fprintln(stderr, ch.Note)
 	}
-	if set.front != nil && !kind.info().screen {
+	if set.front != nil && kind.info().screen == nil {
 		return "", "", "", usagef("%s runs headless under flower: leave out -i (its own screen is not one of flower's fronts)", kind.product())
 	}
 	if workspace, err = filepath.Abs(set.workspace); err != nil {

@@ -1,0 +1,95 @@
+package integration_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowerhq/flower/integration/itest"
+	"github.com/flowerhq/flower/manifest"
+	"github.com/flowerhq/flower/scriptedresp"
+	"github.com/flowerhq/flower/workbench"
+)
+
+// `flower -i --harness-kind codex` under tmux, as a person runs it: the
+// real Codex CLI's own screen, its app-server flower's. The task given on
+// the command line is the first turn, shown on the screen; the context
+// crosses the threshold, the same session writes the handoff, a fresh
+// screen starts from it and finishes the task; the person quits that
+// screen, and the step has succeeded in two generations, with no
+// compaction request on the way.
+func TestCodexScreenHandoff(t *testing.T) {
+	t.Parallel()
+	bin := itest.CodexPath(t)
+	j := &codexJob{work: func(session, n int) scriptedresp.Reply {
+		if session == 1 {
+			return scriptedresp.Reply{Text: "SUCCESSOR-SAYS all done", Usage: scriptedresp.Usage{InputTokens: 40000, OutputTokens: 10}}
+		}
+		return codexTool([]int{30000, 160000}[min(n-1, 1)], fmt.Sprintf("echo round %d", n))
+	}}
+	api, err := scriptedresp.Start(j.reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.Close() })
+	ws := t.TempDir()
+	runDir := filepath.Join(ws, ".flower", "runs", "screen")
+	env := codexEnv(t, api.URL, codexPersonConfig)
+	f, err := startTmuxFlower(t, env, nil, ws, []string{flowerBinary(t), "-i", "--harness", bin, "-C", ws, "--run-dir", runDir,
+		"TASK-MARK: port the parser"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitScreen(t, f, "SUCCESSOR-SAYS", 3*waitLimit)
+	// The person is done: Ctrl-C twice quits Codex's screen.
+	_, _ = f.tmux("send-keys", "-t", "it", "C-c")
+	time.Sleep(300 * time.Millisecond)
+	_, _ = f.tmux("send-keys", "-t", "it", "C-c")
+	select {
+	case <-f.exited():
+	case <-time.After(2 * waitLimit):
+		log, _ := os.ReadFile(workbench.LogFile(runDir))
+		t.Fatalf("flower did not end after the screen was quit:\n%s\nlog:\n%s", f.capture(), log)
+	}
+	if f.exitCode() != 0 {
+		t.Fatalf("flower exited %d:\n%s", f.exitCode(), f.output())
+	}
+	st := loadStep(t, runDir, "main")
+	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 2 {
+		t.Fatalf("status %s, %d generations (errors %q):\n%s", st.Status, len(st.Generations), st.Errors, f.output())
+	}
+	if h := st.Generations[0].Handoff; h == nil || h.Degraded {
+		t.Fatalf("the first generation's handoff: %+v", h)
+	}
+	sawTask, sawSuccessor := false, false
+	for _, q := range api.Requests() {
+		if q.Compaction {
+			t.Fatalf("request %d is a compaction request", q.Seq)
+		}
+		sawTask = sawTask || strings.Contains(q.LastUserText, "TASK-MARK")
+		sawSuccessor = sawSuccessor || (strings.Contains(q.LastUserText, "DOING-MARK-1") && strings.Contains(q.LastUserText, "TASK-MARK"))
+	}
+	if !sawTask || !sawSuccessor {
+		t.Fatalf("the task reached the model %v, the successor's prompt with the handoff and the task %v", sawTask, sawSuccessor)
+	}
+}
+
+// waitScreen waits for text on the pane.
+func waitScreen(t *testing.T, f *tmuxFlower, text string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !strings.Contains(f.capture(), text) {
+		select {
+		case <-f.exited():
+			t.Fatalf("flower exited %d before %q showed:\n%s", f.exitCode(), text, f.output())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%q did not show within %v:\n%s", text, within, f.capture())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
