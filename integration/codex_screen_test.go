@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,7 +44,35 @@ func TestCodexScreenHandoff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// flower's meter, in the window's title: Codex's footer takes none of
+	// flower's figures.
+	var titles sync.Map
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				if out, err := f.tmux("display-message", "-p", "-t", "it", "#{pane_title}"); err == nil {
+					titles.Store(strings.TrimSpace(out), true)
+				}
+			}
+		}
+	}()
 	waitScreen(t, f, "SUCCESSOR-SAYS", 3*waitLimit)
+	meter := false
+	var seen []string
+	titles.Range(func(k, _ any) bool {
+		seen = append(seen, k.(string))
+		meter = meter || (strings.HasPrefix(k.(string), "flower · ") && strings.Contains(k.(string), "/180K"))
+		return true
+	})
+	t.Logf("titles seen: %q", seen)
+	if !meter {
+		t.Errorf("flower's meter never showed in the title; titles seen: %q", seen)
+	}
 	// The person is done: Ctrl-C twice quits Codex's screen.
 	_, _ = f.tmux("send-keys", "-t", "it", "C-c")
 	time.Sleep(300 * time.Millisecond)

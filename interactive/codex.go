@@ -28,8 +28,13 @@ import (
 // they are, and flower reads the notifications of the screen's thread as
 // the headless Codex front reads its own (package codex), and starts and
 // interrupts turns in it, which the screen shows as the person's. Nothing
-// is typed and nothing read off the screen.
-func (f *Front) Codex() front.Launcher { return codexScreen{f} }
+// is typed and nothing read off the screen. The screen's footer takes
+// none of flower's figures, so meter (flower's status line) is the
+// window's title, set anew with each event.
+func (f *Front) Codex(meter func() string) front.Launcher {
+	f.meter = meter
+	return codexScreen{f}
+}
 
 type codexScreen struct{ f *Front }
 
@@ -122,10 +127,11 @@ func (c codexScreen) Launch(ctx context.Context, s front.Spec) (front.Session, e
 	return g, nil
 }
 
-// codexScreenArgs are the screen's: flower's app-server, and no update
-// check of its own (DESIGN.md «Held harness»).
+// codexScreenArgs are the screen's: flower's app-server, no update check
+// of its own (DESIGN.md «Held harness»), and the window's title left to
+// flower's meter (for this start only: nothing is written).
 func codexScreenArgs(sock string) []string {
-	return []string{"--remote", "unix://" + sock, "-c", "check_for_update_on_startup=false"}
+	return []string{"--remote", "unix://" + sock, "-c", "check_for_update_on_startup=false", "-c", "tui.terminal_title=[]"}
 }
 
 // codexSession is one generation on the Codex CLI's screen: the headless

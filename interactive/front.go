@@ -76,6 +76,9 @@ type Front struct {
 	inbox string
 	// prompts holds flower's long prompts for the harness to read (quiet.go).
 	prompts promptFiles
+	// meter is flower's meter for the window title, for a harness whose
+	// screen has no place for it (Codex); nil: none.
+	meter func() string
 }
 
 var _ front.Launcher = (*Front)(nil)
@@ -142,6 +145,11 @@ func (f *Front) Sink(next func(event.Event)) func(event.Event) {
 		f.logEvent(ev)
 		if next != nil {
 			next(ev)
+		}
+		if f.meter != nil {
+			if t := f.meter(); t != "" {
+				f.screen.SetTitle(t)
+			}
 		}
 		if t := limitTitle(ev); t != "" {
 			f.screen.SetTitle(t) // unattended: a limit's reset in the title

@@ -103,6 +103,22 @@ func (w *Writer) Handle(ev event.Event) {
 	w.last = b
 }
 
+// Text is flower's status line as it stands, for a screen that shows it
+// elsewhere than in a status line of its own (the window's title).
+func (w *Writer) Text() string {
+	if a := w.line.Announcement(); a != "" && w.shown() {
+		return "flower · " + a
+	}
+	return console.ScreenText(w.line.Meter(), w.line.Cost(), w.line.Bounds())
+}
+
+// shown: the latest handoff is still announced.
+func (w *Writer) shown() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.until.IsZero() && w.now().Before(w.until)
+}
+
 // Launcher starts each harness with flower's status line in its
 // --settings: Binary (flower) run as `statusline --state State --lang
 // Lang`, the person's own command passed on to it.

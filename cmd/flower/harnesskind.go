@@ -53,8 +53,8 @@ type kindInfo struct {
 	headless  front.Launcher
 	frontName string
 	// screen is the front of the kind's own screen (-i) on f, with flower's
-	// status-line state file at state (nil: -i is refused).
-	screen func(f *interactive.Front, state string, lang console.Lang, log *slog.Logger) front.Launcher
+	// status line w (nil: -i is refused).
+	screen func(f *interactive.Front, w *statusline.Writer, lang console.Lang, log *slog.Logger) front.Launcher
 	// find is the harness a run starts when none is named, and why that
 	// one (on PATH, else the pinned copy make installed).
 	find func() (harnessChoice, error)
@@ -93,8 +93,8 @@ var (
 		kindClaude: {product: "the Claude Code CLI", binary: "claude",
 			says:   func(v string) bool { return strings.Contains(v, "(Claude Code)") },
 			tested: harness.TestedVersions, gate: &trust.ClaudeCode, headless: harness.Headless{}, frontName: registry.FrontHeadless,
-			screen: func(f *interactive.Front, state string, lang console.Lang, log *slog.Logger) front.Launcher {
-				return statusline.Launcher{Launcher: f, Binary: hookBinary, State: state, Lang: lang, Log: log}
+			screen: func(f *interactive.Front, w *statusline.Writer, lang console.Lang, log *slog.Logger) front.Launcher {
+				return statusline.Launcher{Launcher: f, Binary: hookBinary, State: w.Path(), Lang: lang, Log: log}
 			},
 			find: func() (harnessChoice, error) { return chooseHarness("") }, endpoint: claudeEndpoint, demoScreen: claudeDemoScreen,
 			pinned: cachedHarness, doctor: checkup.Facts, doctorHow: "started as a run starts it, against a scripted model on 127.0.0.1",
@@ -102,7 +102,9 @@ var (
 		kindCodex: {product: "the Codex CLI", binary: "codex",
 			says:   func(v string) bool { _, ok := codexrpc.VersionOf(v); return ok },
 			tested: []string{codexrpc.PinnedVersion}, gate: &trust.Codex, headless: codex.Launcher{}, frontName: registry.FrontCodex,
-			find: chooseCodex, screen: func(f *interactive.Front, _ string, _ console.Lang, _ *slog.Logger) front.Launcher { return f.Codex() },
+			find: chooseCodex, screen: func(f *interactive.Front, w *statusline.Writer, _ console.Lang, _ *slog.Logger) front.Launcher {
+				return f.Codex(w.Text)
+			},
 			endpoint: func(given string, _, _ []string, _ string) (string, string) {
 				// The front read its provider's base_url from Codex's
 				// config ("" for the built-in provider: not checked).

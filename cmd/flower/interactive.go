@@ -95,7 +95,7 @@ func screenJob(c *cli.Context, set jobSettings, p proc, in *os.File, lang consol
 		}
 		line := console.NewScreenLine(lang, !set.handoff.Enabled, workbench.HoldingWorkspace(runDir), home, console.Bounds{BudgetUSD: set.maxBudgetUSD, Deadline: deadlineOf(set.maxDuration)})
 		w := statusline.NewWriter(runDir, line, log)
-		return kind.info().screen(f, w.Path(), lang, log), f.Sink(w.Handle)
+		return kind.info().screen(f, w, lang, log), f.Sink(w.Handle)
 	}
 	job, err := setupJob(set, p)
 	if f != nil {
