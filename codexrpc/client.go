@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -111,12 +110,9 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Home != "" {
 		env = append(env, "CODEX_HOME="+cfg.Home)
 	}
-	env = append(env, cfg.Env...)
-	if t := homeTemp(env); t != "" {
-		if err := os.MkdirAll(strings.TrimPrefix(t, "TMPDIR="), 0o700); err != nil {
-			return nil, fmt.Errorf("codex app-server temporary folder: %w", err)
-		}
-		env = append(env, t)
+	env, err := SandboxEnv(append(env, cfg.Env...))
+	if err != nil {
+		return nil, err
 	}
 	logw := cfg.Log
 	if logw == nil {

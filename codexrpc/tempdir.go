@@ -1,6 +1,8 @@
 package codexrpc
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -15,6 +17,21 @@ import (
 // it can. A CODEX_HOME under the temporary folder (doctor's, a test's) is
 // therefore given a temporary folder of its own, CODEX_HOME/tmp, so the
 // links are made (docs/DESIGN.md «Codex facts»).
+
+// SandboxEnv is env with the temporary folder Codex's sandbox needs
+// there (homeTemp), made: for every Codex process that runs the model's
+// commands, the app-server and a screen connected to one (which runs them
+// itself).
+func SandboxEnv(env []string) ([]string, error) {
+	t := homeTemp(env)
+	if t == "" {
+		return env, nil
+	}
+	if err := os.MkdirAll(strings.TrimPrefix(t, "TMPDIR="), 0o700); err != nil {
+		return nil, fmt.Errorf("codex temporary folder: %w", err)
+	}
+	return append(env, t), nil
+}
 
 // homeTemp is the TMPDIR=… entry env needs for Codex's sandbox to start
 // with env's CODEX_HOME (else HOME/.codex), or "" when that is not under

@@ -106,6 +106,55 @@ func TestCodexScreenHandoff(t *testing.T) {
 	}
 }
 
+// `flower demo -i --harness-kind codex`: the scripted demo on the real
+// Codex CLI's own screen, no key: three sessions, two handoffs, both
+// announced in the title, the story checked as `flower demo` checks it,
+// once the person quits the third screen.
+func TestCodexDemoInteractive(t *testing.T) {
+	t.Parallel()
+	bin := itest.CodexPath(t)
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "FLOWER_HARNESS" && k != "FLOWER_HARNESS_KIND" {
+			env = append(env, kv)
+		}
+	}
+	f, err := startTmuxFlower(t, env, nil, t.TempDir(), []string{flowerBinary(t), "demo", "-i", "--harness-kind", "codex", "--harness", bin, "--clean"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	announced := map[string]bool{}
+	deadline := time.Now().Add(4 * waitLimit)
+	for !strings.Contains(f.capture(), "Done. wordfreq.sh") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo did not finish within %v:\n%s", 4*waitLimit, f.capture())
+		}
+		if title, err := f.tmux("display-message", "-p", "-t", "it", "#{pane_title}"); err == nil {
+			for _, gen := range []string{"1", "2"} {
+				announced[gen] = announced[gen] || strings.Contains(title, "flower · <- gen "+gen+" handed off, to .flower/notes/交接-demo.md")
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !announced["1"] || !announced["2"] {
+		t.Errorf("handoffs announced in the title: %v, want generations 1 and 2", announced)
+	}
+	_, _ = f.tmux("send-keys", "-t", "it", "C-c")
+	time.Sleep(300 * time.Millisecond)
+	_, _ = f.tmux("send-keys", "-t", "it", "C-c")
+	select {
+	case <-f.exited():
+	case <-time.After(2 * waitLimit):
+		t.Fatalf("the demo did not end after the screen was quit:\n%s", f.capture())
+	}
+	out := f.output()
+	for _, want := range []string{"flower demo -i: 3 sessions, 2 handoffs", "FLOWER-EXIT=0", "(--clean)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the screen after the demo lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // waitScreen waits for text on the pane.
 func waitScreen(t *testing.T, f *tmuxFlower, text string, within time.Duration) {
 	t.Helper()

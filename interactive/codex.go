@@ -93,7 +93,13 @@ func (c codexScreen) Launch(ctx context.Context, s front.Spec) (front.Session, e
 	if err := f.takeScreen(); err != nil {
 		return nil, err
 	}
-	cfg := procConfig{Path: s.Path, Args: codexScreenArgs(sock), Dir: s.Dir, Env: s.Env, Grace: grace, Logger: log,
+	// The screen runs the model's commands itself, in a sandbox of its
+	// own.
+	env, err := codexrpc.SandboxEnv(append([]string(nil), s.Env...))
+	if err != nil {
+		return nil, err
+	}
+	cfg := procConfig{Path: s.Path, Args: codexScreenArgs(sock), Dir: s.Dir, Env: env, Grace: grace, Logger: log,
 		Size: f.term.Size()}
 	if g.p, err = startProc(context.WithoutCancel(ctx), cfg, f.screen); err != nil {
 		_ = f.term.Restore()

@@ -48,7 +48,19 @@ type Request struct {
 	LastUserText string
 	// Compaction: some message begins with CompactionPrompt.
 	Compaction bool
+	// Title: the Codex CLI's screen asks, on a side thread of its own
+	// with no tools, for the title of a new thread (TitlePrompt). The
+	// server answers it itself (TitleReply): no script of a job's
+	// expects it.
+	Title bool
 }
+
+// TitlePrompt begins the Codex CLI's screen's request for a thread's
+// title (measured on 0.171.0).
+const TitlePrompt = "Generate a concise, single-line task title"
+
+// TitleReply is the server's answer to a Title request.
+var TitleReply = Reply{Text: "Scripted task", Usage: Usage{InputTokens: 200, OutputTokens: 5}}
 
 // apiRequest is the part of a Responses API request body we read.
 type apiRequest struct {
@@ -93,6 +105,9 @@ func parseRequest(body []byte) (Request, error) {
 			}
 			if strings.HasPrefix(strings.TrimSpace(m.Text), CompactionPrompt) {
 				r.Compaction = true
+			}
+			if m.Role == "user" && len(a.Tools) == 0 && strings.HasPrefix(strings.TrimSpace(m.Text), TitlePrompt) {
+				r.Title = true
 			}
 		}
 	}

@@ -190,7 +190,10 @@ func (s *Server) answer(w http.ResponseWriter, hr *http.Request, req Request) {
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
 
-	reply := s.script(&req)
+	reply := TitleReply
+	if !req.Title {
+		reply = s.script(&req)
+	}
 	if !scriptedhttp.Hold(w, hr, reply.Delay, reply.Header) {
 		return
 	}

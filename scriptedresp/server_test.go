@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // event is one SSE event of an answer.
@@ -198,5 +200,34 @@ func TestModelsAndUnexpected(t *testing.T) {
 	}
 	if len(s.Requests()) != 0 {
 		t.Errorf("recorded %d responses requests, want 0", len(s.Requests()))
+	}
+}
+
+// The Codex screen's title request, on a thread with no tools, is answered
+// by the server with TitleReply, not by the job's script; the same words
+// with tools offered are the script's.
+func TestAnswersTitleRequest(t *testing.T) {
+	called := 0
+	s, err := Start(func(*Request) Reply { called++; return Reply{Text: "from the script"} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	title := `{"type":"message","role":"user","content":[{"type":"input_text","text":"` + TitlePrompt + ` for this."}]}`
+	_, evs := post(t, s, `{"model":"m","stream":true,"input":[`+title+`]}`)
+	got := ""
+	for _, e := range evs {
+		if b, err := json.Marshal(e.Data); err == nil {
+			if t := gjson.GetBytes(b, "item.content.0.text").String(); t != "" {
+				got = t
+			}
+		}
+	}
+	if called != 0 || got != TitleReply.Text {
+		t.Fatalf("the title request reached the script %d times and was answered %q", called, got)
+	}
+	post(t, s, `{"model":"m","stream":true,"tools":[{"type":"function","name":"exec_command"}],"input":[`+title+`]}`)
+	if r := s.Requests(); called != 1 || len(r) != 2 || !r[0].Title || r[1].Title {
+		t.Fatalf("script called %d times; requests %+v", called, r)
 	}
 }

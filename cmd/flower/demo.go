@@ -40,7 +40,8 @@ Examples:
    flower demo --lang zh       # the Chinese status lines, as in the design
    flower demo --pace 0 --clean   # as fast as it goes, leave nothing behind
    flower demo -i              # in the harness's own screen; /exit when the third session is done
-   flower demo --harness-kind codex   # the same story on the Codex CLI (make codex installs it)`,
+   flower demo --harness-kind codex   # the same story on the Codex CLI (make codex installs it)
+   flower demo -i --harness-kind codex   # in the Codex CLI's own screen; Ctrl-C when the third session is done`,
 		Flags:  demoFlags(),
 		Action: func(c *cli.Context) error { return demoAction(c, p) },
 	}
@@ -49,7 +50,7 @@ Examples:
 func demoFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.DurationFlag{Name: "pace", Value: demo.DefaultPace, Usage: "the scripted model's pause before each reply, so a person can follow (0: full speed)"},
-		&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "run it in the harness's own screen (a terminal), flower's figures on its status line; /exit ends it"},
+		&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "run it in the harness's own screen (a terminal), flower's figures on its status line (Codex: in the window's title); /exit (Codex: Ctrl-C) ends it"},
 		&cli.BoolFlag{Name: "clean", Usage: "remove the demo's directory at the end", DefaultText: "keep it for inspection"},
 		&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the harness executable (claude, or codex with --harness-kind codex)", DefaultText: "the copy make installed, else the kind's on PATH"},
 		&cli.StringFlag{Name: "harness-kind", EnvVars: []string{envHarnessKind}, Usage: kindList() + ", against a scripted model of its own API", Value: string(kindClaude)},
@@ -105,11 +106,12 @@ func demoAction(c *cli.Context, p proc) (err error) {
 	}
 	p.harnessArgs = served.args
 	if c.Bool("interactive") {
-		if p.harnessArgs, err = kind.info().demoScreen(d.home, d.workspace); err != nil {
+		var how string
+		if p.harnessArgs, how, err = kind.info().demoScreen(d.home, d.workspace); err != nil {
 			return fmt.Errorf("demo directory: %w", err)
 		}
 		d.started = true
-		return demoScreen(c, set, p, screen, served.url, d.workspace)
+		return demoScreen(c, set, p, screen, served.url, d.workspace, how)
 	}
 	return demoStream(c.Context, set, p, served.url, d)
 }
@@ -125,8 +127,15 @@ func claudeDemo(model *demo.Model, _ string) (demoModel, error) {
 
 // claudeDemoScreen readies Claude Code's HOME for demo -i: its first-run
 // screens answered, the scripted key approved.
-func claudeDemoScreen(home, workspace string) ([]string, error) {
-	return demo.InteractiveArgs, demo.SeedScreen(home, workspace, scriptedapi.APIKey)
+func claudeDemoScreen(home, workspace string) ([]string, string, error) {
+	return demo.InteractiveArgs, "flower's figures are on the status line under the input box; type /exit once the third session is done",
+		demo.SeedScreen(home, workspace, scriptedapi.APIKey)
+}
+
+// codexDemoScreen: the Codex CLI's screen needs nothing readied; its
+// one tool needs no flag.
+func codexDemoScreen(string, string) ([]string, string, error) {
+	return nil, "flower's figures are in the window's title; press Ctrl-C (or type /quit) once the third session is done", nil
 }
 
 // codexDemo serves the story in the Responses API, for the Codex CLI,
@@ -262,13 +271,13 @@ func demoStream(ctx context.Context, set jobSettings, p proc, url string, d *dem
 
 // demoScreen runs the demo in the harness's own screen: the same story,
 // the person watching flower's status line and typing /exit at the end.
-func demoScreen(c *cli.Context, set jobSettings, p proc, in *os.File, url, workspace string) error {
+func demoScreen(c *cli.Context, set jobSettings, p proc, in *os.File, url, workspace, how string) error {
 	lang, err := set.view.check()
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(p.stderr, "flower demo -i: the real harness's own screen, a scripted model on %s: no API key, no network\n", url)
-	fmt.Fprintf(p.stderr, "flower demo -i: flower's figures are on the status line under the input box; type /exit once the third session is done\n")
+	fmt.Fprintf(p.stderr, "flower demo -i: %s\n", how)
 	start := time.Now()
 	job, st, err := screenJob(c, set, p, in, lang, demo.Task)
 	if job == nil {

@@ -75,8 +75,9 @@ type kindInfo struct {
 	// home the harness's HOME.
 	demo func(model *demo.Model, home string) (demoModel, error)
 	// demoScreen readies the demo's harness HOME and workspace for demo
-	// -i, and gives its arguments there (nil: demo -i is not offered).
-	demoScreen func(home, workspace string) ([]string, error)
+	// -i, and gives its arguments there and a line saying where flower's
+	// figures show and how the screen is ended (nil: no demo -i).
+	demoScreen func(home, workspace string) (args []string, how string, err error)
 }
 
 // demoModel is the scripted model of a demo: its URL, the harness's
@@ -102,7 +103,7 @@ var (
 		kindCodex: {product: "the Codex CLI", binary: "codex",
 			says:   func(v string) bool { _, ok := codexrpc.VersionOf(v); return ok },
 			tested: []string{codexrpc.PinnedVersion}, gate: &trust.Codex, headless: codex.Launcher{}, frontName: registry.FrontCodex,
-			find: chooseCodex, screen: func(f *interactive.Front, w *statusline.Writer, _ console.Lang, _ *slog.Logger) front.Launcher {
+			find: chooseCodex, demoScreen: codexDemoScreen, screen: func(f *interactive.Front, w *statusline.Writer, _ console.Lang, _ *slog.Logger) front.Launcher {
 				return f.Codex(w.Text)
 			},
 			endpoint: func(given string, _, _ []string, _ string) (string, string) {
