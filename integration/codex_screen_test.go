@@ -171,3 +171,51 @@ func waitScreen(t *testing.T, f *tmuxFlower, text string, within time.Duration) 
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A key the API refuses, in the Codex CLI's own screen: the screen says
+// so, and flower's meter in the title says the API refused the
+// credentials; the person may log in and go on, so nothing is stopped,
+// but the screen quit with no turn answered ends the step auth_failed,
+// exit 7, with the line naming what to fix, never "succeeded" (as on
+// Claude Code's screen).
+func TestCodexScreenRefusedKey(t *testing.T) {
+	t.Parallel()
+	bin := itest.CodexPath(t)
+	api, err := scriptedresp.Start(func(*scriptedresp.Request) scriptedresp.Reply { return scriptedresp.Unauthorized() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.Close() })
+	ws := t.TempDir()
+	runDir := filepath.Join(ws, ".flower", "runs", "refused")
+	f, err := startTmuxFlower(t, codexEnv(t, api.URL, ""), nil, ws, []string{flowerBinary(t), "-i", "--harness", bin, "-C", ws, "--run-dir", runDir, "TASK-MARK"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * waitLimit)
+	for {
+		title, _ := f.tmux("display-message", "-p", "-t", "it", "#{pane_title}")
+		if strings.Contains(title, "the API refused the credentials") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the title never said the key was refused (now %q):\n%s", title, f.capture())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_, _ = f.tmux("send-keys", "-t", "it", "C-c")
+	time.Sleep(300 * time.Millisecond)
+	_, _ = f.tmux("send-keys", "-t", "it", "C-c")
+	select {
+	case <-f.exited():
+	case <-time.After(2 * waitLimit):
+		t.Fatalf("flower did not end after the screen was quit:\n%s", f.capture())
+	}
+	out := f.output()
+	if f.exitCode() != 7 || !strings.Contains(out, "env_key") {
+		t.Fatalf("flower exited %d:\n%s", f.exitCode(), out)
+	}
+	if st := loadStep(t, runDir, "main"); st.Status != manifest.StatusAuthFailed {
+		t.Fatalf("a refused key made the step %s", st.Status)
+	}
+}
