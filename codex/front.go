@@ -84,19 +84,27 @@ func (Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 
 // NewSession is the Codex front's session of thread th on c, started for
 // s, its first fact the thread's Init: what Launch returns, on an
-// app-server of the caller's.
-func NewSession(c Conn, th codexrpc.Thread, s front.Spec) front.Session {
+// app-server of the caller's. shown, when not nil, is what a screen
+// sharing c shows of a turn of a kind in place of its prompt ("" for the
+// prompt itself); a first prompt of flower's own (Spec.Ours, a
+// successor's) is a turn of kind front.TurnFirst.
+func NewSession(c Conn, th codexrpc.Thread, s front.Spec, shown func(front.TurnKind) string) front.Session {
 	log := s.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return newSession(c, th, s, log, &lastLine{log: log})
+	ss := newSession(c, th, s, log, &lastLine{log: log})
+	ss.shown = shown
+	if s.Ours {
+		ss.first = front.TurnFirst
+	}
+	return ss
 }
 
 // newSession is the session of thread th on c, its first fact the
 // thread's Init.
 func newSession(c Conn, th codexrpc.Thread, s front.Spec, log *slog.Logger, tail *lastLine) *session {
-	return &session{c: c, prompt: s.Prompt, log: log, tail: tail, windowKnown: make(chan struct{}),
+	return &session{c: c, prompt: s.Prompt, first: front.TurnWork, log: log, tail: tail, windowKnown: make(chan struct{}),
 		tr:   translator{thread: th.ID, model: th.Model, held: s.Hold != nil},
 		left: []front.Fact{front.Init{SessionID: th.ID, Model: th.Model}}}
 }
@@ -177,12 +185,23 @@ type Conn interface {
 	ExitErr() error
 }
 
+// shownStarter is a Conn whose screen can show a turn's prompt as a
+// short line of flower's (a *codexrpc.Client).
+type shownStarter interface {
+	StartTurnShown(ctx context.Context, threadID, text, shown string) (string, error)
+}
+
 // session is one app-server and its thread.
 type session struct {
 	c      Conn
 	prompt string
-	log    *slog.Logger
-	tail   *lastLine
+	// shown is what a screen shows of a turn of a kind in place of its
+	// prompt ("" for the prompt itself); nil: no screen. first is the
+	// kind of Begin's turn.
+	shown func(front.TurnKind) string
+	first front.TurnKind
+	log   *slog.Logger
+	tail  *lastLine
 	// mu guards the translator and the running turn: Next translates
 	// under it; a command changes them under it, so a notification read
 	// after the command is translated knowing it (DESIGN.md «Fronts»).
@@ -251,7 +270,7 @@ func (s *session) Begin() error {
 	if s.prompt == "" {
 		return nil
 	}
-	return s.start(front.TurnWork, s.prompt)
+	return s.start(s.first, s.prompt)
 }
 
 // Send runs a turn of any kind: Codex takes each as a turn/start.
@@ -266,7 +285,13 @@ func (s *session) start(kind front.TurnKind, prompt string) error {
 	s.tr.writing = kind == front.TurnWriting
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	id, err := s.c.StartTurn(ctx, s.tr.thread, prompt)
+	var id string
+	var err error
+	if sc, ok := s.c.(shownStarter); ok && s.shown != nil {
+		id, err = sc.StartTurnShown(ctx, s.tr.thread, prompt, s.shown(kind))
+	} else {
+		id, err = s.c.StartTurn(ctx, s.tr.thread, prompt)
+	}
 	if err != nil {
 		return withTail(err, s.tail)
 	}

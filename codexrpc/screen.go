@@ -52,13 +52,16 @@ type screen struct {
 	known   chan struct{}
 	err     error
 	ended   chan struct{} // closed when the screen's connection ends
+	// shown is what the screen shows in place of the text of a user
+	// message of flower's (StartTurnShown), by that text.
+	shown map[string]string
 	// hookLists are the ids of the screen's hooks/list requests not yet
 	// answered (screenHooks).
 	hookLists map[string]bool
 }
 
 func newScreen() *screen {
-	return &screen{known: make(chan struct{}), ended: make(chan struct{}), hookLists: map[string]bool{}}
+	return &screen{known: make(chan struct{}), ended: make(chan struct{}), hookLists: map[string]bool{}, shown: map[string]string{}}
 }
 
 // ErrNoScreen is a Screen call on a client started without Config.Screen.
@@ -169,6 +172,8 @@ func (s *screen) pass(c *Client, line []byte, m wire) bool {
 		}
 		s.answered(*m.ID, m)
 		line = s.screenHooks(c, *m.ID, line)
+	} else if m.Method == NoteItemStarted || m.Method == NoteItemCompleted {
+		line = s.shownLine(c, m, line)
 	}
 	s.write(c, bytes.TrimRight(line, "\r\n"))
 	switch {
@@ -220,6 +225,40 @@ func (s *screen) screenHooks(c *Client, id json.RawMessage, line []byte) []byte 
 	out, err := json.Marshal(msg)
 	if err != nil {
 		c.log.Printf("the screen's hooks/list answer passes as it is: %v", err)
+		return line
+	}
+	return out
+}
+
+// hide has the screen show shown in place of text, in the user message
+// of the turn flower starts with it.
+func (s *screen) hide(text, shown string) {
+	s.mu.Lock()
+	s.shown[text] = shown
+	s.mu.Unlock()
+}
+
+// shownLine is an item notification's line with a user message of
+// flower's shown as hide said; any other line as it is. The message is
+// forgotten once completed.
+func (s *screen) shownLine(c *Client, m wire, line []byte) []byte {
+	it := gjson.GetBytes(m.Params, "item")
+	if it.Get("type").String() != "userMessage" {
+		return line
+	}
+	text := it.Get("content.0.text").String()
+	s.mu.Lock()
+	shown, ok := s.shown[text]
+	if ok && m.Method == NoteItemCompleted {
+		delete(s.shown, text)
+	}
+	s.mu.Unlock()
+	if !ok || len(it.Get("content").Array()) != 1 {
+		return line
+	}
+	out, err := sjson.SetBytes(line, "params.item.content.0.text", shown)
+	if err != nil {
+		c.log.Printf("the screen shows flower's prompt whole: %v", err)
 		return line
 	}
 	return out

@@ -44,6 +44,16 @@ func (c *Client) StartTurn(ctx context.Context, threadID, text string) (string, 
 	return res.Turn.ID, nil
 }
 
+// StartTurnShown is StartTurn with what a screen sharing the connection
+// shows of the text: shown in its place, in the turn's user message (the
+// model gets the text whole). "" shows the text itself.
+func (c *Client) StartTurnShown(ctx context.Context, threadID, text, shown string) (string, error) {
+	if c.screen != nil && shown != "" {
+		c.screen.hide(text, shown)
+	}
+	return c.StartTurn(ctx, threadID, text)
+}
+
 // Interrupt asks Codex to stop the turn; it then ends with status
 // interrupted.
 func (c *Client) Interrupt(ctx context.Context, threadID, turnID string) error {

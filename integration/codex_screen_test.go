@@ -62,6 +62,12 @@ func TestCodexScreenHandoff(t *testing.T) {
 		}
 	}()
 	waitScreen(t, f, "SUCCESSOR-SAYS", 3*waitLimit)
+	// flower's own prompts show as one line each (DESIGN.md «Codex
+	// screen»); the model had them whole (below).
+	screen := f.capture()
+	if !strings.Contains(screen, "flower: you are taking over this task") || strings.Contains(screen, "the task begins") || strings.Contains(screen, "DOING-MARK-1") {
+		t.Errorf("the successor's prompt did not show as one line:\n%s", screen)
+	}
 	meter := false
 	var seen []string
 	titles.Range(func(k, _ any) bool {

@@ -123,7 +123,7 @@ func (c codexScreen) Launch(ctx context.Context, s front.Spec) (front.Session, e
 		return nil, err
 	}
 	log.Info("codex screen thread open", "thread", th.ID, "model", th.Model, "held", s.Hold != nil)
-	g.Session = codex.NewSession(g.c, th, s)
+	g.Session = codex.NewSession(g.c, th, s, codexShown)
 	// The screen is up: the person's keys reach it from now on.
 	if err := f.gate.Release(); err != nil {
 		log.Debug("deliver held keys", "err", err)
@@ -131,6 +131,19 @@ func (c codexScreen) Launch(ctx context.Context, s front.Spec) (front.Session, e
 	go g.watch()
 	ok = true
 	return g, nil
+}
+
+// codexShown is the line the screen shows in place of a prompt of
+// flower's own, which reaches the model whole (DESIGN.md «Codex screen»);
+// a work turn's (the person's task, a continue's words) shows as it is.
+func codexShown(k front.TurnKind) string {
+	switch k {
+	case front.TurnWriting:
+		return "flower: your context window is nearly full. Write your handoff document now, as flower's request (sent whole to the model) says."
+	case front.TurnFirst:
+		return "flower: you are taking over this task from an earlier session of yourself; your handoff and the task went to the model whole."
+	}
+	return ""
 }
 
 // codexScreenArgs are the screen's: flower's app-server, no update check

@@ -37,7 +37,7 @@ type codexPipe struct {
 // the scripted harness of ss, and keeps the Launcher's log of turn ends.
 func (l *Launcher) codexSession(ss *session, s front.Spec) front.Session {
 	ss.cdx = &codexPipe{s: ss}
-	inner := codex.NewSession(codexConn{ss.cdx}, codexrpc.Thread{ID: ss.p.session, Model: ss.model()}, s)
+	inner := codex.NewSession(codexConn{ss.cdx}, codexrpc.Thread{ID: ss.p.session, Model: ss.model()}, s, nil)
 	return &codexSession{Session: inner, l: l, n: ss.p.N}
 }
 
