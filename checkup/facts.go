@@ -149,7 +149,7 @@ func checkVersion(ctx context.Context, c *Checkup) (string, error) {
 		return "", fmt.Errorf("%s --version: %v", c.cfg.Harness, err)
 	}
 	said := strings.TrimSpace(string(out))
-	if _, ok := harness.ParseVersion(said); !ok || !strings.HasSuffix(said, "(Claude Code)") {
+	if _, ok := front.ParseVersion(said); !ok || !strings.HasSuffix(said, "(Claude Code)") {
 		return "", fmt.Errorf("--version said %q, not \"X.Y.Z (Claude Code)\"", said)
 	}
 	version, _, _ := strings.Cut(said, " ")
@@ -165,10 +165,10 @@ func checkVersion(ctx context.Context, c *Checkup) (string, error) {
 		return "", fmt.Errorf("the init line says claude_code_version %q, --version says %q", got, version)
 	}
 	switch {
-	case harness.Tested(version):
+	case harness.TestedVersions.Has(version):
 		return version + ", tested", nil
-	case harness.NewerThanTested(version):
-		return fmt.Sprintf("%s, newer than the newest tested (%s): the other lines decide", version, harness.NewestTested()), nil
+	case harness.TestedVersions.Newer(version):
+		return fmt.Sprintf("%s, newer than the newest tested (%s): the other lines decide", version, harness.TestedVersions.Newest()), nil
 	}
 	return fmt.Sprintf("%s, not among the tested (%s): the other lines decide", version, strings.Join(harness.TestedVersions, ", ")), nil
 }

@@ -37,7 +37,7 @@ var (
 // be started early; the engine starts every turn; Codex keeps each thread
 // in CODEX_HOME, so a session resumes by its thread id.
 func (Launcher) Capabilities() front.Capabilities {
-	return front.Capabilities{StartEarly: true, Overlap: true, Resumes: true, CredentialFix: CredentialFix}
+	return front.Capabilities{StartEarly: true, Overlap: true, Resumes: true, CredentialFix: CredentialFix, Untested: codexrpc.Untested}
 }
 
 // CredentialFix names what to fix when the API refuses the Codex CLI's
@@ -106,7 +106,16 @@ func NewSession(c Conn, th codexrpc.Thread, s front.Spec, shown func(front.TurnK
 func newSession(c Conn, th codexrpc.Thread, s front.Spec, log *slog.Logger, tail *lastLine) *session {
 	return &session{c: c, prompt: s.Prompt, first: front.TurnWork, log: log, tail: tail, windowKnown: make(chan struct{}),
 		tr:   translator{thread: th.ID, model: th.Model, held: s.Hold != nil},
-		left: []front.Fact{front.Init{SessionID: th.ID, Model: th.Model}}}
+		left: []front.Fact{front.Init{SessionID: th.ID, Model: th.Model, Version: versionOf(c)}}}
+}
+
+// versionOf is the Codex CLI's version, when c knows it (a
+// *codexrpc.Client does, once initialized).
+func versionOf(c Conn) string {
+	if v, ok := c.(interface{ Version() string }); ok {
+		return v.Version()
+	}
+	return ""
 }
 
 // Overrides are flower's -c settings for a session of s: the model asked

@@ -74,6 +74,8 @@ type Client struct {
 	err      error // why the read loop ended
 	// turnSandbox is every turn's sandboxPolicy (SetTurnSandbox).
 	turnSandbox map[string]any
+	// version is Codex's, as its initialize answer said ("" until then).
+	version string
 	// screen is the screen the connection is shared with (screen.go); nil
 	// for a connection of flower's alone.
 	screen *screen
@@ -187,9 +189,11 @@ func (p *pipes) closeOurEnds() {
 
 func (c *Client) handshake(ctx context.Context) error {
 	info := map[string]any{"clientInfo": map[string]string{"name": "flower", "title": "flower", "version": "0"}}
-	if err := c.Call(ctx, MethodInitialize, info, nil); err != nil {
+	var res json.RawMessage
+	if err := c.Call(ctx, MethodInitialize, info, &res); err != nil {
 		return err
 	}
+	c.initialized(res)
 	return c.send(map[string]any{"method": MethodInitialized})
 }
 

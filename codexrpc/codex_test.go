@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowerhq/flower/codexrpc"
+	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/integration/itest"
 	"github.com/flowerhq/flower/scriptedresp"
 )
@@ -44,6 +45,9 @@ func start(t *testing.T, script scriptedresp.Script, extra string, overrides ...
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
+	if _, ok := front.ParseVersion(c.Version()); !ok {
+		t.Errorf("the app-server's initialize said no version (%q)", c.Version())
+	}
 	trust, err := c.SessionHookTrust(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -58,6 +58,8 @@ type screen struct {
 	// hookLists are the ids of the screen's hooks/list requests not yet
 	// answered (screenHooks).
 	hookLists map[string]bool
+	// initID is the id of the screen's initialize request.
+	initID string
 }
 
 func newScreen() *screen {
@@ -103,6 +105,10 @@ func (c *Client) relayScreen(conn ScreenConn, config func(context.Context) (map[
 		case m == MethodHooksList:
 			s.mu.Lock()
 			s.hookLists[gjson.GetBytes(msg, "id").Raw] = true
+			s.mu.Unlock()
+		case m == MethodInitialize:
+			s.mu.Lock()
+			s.initID = gjson.GetBytes(msg, "id").Raw
 			s.mu.Unlock()
 		}
 		if err := c.sendRaw(msg); err != nil {
@@ -171,6 +177,12 @@ func (s *screen) pass(c *Client, line []byte, m wire) bool {
 			return false
 		}
 		s.answered(*m.ID, m)
+		s.mu.Lock()
+		initAnswer := s.initID != "" && s.initID == string(*m.ID)
+		s.mu.Unlock()
+		if initAnswer {
+			c.initialized(m.Result)
+		}
 		line = s.screenHooks(c, *m.ID, line)
 	} else if m.Method == NoteItemStarted || m.Method == NoteItemCompleted {
 		line = s.shownLine(c, m, line)

@@ -3,6 +3,7 @@ package codexrpc_test
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,15 @@ func TestScreenSharesTheConnection(t *testing.T) {
 	}
 	scr.in <- []byte(`{"id":0,"method":"initialize","params":{"clientInfo":{"name":"codex-tui","title":null,"version":"0"},"capabilities":{"experimentalApi":true}}}`)
 	scr.answer(t, "0")
+	// The version the screen's initialize was answered with is the
+	// binary's.
+	said, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := codexrpc.VersionOf(string(said)); c.Version() != v || v == "" {
+		t.Errorf("the client says version %q, the binary %q", c.Version(), said)
+	}
 	scr.in <- []byte(`{"method":"initialized"}`)
 	scr.in <- []byte(`{"id":1,"method":"thread/start","params":{"sandbox":"workspace-write","config":{}}}`)
 	opened := scr.answer(t, "1")

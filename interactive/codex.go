@@ -43,7 +43,7 @@ type codexScreen struct{ f *Front }
 // handoff), and the successor's screen starts once the burned one is
 // gone.
 func (codexScreen) Capabilities() front.Capabilities {
-	return front.Capabilities{OutsideTurns: true, PersonTypes: true, CredentialFix: codex.CredentialFix}
+	return front.Capabilities{OutsideTurns: true, PersonTypes: true, CredentialFix: codex.CredentialFix, Untested: codexrpc.Untested}
 }
 
 // codexScreenStart bounds a screen's start: the app-server's, the

@@ -102,7 +102,7 @@ var (
 			key: keyLine, demo: claudeDemo},
 		kindCodex: {product: "the Codex CLI", binary: "codex",
 			says:   func(v string) bool { _, ok := codexrpc.VersionOf(v); return ok },
-			tested: []string{codexrpc.PinnedVersion}, gate: &trust.Codex, headless: codex.Launcher{}, frontName: registry.FrontCodex,
+			tested: codexrpc.TestedVersions, gate: &trust.Codex, headless: codex.Launcher{}, frontName: registry.FrontCodex,
 			find: chooseCodex, demoScreen: codexDemoScreen, screen: func(f *interactive.Front, w *statusline.Writer, _ console.Lang, _ *slog.Logger) front.Launcher {
 				return f.Codex(w.Text)
 			},

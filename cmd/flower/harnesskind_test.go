@@ -83,7 +83,7 @@ func TestPinnedOverUntestedPath(t *testing.T) {
 	if strings.Contains(ch.Note, "\n") {
 		t.Errorf("note %q is more than one line", ch.Note)
 	}
-	answer(harness.NewestTested())
+	answer(harness.TestedVersions.Newest())
 	if ch, err := chooseHarness(""); err != nil || ch.Path != onPath || ch.Note != "" {
 		t.Errorf("tested on PATH: %+v, %v; want PATH's claude and no note", ch, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/harness"
 )
 
@@ -57,11 +58,11 @@ func chooseHarness(flag string) (harnessChoice, error) {
 			return harnessChoice{Path: p, Why: "claude on PATH"}, nil
 		}
 		v := pathHarnessVersion(p)
-		if harness.Tested(v) {
+		if harness.TestedVersions.Has(v) {
 			return harnessChoice{Path: p, Why: "claude on PATH, release " + v + ", one flower was tested on"}, nil
 		}
 		said := v
-		if _, ok := harness.ParseVersion(v); !ok {
+		if _, ok := front.ParseVersion(v); !ok {
 			said = "of an unknown release"
 		}
 		why := fmt.Sprintf("flower's pinned %s, over claude on PATH (%s, %s), which is not a release flower was tested on (%s)",
