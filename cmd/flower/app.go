@@ -57,6 +57,7 @@ Examples:
    flower "port the parser to Go and make the tests pass"
    flower --window 200000 -f task.md -- --allowedTools Bash Write Edit Read
    flower --harness-kind codex "the same on the Codex CLI"
+   flower -i --harness-kind codex   # in the Codex CLI's own screen, under handoff
    flower --no-handoff "a short job, with the harness's own auto-compact"
    flower show                      # what the latest run did
    flower demo                      # see a handoff happen, no API key needed
