@@ -79,16 +79,8 @@ func TestCodexScreenHandoff(t *testing.T) {
 	if !meter {
 		t.Errorf("flower's meter never showed in the title; titles seen: %q", seen)
 	}
-	// The person is done: Ctrl-C twice quits Codex's screen.
-	_, _ = f.tmux("send-keys", "-t", "it", "C-c")
-	time.Sleep(300 * time.Millisecond)
-	_, _ = f.tmux("send-keys", "-t", "it", "C-c")
-	select {
-	case <-f.exited():
-	case <-time.After(2 * waitLimit):
-		log, _ := os.ReadFile(workbench.LogFile(runDir))
-		t.Fatalf("flower did not end after the screen was quit:\n%s\nlog:\n%s", f.capture(), log)
-	}
+	// The person is done.
+	quitCodexScreen(t, f, runDir)
 	if f.exitCode() != 0 {
 		t.Fatalf("flower exited %d:\n%s", f.exitCode(), f.output())
 	}
@@ -145,19 +137,31 @@ func TestCodexDemoInteractive(t *testing.T) {
 	if !announced["1"] || !announced["2"] {
 		t.Errorf("handoffs announced in the title: %v, want generations 1 and 2", announced)
 	}
+	quitCodexScreen(t, f, "")
+	out := f.output()
+	for _, want := range []string{"flower demo -i: 3 sessions, 2 handoffs", "FLOWER-EXIT=0", "(--clean)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the screen after the demo lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// quitCodexScreen quits the Codex CLI's screen as a person does (Ctrl-C
+// twice) and waits for flower to end; runDir's log is shown when it does
+// not ("" for none).
+func quitCodexScreen(t *testing.T, f *tmuxFlower, runDir string) {
+	t.Helper()
 	_, _ = f.tmux("send-keys", "-t", "it", "C-c")
 	time.Sleep(300 * time.Millisecond)
 	_, _ = f.tmux("send-keys", "-t", "it", "C-c")
 	select {
 	case <-f.exited():
 	case <-time.After(2 * waitLimit):
-		t.Fatalf("the demo did not end after the screen was quit:\n%s", f.capture())
-	}
-	out := f.output()
-	for _, want := range []string{"flower demo -i: 3 sessions, 2 handoffs", "FLOWER-EXIT=0", "(--clean)"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the screen after the demo lacks %q:\n%s", want, out)
+		var log []byte
+		if runDir != "" {
+			log, _ = os.ReadFile(workbench.LogFile(runDir))
 		}
+		t.Fatalf("flower did not end after the screen was quit:\n%s\nlog:\n%s", f.capture(), log)
 	}
 }
 
@@ -209,14 +213,7 @@ func TestCodexScreenRefusedKey(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	_, _ = f.tmux("send-keys", "-t", "it", "C-c")
-	time.Sleep(300 * time.Millisecond)
-	_, _ = f.tmux("send-keys", "-t", "it", "C-c")
-	select {
-	case <-f.exited():
-	case <-time.After(2 * waitLimit):
-		t.Fatalf("flower did not end after the screen was quit:\n%s", f.capture())
-	}
+	quitCodexScreen(t, f, runDir)
 	out := f.output()
 	if f.exitCode() != 7 || !strings.Contains(out, "env_key") {
 		t.Fatalf("flower exited %d:\n%s", f.exitCode(), out)

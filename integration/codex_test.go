@@ -202,6 +202,13 @@ func TestCodexKillThenContinue(t *testing.T) {
 	if len(reqs) <= seq {
 		t.Fatal("continue sent no request")
 	}
+	// A resumed thread reaches the model with no compaction request of
+	// Codex's own on the way.
+	for _, q := range reqs {
+		if q.Compaction {
+			t.Errorf("request %d is a compaction request", q.Seq)
+		}
+	}
 	resumed := reqs[seq]
 	all := string(resumed.Body)
 	for _, want := range []string{"TASK-MARK", "echo one", supervisor.ContinueMessage} {
