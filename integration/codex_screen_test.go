@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -221,4 +223,80 @@ func TestCodexScreenRefusedKey(t *testing.T) {
 	if st := loadStep(t, runDir, "main"); st.Status != manifest.StatusAuthFailed {
 		t.Fatalf("a refused key made the step %s", st.Status)
 	}
+}
+
+// A Codex screen killed in the middle of a turn is started again by the
+// engine's retry on the same thread (`codex resume` on the new screen),
+// its first turn the engine's: one generation, the same session, one
+// failed attempt, and the model goes on in the thread with the task and
+// the killed command in it.
+func TestCodexScreenResumesAfterACrash(t *testing.T) {
+	t.Parallel()
+	bin := itest.CodexPath(t)
+	mark := filepath.Join(t.TempDir(), "started")
+	j := &codexJob{work: func(session, n int) scriptedresp.Reply {
+		if n == 1 {
+			return codexTool(30000, "touch "+mark+"; exec sleep 120")
+		}
+		return scriptedresp.Reply{Text: "RESUMED-SAYS all done", Usage: scriptedresp.Usage{InputTokens: 40000, OutputTokens: 10}}
+	}}
+	api, err := scriptedresp.Start(j.reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.Close() })
+	ws := t.TempDir()
+	runDir := filepath.Join(ws, ".flower", "runs", "screen")
+	f, err := startTmuxFlower(t, codexEnv(t, api.URL, codexPersonConfig), nil, ws, []string{flowerBinary(t), "-i", "--harness", bin, "-C", ws, "--run-dir", runDir, "TASK-MARK: keep working"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the long command", func() bool { _, err := os.Stat(mark); return err == nil })
+	before := loadStep(t, runDir, "main")
+	seq := len(api.Requests())
+	screen := codexScreenPID(t, ws)
+	if err := syscall.Kill(screen, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitScreen(t, f, "RESUMED-SAYS", 2*waitLimit)
+	quitCodexScreen(t, f, runDir)
+	if f.exitCode() != 0 {
+		t.Fatalf("flower exited %d:\n%s", f.exitCode(), f.output())
+	}
+	st := loadStep(t, runDir, "main")
+	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 1 || st.SessionID != before.SessionID || before.SessionID == "" || st.Attempts != 1 {
+		t.Fatalf("after the crash: status %s, %d generations, attempts %d, session %q (was %q), errors %q",
+			st.Status, len(st.Generations), st.Attempts, st.SessionID, before.SessionID, st.Errors)
+	}
+	var resumed *scriptedresp.Request
+	for _, q := range api.Requests()[seq:] {
+		if !q.Title && resumed == nil {
+			resumed = &q
+		}
+		if q.Compaction {
+			t.Errorf("request %d is a compaction request", q.Seq)
+		}
+	}
+	if resumed == nil || !strings.Contains(string(resumed.Body), "TASK-MARK") || !strings.Contains(string(resumed.Body), "exec sleep 120") {
+		t.Fatalf("the request after the crash is not in the same thread: %v", resumed)
+	}
+}
+
+// codexScreenPID is the Codex screen running in ws: a codex started with
+// --remote there.
+func codexScreenPID(t *testing.T, ws string) int {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(cmd), "\x00--remote\x00") {
+			continue
+		}
+		if cwd, _ := os.Readlink("/proc/" + e.Name() + "/cwd"); cwd == ws {
+			pid, _ := strconv.Atoi(e.Name())
+			return pid
+		}
+	}
+	t.Fatalf("no Codex screen runs in %s", ws)
+	return 0
 }

@@ -38,12 +38,11 @@ func (f *Front) Codex(meter func() string) front.Launcher {
 
 type codexScreen struct{ f *Front }
 
-// Capabilities: the person types the work turns; a session is not
-// resumed on the screen (a crashed one goes on from the step's latest
-// handoff), and the successor's screen starts once the burned one is
-// gone.
+// Capabilities: the person types the work turns; a session is resumed
+// by its thread id (`codex resume`, on the screen), and the successor's
+// screen starts once the burned one is gone.
 func (codexScreen) Capabilities() front.Capabilities {
-	return front.Capabilities{OutsideTurns: true, PersonTypes: true, CredentialFix: codex.CredentialFix, Untested: codexrpc.Untested}
+	return front.Capabilities{OutsideTurns: true, PersonTypes: true, Resumes: true, CredentialFix: codex.CredentialFix, Untested: codexrpc.Untested}
 }
 
 // codexScreenStart bounds a screen's start: the app-server's, the
@@ -58,9 +57,6 @@ func (c codexScreen) Launch(ctx context.Context, s front.Spec) (front.Session, e
 	log := s.Logger
 	if log == nil {
 		log = f.log
-	}
-	if s.Resume != "" {
-		return nil, errors.New("the Codex CLI's screen under flower starts each session afresh; it resumes none")
 	}
 	f.mu.Lock()
 	f.evLog = log
@@ -99,7 +95,7 @@ func (c codexScreen) Launch(ctx context.Context, s front.Spec) (front.Session, e
 	if err != nil {
 		return nil, err
 	}
-	cfg := procConfig{Path: s.Path, Args: codexScreenArgs(sock), Dir: s.Dir, Env: env, Grace: grace, Logger: log,
+	cfg := procConfig{Path: s.Path, Args: codexScreenArgs(sock, s.Resume), Dir: s.Dir, Env: env, Grace: grace, Logger: log,
 		Size: f.term.Size()}
 	if g.p, err = startProc(context.WithoutCancel(ctx), cfg, f.screen); err != nil {
 		_ = f.term.Restore()
@@ -148,9 +144,14 @@ func codexShown(k front.TurnKind) string {
 
 // codexScreenArgs are the screen's: flower's app-server, no update check
 // of its own (DESIGN.md «Held harness»), and the window's title left to
-// flower's meter (for this start only: nothing is written).
-func codexScreenArgs(sock string) []string {
-	return []string{"--remote", "unix://" + sock, "-c", "check_for_update_on_startup=false", "-c", "tui.terminal_title=[]"}
+// flower's meter (for this start only: nothing is written); with resume,
+// that thread reopened (`codex resume`).
+func codexScreenArgs(sock, resume string) []string {
+	args := []string{"--remote", "unix://" + sock, "-c", "check_for_update_on_startup=false", "-c", "tui.terminal_title=[]"}
+	if resume != "" {
+		args = append(append([]string{"resume"}, args...), resume)
+	}
+	return args
 }
 
 // codexSession is one generation on the Codex CLI's screen: the headless

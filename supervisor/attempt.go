@@ -885,11 +885,6 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
-}
-
 // isPrompt tells a prompt a person typed from the user records the harness
 // writes of its own (tool results, reminders, notifications, commands,
 // interrupt notes); the engine's own writing prompt comes only in the
