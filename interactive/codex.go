@@ -202,12 +202,11 @@ func (g *codexSession) watch() {
 	g.Session.Stop()
 }
 
-// Cut, StopTool and Cancel hold the person's keys until the next screen
-// is up (nothing they type then lands in the thread flower is ending),
-// then interrupt the turn.
-func (g *codexSession) Cut() error      { g.f.gate.Hold(); return g.Session.Cut() }
-func (g *codexSession) StopTool() error { g.f.gate.Hold(); return g.Session.StopTool() }
-func (g *codexSession) Cancel() error   { g.f.gate.Hold(); return g.Session.Cancel() }
+// Cut holds the person's keys until the next screen is up (nothing they
+// type then lands in the thread flower is handing off), then interrupts
+// the turn. StopTool and Cancel interrupt it alone: the person goes on
+// typing into the same screen.
+func (g *codexSession) Cut() error { g.f.gate.Hold(); return g.Session.Cut() }
 
 // Stop ends the screen (its exit keys, then signals), then the app-server,
 // and removes the socket's folder.
