@@ -58,6 +58,10 @@ func (t *translator) facts(n codexrpc.Notification, out func(front.Fact)) {
 		}
 	case codexrpc.RateLimits:
 		t.limits = v
+	case codexrpc.ScreenInterrupt:
+		// The person ended the turn at Codex's screen: its end is theirs,
+		// not a compaction flower's hook stopped.
+		t.interrupting = true
 	case codexrpc.Item:
 		switch {
 		case v.Started && v.Type == codexrpc.ItemContextCompaction:

@@ -29,6 +29,16 @@ import (
 // (the hook's trust, the keys kept from the model's commands) go into
 // that first thread/start's config, on the way.
 
+// NoteScreenInterrupt is no notification of Codex's: the client's own,
+// queued as the screen asks to interrupt a turn of the session's thread.
+const NoteScreenInterrupt = "flower/screen/interrupt"
+
+// ScreenInterrupt is NoteScreenInterrupt's value: the person, at the
+// screen, ended that turn.
+type ScreenInterrupt struct {
+	ThreadID, TurnID string
+}
+
 // ScreenConn is the screen's end of the connection: one JSON-RPC message
 // a Read or a Write (a *wsock.Conn).
 type ScreenConn interface {
@@ -106,6 +116,11 @@ func (c *Client) relayScreen(conn ScreenConn, config func(context.Context) (map[
 			s.mu.Lock()
 			s.hookLists[gjson.GetBytes(msg, "id").Raw] = true
 			s.mu.Unlock()
+		case m == MethodTurnInterrupt && gjson.GetBytes(msg, "params.threadId").String() == s.threadID():
+			// The person ended the turn at the screen (Esc, Ctrl-C): said
+			// before the turn's end, which the app-server writes after.
+			c.queue.Push(Notification{Method: NoteScreenInterrupt,
+				Value: ScreenInterrupt{ThreadID: s.threadID(), TurnID: gjson.GetBytes(msg, "params.turnId").String()}})
 		case m == MethodInitialize:
 			s.mu.Lock()
 			s.initID = gjson.GetBytes(msg, "id").Raw

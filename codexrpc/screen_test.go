@@ -81,7 +81,11 @@ func (m *memScreen) until(t *testing.T, method, thread string) {
 func TestScreenSharesTheConnection(t *testing.T) {
 	bin := itest.CodexPath(t)
 	api, err := scriptedresp.Start(func(r *scriptedresp.Request) scriptedresp.Reply {
-		return scriptedresp.Reply{Text: "reply to " + r.LastUserText, Usage: scriptedresp.Usage{InputTokens: 9000, OutputTokens: 20}}
+		r2 := scriptedresp.Reply{Text: "reply to " + r.LastUserText, Usage: scriptedresp.Usage{InputTokens: 9000, OutputTokens: 20}}
+		if r.LastUserText == "slow" {
+			r2.Delay = 20 * time.Second
+		}
+		return r2
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +176,29 @@ func TestScreenSharesTheConnection(t *testing.T) {
 		if tc, ok := n.Value.(codexrpc.TurnCompleted); ok {
 			if tc.TurnID == turn {
 				t.Fatalf("flower's turn ended twice")
+			}
+			break
+		}
+	}
+
+	// The person ends a turn at the screen: flower hears it from the
+	// screen's request, before the turn's end.
+	scr.in <- []byte(`{"id":5,"method":"turn/start","params":{"threadId":"` + th.ID + `","input":[{"type":"text","text":"slow"}]}}`)
+	slow := scr.answer(t, "5").Get("result.turn.id").String()
+	scr.until(t, "item/started", th.ID) // the turn's request is out
+	scr.in <- []byte(`{"id":6,"method":"turn/interrupt","params":{"threadId":"` + th.ID + `","turnId":"` + slow + `"}}`)
+	heard := false
+	for {
+		n, err := c.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if si, ok := n.Value.(codexrpc.ScreenInterrupt); ok {
+			heard = si.TurnID == slow && si.ThreadID == th.ID
+		}
+		if tc, ok := n.Value.(codexrpc.TurnCompleted); ok && tc.TurnID == slow {
+			if !heard || tc.Status != codexrpc.StatusInterrupted {
+				t.Fatalf("the person's interrupt was heard %v before the turn ended %s", heard, tc.Status)
 			}
 			break
 		}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,21 +47,7 @@ func TestCodexScreenHandoff(t *testing.T) {
 	}
 	// flower's meter, in the window's title: Codex's footer takes none of
 	// flower's figures.
-	var titles sync.Map
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-				if out, err := f.tmux("display-message", "-p", "-t", "it", "#{pane_title}"); err == nil {
-					titles.Store(strings.TrimSpace(out), true)
-				}
-			}
-		}
-	}()
+	titles := watchTitles(t, f.socket)
 	waitScreen(t, f, "SUCCESSOR-SAYS", 3*waitLimit)
 	// flower's own prompts show as one line each (DESIGN.md «Codex
 	// screen»); the model had them whole (below).
@@ -70,13 +55,8 @@ func TestCodexScreenHandoff(t *testing.T) {
 	if !strings.Contains(screen, "flower: you are taking over this task") || strings.Contains(screen, "the task begins") || strings.Contains(screen, "DOING-MARK-1") {
 		t.Errorf("the successor's prompt did not show as one line:\n%s", screen)
 	}
-	meter := false
-	var seen []string
-	titles.Range(func(k, _ any) bool {
-		seen = append(seen, k.(string))
-		meter = meter || (strings.HasPrefix(k.(string), "flower · ") && strings.Contains(k.(string), "/180K"))
-		return true
-	})
+	meter := titles.saw("K/180K") // flower's figures, against the window it works with
+	seen := titles.all()
 	t.Logf("titles seen: %q", seen)
 	if !meter {
 		t.Errorf("flower's meter never showed in the title; titles seen: %q", seen)
@@ -88,7 +68,8 @@ func TestCodexScreenHandoff(t *testing.T) {
 	}
 	st := loadStep(t, runDir, "main")
 	if st.Status != manifest.StatusSucceeded || len(st.Generations) != 2 {
-		t.Fatalf("status %s, %d generations (errors %q):\n%s", st.Status, len(st.Generations), st.Errors, f.output())
+		log, _ := os.ReadFile(workbench.LogFile(runDir))
+		t.Fatalf("status %s, %d generations (errors %q):\n%s\nlog:\n%s", st.Status, len(st.Generations), st.Errors, f.output(), log)
 	}
 	if h := st.Generations[0].Handoff; h == nil || h.Degraded {
 		t.Fatalf("the first generation's handoff: %+v", h)
@@ -123,18 +104,11 @@ func TestCodexDemoInteractive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	titles := watchTitles(t, f.socket)
+	waitScreen(t, f, "Done. wordfreq.sh", 4*waitLimit)
 	announced := map[string]bool{}
-	deadline := time.Now().Add(4 * waitLimit)
-	for !strings.Contains(f.capture(), "Done. wordfreq.sh") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the demo did not finish within %v:\n%s", 4*waitLimit, f.capture())
-		}
-		if title, err := f.tmux("display-message", "-p", "-t", "it", "#{pane_title}"); err == nil {
-			for _, gen := range []string{"1", "2"} {
-				announced[gen] = announced[gen] || strings.Contains(title, "flower · <- gen "+gen+" handed off, to .flower/notes/交接-demo.md")
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+	for _, gen := range []string{"1", "2"} {
+		announced[gen] = titles.saw("flower · <- gen " + gen + " handed off, to .flower/notes/交接-demo.md")
 	}
 	if !announced["1"] || !announced["2"] {
 		t.Errorf("handoffs announced in the title: %v, want generations 1 and 2", announced)

@@ -281,30 +281,8 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 	}
 
 	// Titles, as a person glancing at the window would see them.
-	var titles sync.Map
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-				out, err := tmuxCommand(p.socket, "display-message", "-p", "-t", "it", "#{pane_title}").Output()
-				if err == nil {
-					titles.Store(strings.TrimSpace(string(out)), true)
-				}
-			}
-		}
-	}()
-	sawTitle := func(sub string) bool {
-		found := false
-		titles.Range(func(k, _ any) bool {
-			found = found || strings.Contains(k.(string), sub)
-			return !found
-		})
-		return found
-	}
+	titles := watchTitles(t, p.socket)
+	sawTitle := titles.saw
 
 	const task = "TASK-MARK build the shim"
 	p.keys(task)
@@ -316,8 +294,7 @@ func TestInteractiveHandoffUnderTmux(t *testing.T) {
 	p.keys("INTERLOPER")
 	p.waitText("SUCCESSOR-SAYS", 2*waitLimit)
 	if !sawTitle("上下文 140.0K/200K · 还有约 10K 到换代") {
-		var all []string
-		titles.Range(func(k, _ any) bool { all = append(all, k.(string)); return true })
+		all := titles.all()
 		t.Errorf("the near notice never showed in the title; titles seen: %q", all)
 	}
 	// The held keys went to the new harness, not into the handoff prompt.

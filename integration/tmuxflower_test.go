@@ -246,3 +246,43 @@ func (f *tmuxFlower) person(home, harnessExe string, finished, quiet func() bool
 		}
 	}
 }
+
+// titleLog is every title a tmux server's pane "it" showed, as a person
+// glancing at the window would see them, sampled until the test ends.
+type titleLog struct{ seen sync.Map }
+
+func watchTitles(t *testing.T, socket string) *titleLog {
+	l := &titleLog{}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				if out, err := tmuxCommand(socket, "display-message", "-p", "-t", "it", "#{pane_title}").Output(); err == nil {
+					l.seen.Store(strings.TrimSpace(string(out)), true)
+				}
+			}
+		}
+	}()
+	return l
+}
+
+// saw: some title held sub.
+func (l *titleLog) saw(sub string) bool {
+	found := false
+	l.seen.Range(func(k, _ any) bool {
+		found = found || strings.Contains(k.(string), sub)
+		return !found
+	})
+	return found
+}
+
+// all is the titles seen.
+func (l *titleLog) all() []string {
+	var all []string
+	l.seen.Range(func(k, _ any) bool { all = append(all, k.(string)); return true })
+	return all
+}
