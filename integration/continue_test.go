@@ -6,12 +6,9 @@ package integration_test
 // knows the session, starts a fresh generation from the handoff file.
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -107,11 +104,6 @@ func TestContinueOnRealHarness(t *testing.T) {
 
 			if tc.refused {
 				env = harnessEnv(t, srv) // a HOME of its own: no sessions
-			} else {
-				// As after a long wait (a night's limit, a person back
-				// the next day): the session's transcript says its last
-				// turn was hours ago, its prompt cache long gone.
-				ageTranscript(t, env, s2, 3*time.Hour)
 			}
 			seq := len(srv.Requests())
 			rt, err = supervisor.New(opts(env))
@@ -166,43 +158,5 @@ func TestContinueOnRealHarness(t *testing.T) {
 				t.Errorf("retired %q session %s", disk.Retired, disk.SessionID)
 			}
 		})
-	}
-}
-
-// ageTranscript moves every timestamp of session's transcript (under env's
-// HOME) back by d, and the file's times with them.
-func ageTranscript(t *testing.T, env []string, session string, d time.Duration) {
-	t.Helper()
-	home := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			home = v
-		}
-	}
-	paths, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", session+".jsonl"))
-	if len(paths) != 1 {
-		t.Fatalf("the transcript of %s under %s: %q", session, home, paths)
-	}
-	b, err := os.ReadFile(paths[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	stamp := regexp.MustCompile(`"timestamp":"([^"]+)"`)
-	aged := stamp.ReplaceAllFunc(b, func(m []byte) []byte {
-		ts, err := time.Parse(time.RFC3339Nano, string(stamp.FindSubmatch(m)[1]))
-		if err != nil {
-			return m
-		}
-		return []byte(`"timestamp":"` + ts.Add(-d).UTC().Format("2006-01-02T15:04:05.000Z") + `"`)
-	})
-	if bytes.Equal(aged, b) {
-		t.Fatalf("no timestamp to age in %s", paths[0])
-	}
-	if err := os.WriteFile(paths[0], aged, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	then := time.Now().Add(-d)
-	if err := os.Chtimes(paths[0], then, then); err != nil {
-		t.Fatal(err)
 	}
 }
