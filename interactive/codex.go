@@ -86,13 +86,13 @@ func (c codexScreen) Launch(ctx context.Context, s front.Spec) (front.Session, e
 		Args: s.Args, BaseEnv: s.Env, Log: &stderrLog{log: log}, Grace: grace, Logger: log, Screen: true}); err != nil {
 		return nil, err
 	}
-	if err := f.takeScreen(); err != nil {
-		return nil, err
-	}
 	// The screen runs the model's commands itself, in a sandbox of its
 	// own.
 	env, err := codexrpc.SandboxEnv(append([]string(nil), s.Env...))
 	if err != nil {
+		return nil, err
+	}
+	if err := f.takeScreen(); err != nil {
 		return nil, err
 	}
 	cfg := procConfig{Path: s.Path, Args: codexScreenArgs(sock, s.Resume), Dir: s.Dir, Env: env, Grace: grace, Logger: log,
