@@ -22,13 +22,18 @@ export FLOWER_TEMPORAL_VERSION := $(TEMPORAL_VERSION)
 CODEX_VERSION := 0.171.0
 export FLOWER_CODEX_VERSION := $(CODEX_VERSION)
 
+# The Gemini CLI, the third harness (docs/DESIGN.md «Gemini facts»), cached
+# under ~/.cache/flower/gemini/<version>; it runs on the node on PATH.
+GEMINI_VERSION := 0.61.0
+export FLOWER_GEMINI_VERSION := $(GEMINI_VERSION)
+
 # aimock, a scripted model server the project did not write (npm's
 # @copilotkit/aimock): the Codex CLI runs a job against it as well as
 # against scriptedresp. Cached under ~/.cache/flower/aimock/<version>.
 AIMOCK_VERSION := 1.43.0
 export FLOWER_AIMOCK_VERSION := $(AIMOCK_VERSION)
 
-.PHONY: all build harness agent-sdk temporal codex aimock tools test darwin unit tidy compat compat-harness compat-codex demo demo-codex chaos fuzz bench bench-e2e clean
+.PHONY: all build harness agent-sdk temporal codex gemini aimock tools test darwin unit tidy compat compat-harness compat-codex demo demo-codex chaos fuzz bench bench-e2e clean
 
 all: build
 
@@ -58,6 +63,10 @@ temporal:
 # Installs the pinned Codex CLI (npm, cached) and prints its path.
 codex:
 	@scripts/install-codex.sh
+
+# Installs the pinned Gemini CLI (npm, cached) and prints its path.
+gemini:
+	@scripts/install-gemini.sh
 
 # Installs the pinned aimock (npm, cached) and prints the path of its CLI.
 aimock:
@@ -103,6 +112,8 @@ test: tidy build tools darwin
 	  echo "codex: $$FLOWER_CODEX ($$("$$FLOWER_CODEX" --version))" && \
 	  FLOWER_AIMOCK="$$(scripts/install-aimock.sh)" && export FLOWER_AIMOCK && \
 	  echo "aimock: $$FLOWER_AIMOCK ($(AIMOCK_VERSION))" && \
+	  FLOWER_GEMINI="$$(scripts/install-gemini.sh)" && export FLOWER_GEMINI && \
+	  echo "gemini: $$FLOWER_GEMINI ($$("$$FLOWER_GEMINI" --version))" && \
 	  $(GO) vet ./... && $(GO) vet -tags temporal ./cmd/flower && \
 	  $(GO) test -race -count=1 -timeout 30m ./... && \
 	  $(GO) test -race -count=1 -tags temporal -run 'TestSubmit|TestStepError' ./cmd/flower

@@ -1,5 +1,5 @@
 // Package scriptedhttp owns the plumbing the repo's scripted model APIs
-// (scriptedapi, scriptedresp) share: a listener that only ever binds
+// (scriptedapi, scriptedresp, scriptedgen) share: a listener that only ever binds
 // 127.0.0.1, reading a request body, masking credentials before a request
 // is recorded, fresh ids, and JSON answers.
 package scriptedhttp
@@ -38,7 +38,7 @@ func ReadBody(hr *http.Request) ([]byte, error) {
 // logged freely.
 func Redact(h http.Header) http.Header {
 	out := h.Clone()
-	for _, k := range []string{"X-Api-Key", "Authorization"} {
+	for _, k := range []string{"X-Api-Key", "Authorization", "X-Goog-Api-Key"} {
 		if out.Get(k) != "" {
 			out.Set(k, "REDACTED")
 		}

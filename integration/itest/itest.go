@@ -134,6 +134,31 @@ func CodexPath(t testing.TB) string {
 	return p
 }
 
+// GeminiVersion is the Gemini CLI version the suites run on:
+// $FLOWER_GEMINI_VERSION (the Makefile's GEMINI_VERSION), else the pinned
+// one.
+var GeminiVersion = func() string {
+	if v := os.Getenv("FLOWER_GEMINI_VERSION"); v != "" {
+		return v
+	}
+	return "0.61.0"
+}()
+
+// GeminiPath finds the real Gemini CLI: $FLOWER_GEMINI, which make test
+// sets (scripts/install-gemini.sh). Without it, or under -short, the test
+// is skipped.
+func GeminiPath(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the real Gemini CLI: make test runs this, make unit does not")
+	}
+	p := os.Getenv("FLOWER_GEMINI")
+	if p == "" {
+		t.Skip("needs the real Gemini CLI: set FLOWER_GEMINI (make test does, from scripts/install-gemini.sh)")
+	}
+	return p
+}
+
 // AimockPath finds aimock, the scripted model server the project did not
 // write: $FLOWER_AIMOCK, which make test sets (scripts/install-aimock.sh).
 // Without it, or under -short, the test is skipped.
