@@ -1,0 +1,472 @@
+// Package acp owns speaking the Agent Client Protocol as its client: JSON-RPC
+// 2.0 lines on an agent process's stdin and stdout (the Gemini CLI's
+// `gemini --acp`; the protocol is the agent's, not one vendor's). It starts
+// the process, runs the handshake, offers the requests a front sends
+// (session/new, session/load, session/prompt, session/cancel) and gives
+// what the agent says in the order it said it: each session/update, and
+// each prompt's answer where it came among them. It answers the agent's
+// own requests itself: a permission is refused (no one is there to grant
+// it), anything else is not offered. What the names and fields are on the
+// pinned Gemini CLI is in docs/DESIGN.md «Gemini facts».
+package acp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/flowerhq/flower/child"
+	"github.com/flowerhq/flower/fifo"
+)
+
+// Config says how to start the agent.
+type Config struct {
+	// Binary and Args start the agent in its ACP mode (Args carry the
+	// mode's flag, --acp for the Gemini CLI).
+	Binary string
+	Args   []string
+	Dir    string
+	// Env is the process's whole environment (the parent's when nil).
+	Env []string
+	// Log receives what the client skips (non-JSON lines, the agent's
+	// requests it refused) and the process's stderr; nil discards it.
+	Log io.Writer
+	// Grace bounds each stage of Close (child.DefaultGrace when zero);
+	// Logger receives package child's log of the process.
+	Grace  time.Duration
+	Logger *slog.Logger
+}
+
+// Agent is what the agent said of itself in its initialize answer.
+type Agent struct {
+	Name, Version string
+	// LoadSession: the agent can load a session it ran before.
+	LoadSession bool
+}
+
+// Session is an opened session: its id and its current model.
+type Session struct {
+	ID    string
+	Model string
+}
+
+// Message is one thing the agent said, in order: a session/update, or
+// the answer to a session/prompt (End).
+type Message struct {
+	Session string
+	// Kind is the update's sessionUpdate ("agent_message_chunk",
+	// "tool_call", "tool_call_update", …); "" for a prompt's answer.
+	Kind   string
+	Update json.RawMessage
+	// End is a prompt's answer; Refused, a request of the agent's the
+	// client refused (its method, in Kind).
+	End     *End
+	Refused bool
+}
+
+// End is how a prompt turn ended: its stop reason ("end_turn",
+// "cancelled", "max_tokens", "max_turn_requests", "refusal") and the
+// answer's _meta, or the error the agent answered with.
+type End struct {
+	StopReason string
+	Meta       json.RawMessage
+	Err        *RPCError
+}
+
+// RPCError is a JSON-RPC error answer. The Gemini CLI puts an API error's
+// HTTP status in Code (429, 400, …) and its text in Message.
+type RPCError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string {
+	if len(e.Data) > 0 && string(e.Data) != "null" {
+		return fmt.Sprintf("agent error %d: %s (%s)", e.Code, e.Message, e.Data)
+	}
+	return fmt.Sprintf("agent error %d: %s", e.Code, e.Message)
+}
+
+// Client is one agent connection.
+type Client struct {
+	proc *child.Process // nil for a connection of the caller's (New)
+	w    io.WriteCloser
+	log  *log.Logger
+
+	wmu    sync.Mutex
+	mu     sync.Mutex
+	nextID int
+	calls  map[int]chan response
+	// prompts are the ids of session/prompt requests: their answers go
+	// into the queue, in order, not to a caller.
+	prompts map[int]string
+	err     error
+	queue   fifo.Queue[Message]
+	done    chan struct{}
+	agent   Agent
+}
+
+type response struct {
+	Result json.RawMessage
+	Error  *RPCError
+}
+
+// Start starts the agent and runs initialize. The process is a child of
+// package child's: nothing it starts outlives it, or flower.
+func Start(ctx context.Context, cfg Config) (*Client, error) {
+	logw := cfg.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("agent pipes: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("agent pipes: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		for _, f := range []*os.File{inR, inW, outR, outW} {
+			f.Close()
+		}
+		return nil, fmt.Errorf("agent pipes: %w", err)
+	}
+	proc, err := child.Start(context.Background(), child.Config{Path: cfg.Binary, Args: cfg.Args, Dir: cfg.Dir,
+		Env: cfg.Env, Stdin: inR, Stdout: outW, Stderr: errW, CancelSignal: syscall.SIGTERM, Grace: cfg.Grace, Logger: cfg.Logger})
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("start agent: %w", err)
+	}
+	go func() { _, _ = io.Copy(logw, errR); _ = errR.Close() }()
+	c := New(outR, inW, logw)
+	c.proc = proc
+	if _, err := c.Initialize(ctx); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// New is a client of the agent whose output r is and whose input w is,
+// reading r at once: Start's, or a scripted agent's in a test.
+func New(r io.Reader, w io.WriteCloser, logw io.Writer) *Client {
+	if logw == nil {
+		logw = io.Discard
+	}
+	c := &Client{w: w, log: log.New(logw, "acp: ", 0), calls: map[int]chan response{}, prompts: map[int]string{},
+		done: make(chan struct{})}
+	go c.read(r)
+	return c
+}
+
+// Initialize runs the handshake: protocol version 1, and no file system
+// or terminal offered to the agent (it uses its own).
+func (c *Client) Initialize(ctx context.Context) (Agent, error) {
+	var res struct {
+		AgentInfo struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"agentInfo"`
+		AgentCapabilities struct {
+			LoadSession bool `json:"loadSession"`
+		} `json:"agentCapabilities"`
+	}
+	params := map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{},
+		"clientInfo": map[string]string{"name": "flower", "version": "0"}}
+	if err := c.Call(ctx, "initialize", params, &res); err != nil {
+		return Agent{}, err
+	}
+	a := Agent{Name: res.AgentInfo.Name, Version: res.AgentInfo.Version, LoadSession: res.AgentCapabilities.LoadSession}
+	c.mu.Lock()
+	c.agent = a
+	c.mu.Unlock()
+	return a, nil
+}
+
+// Agent is what initialize said of the agent.
+func (c *Client) Agent() Agent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.agent
+}
+
+// sessionAnswer is the part of session/new's and session/load's answer
+// read.
+type sessionAnswer struct {
+	SessionID string `json:"sessionId"`
+	Models    struct {
+		CurrentModelID string `json:"currentModelId"`
+	} `json:"models"`
+}
+
+// NewSession opens a new session in cwd, with no MCP servers of the
+// client's.
+func (c *Client) NewSession(ctx context.Context, cwd string) (Session, error) {
+	var a sessionAnswer
+	if err := c.Call(ctx, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}, &a); err != nil {
+		return Session{}, err
+	}
+	if a.SessionID == "" {
+		return Session{}, errors.New("agent session/new: no session id in the answer")
+	}
+	return Session{ID: a.SessionID, Model: a.Models.CurrentModelID}, nil
+}
+
+// LoadSession opens the session id the agent ran before; the agent
+// replays its history as updates first, which the caller reads.
+func (c *Client) LoadSession(ctx context.Context, id, cwd string) (Session, error) {
+	var a sessionAnswer
+	if err := c.Call(ctx, "session/load", map[string]any{"sessionId": id, "cwd": cwd, "mcpServers": []any{}}, &a); err != nil {
+		return Session{}, err
+	}
+	return Session{ID: id, Model: a.Models.CurrentModelID}, nil
+}
+
+// Prompt starts a turn of session with text; it returns once the request
+// is written. The turn's end comes later, as a Message with End, in its
+// place among the session's updates.
+func (c *Client) Prompt(session, text string) error {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("agent session/prompt: %w", c.err)
+	}
+	id := c.nextID
+	c.nextID++
+	c.prompts[id] = session
+	c.mu.Unlock()
+	params := map[string]any{"sessionId": session, "prompt": []any{map[string]string{"type": "text", "text": text}}}
+	return c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": params})
+}
+
+// Cancel asks the agent to end session's running turn (a notification:
+// the turn's End follows, stop reason "cancelled").
+func (c *Client) Cancel(session string) error {
+	return c.send(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]string{"sessionId": session}})
+}
+
+// Next returns the next message in order, waiting until ctx is done; one
+// that is there already is returned even then. Once the agent's output
+// has ended and every message was taken, it returns io.EOF.
+func (c *Client) Next(ctx context.Context) (Message, error) { return c.queue.Next(ctx) }
+
+// Done is closed when the agent's output ends; Err then says why.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err is why the read loop ended (nil while it runs, io.EOF at a clean
+// end).
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close ends the agent: its input is closed, which ends a healthy agent,
+// then its group gets SIGTERM and SIGKILL, a grace apart; it returns once
+// the process and everything it started are gone.
+func (c *Client) Close() error {
+	if c.proc == nil {
+		err := c.w.Close()
+		<-c.done
+		return err
+	}
+	c.proc.Stop(c.w.Close, syscall.SIGTERM, syscall.SIGKILL)
+	<-c.done
+	return nil
+}
+
+// Exited is closed once the process has exited (at once for New's);
+// ExitErr is then its exit status (nil for 0).
+func (c *Client) Exited() <-chan struct{} {
+	if c.proc == nil {
+		return c.done
+	}
+	return c.proc.Exited()
+}
+
+// ExitErr is the process's exit status, valid once Exited is closed.
+func (c *Client) ExitErr() error {
+	if c.proc == nil {
+		return nil
+	}
+	return c.proc.Err()
+}
+
+// Call sends a request and waits for its answer, decoded into result when
+// result is not nil.
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	ch := make(chan response, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("agent %s: %w", method, c.err)
+	}
+	id := c.nextID
+	c.nextID++
+	c.calls[id] = ch
+	c.mu.Unlock()
+	if err := c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params}); err != nil {
+		return err
+	}
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			return fmt.Errorf("agent %s: %w", method, c.Err())
+		}
+		if r.Error != nil {
+			return fmt.Errorf("agent %s: %w", method, r.Error)
+		}
+		if result != nil {
+			if err := json.Unmarshal(r.Result, result); err != nil {
+				return fmt.Errorf("agent %s answer: %w", method, err)
+			}
+		}
+		return nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		delete(c.calls, id)
+		c.mu.Unlock()
+		return fmt.Errorf("agent %s: %w", method, ctx.Err())
+	}
+}
+
+func (c *Client) send(msg any) error {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("encode agent message: %w", err)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write agent: %w", err)
+	}
+	return nil
+}
+
+// wire is any line the agent writes: an answer (id, result|error), a
+// notification (method, params) or a request of its own (id, method).
+type wire struct {
+	ID     *int            `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *RPCError       `json:"error"`
+}
+
+// read dispatches the agent's lines until its output ends. A line may be
+// of any length; one that is not a JSON-RPC message is logged and skipped.
+func (c *Client) read(r io.Reader) {
+	br := bufio.NewReader(r)
+	var err error
+	for err == nil {
+		var line []byte
+		line, err = br.ReadBytes('\n')
+		if len(line) > 0 {
+			c.dispatch(line)
+		}
+	}
+	c.mu.Lock()
+	c.err = err
+	for id, ch := range c.calls {
+		close(ch)
+		delete(c.calls, id)
+	}
+	c.mu.Unlock()
+	c.queue.Close()
+	close(c.done)
+}
+
+func (c *Client) dispatch(line []byte) {
+	var m wire
+	if err := json.Unmarshal(line, &m); err != nil {
+		c.log.Printf("skipped a line that is not JSON (%d bytes): %v", len(line), err)
+		return
+	}
+	switch {
+	case m.ID != nil && m.Method != "":
+		c.request(*m.ID, m)
+	case m.ID != nil:
+		c.answer(*m.ID, m)
+	case m.Method == "session/update":
+		var p struct {
+			SessionID string          `json:"sessionId"`
+			Update    json.RawMessage `json:"update"`
+		}
+		if json.Unmarshal(m.Params, &p) != nil {
+			c.log.Printf("skipped a session/update that did not decode")
+			return
+		}
+		var kind struct {
+			SessionUpdate string `json:"sessionUpdate"`
+		}
+		_ = json.Unmarshal(p.Update, &kind)
+		c.queue.Push(Message{Session: p.SessionID, Kind: kind.SessionUpdate, Update: p.Update})
+	case m.Method != "":
+		c.log.Printf("skipped the agent's notification %s", m.Method)
+	default:
+		c.log.Printf("skipped a line that is no JSON-RPC message (%d bytes)", len(line))
+	}
+}
+
+func (c *Client) answer(id int, m wire) {
+	c.mu.Lock()
+	ch := c.calls[id]
+	delete(c.calls, id)
+	session, isPrompt := c.prompts[id]
+	delete(c.prompts, id)
+	c.mu.Unlock()
+	switch {
+	case isPrompt:
+		e := &End{Err: m.Error}
+		if m.Error == nil {
+			var r struct {
+				StopReason string          `json:"stopReason"`
+				Meta       json.RawMessage `json:"_meta"`
+			}
+			_ = json.Unmarshal(m.Result, &r)
+			e.StopReason, e.Meta = r.StopReason, r.Meta
+		}
+		c.queue.Push(Message{Session: session, End: e})
+	case ch != nil:
+		ch <- response{Result: m.Result, Error: m.Error}
+	default:
+		c.log.Printf("skipped an answer with id %d", id)
+	}
+}
+
+// request answers a request of the agent's: a permission is refused (the
+// outcome "cancelled": no one is there to grant it), and said in order
+// as a Refused message; anything else (the client's file system or
+// terminal, which initialize did not offer) is an error.
+func (c *Client) request(id int, m wire) {
+	c.log.Printf("refused the agent's request %s", m.Method)
+	if m.Method == "session/request_permission" {
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		c.queue.Push(Message{Session: p.SessionID, Kind: m.Method, Update: m.Params, Refused: true})
+		_ = c.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": map[string]any{"outcome": map[string]string{"outcome": "cancelled"}}})
+		return
+	}
+	_ = c.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": RPCError{Code: -32601, Message: "flower does not offer " + m.Method}})
+}
