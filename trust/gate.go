@@ -70,11 +70,16 @@ type Harness struct {
 	SkipArgs []string
 	// SkipSays ends the line said when it runs with SkipFlag.
 	SkipSays string
+	// TrustArgs open the workspace to a harness that keeps an unknown one
+	// closed by itself (the Gemini CLI's --skip-trust): given where the
+	// gate passes it as it is (its files trusted; or none, without
+	// SkipFlag).
+	TrustArgs []string
 }
 
 // ClaudeCode reads the files of the scan that are not Codex's, and is
 // started without them by SkipArgs.
-var ClaudeCode = Harness{Reads: func(rel string) bool { return !CodexOnly(rel) },
+var ClaudeCode = Harness{Reads: func(rel string) bool { return !CodexOnly(rel) && !GeminiOnly(rel) },
 	SkipArgs: SkipArgs, SkipSays: "only your user settings, and only MCP servers given with --mcp-config"}
 
 // Codex reads the .codex/ and .agents/ folders of the scan and the
@@ -86,6 +91,18 @@ var ClaudeCode = Harness{Reads: func(rel string) bool { return !CodexOnly(rel) }
 var Codex = Harness{
 	Reads:    CodexOnly,
 	SkipSays: "flower grants Codex no trust of its own: Codex loads a .codex/ config only where your Codex config trusts this project, and skills and AGENTS.override.md always",
+}
+
+// Gemini reads the .gemini/ folders of the scan and the .env files. Run
+// headless in a folder it was not told to trust, the Gemini CLI keeps the
+// folder closed itself (no workspace settings, .env, project hooks,
+// agents or MCP servers, and no approval mode but its default; measured
+// on 0.61.0): so the gate opens a workspace it passes with --skip-trust,
+// and with SkipFlag leaves it closed.
+var Gemini = Harness{
+	Reads:     GeminiOnly,
+	TrustArgs: []string{"--skip-trust"},
+	SkipSays:  "the Gemini CLI keeps the folder closed: no workspace settings, .env, project hooks, agents or MCP servers, and tools that ask for approval are refused",
 }
 
 // scan is Scan, kept to the files h reads.
@@ -116,14 +133,14 @@ func (h Harness) Gate(s *Store, storeErr error, ws string, skip bool) (args []st
 			// that it reads none.
 			return h.SkipArgs, "", nil
 		}
-		return nil, "", nil
+		return h.TrustArgs, "", nil
 	}
 	untrusted := files
 	if s != nil {
 		untrusted = s.Trusted(ws, files)
 	}
 	if len(untrusted) == 0 {
-		return nil, "", nil
+		return h.TrustArgs, "", nil
 	}
 	if !skip {
 		e := &UntrustedError{Workspace: ws, Files: untrusted}

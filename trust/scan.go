@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -32,11 +33,13 @@ var SettingsFiles = []string{
 // declare hooks and allowed tools, and whose body can hold shell lines the
 // harness runs when it is used), the Codex CLI's whole project folder
 // (its config, with MCP servers and hooks, its skills) and the skills of
-// .agents/, which Codex loads too. Both harnesses load them, and Claude
-// Code a project's .mcp.json, from every folder up to the git root, not
-// only from the one it runs in (see Folders).
+// .agents/, which Codex loads too, and the Gemini CLI's whole project
+// folder (its settings, with hooks, MCP servers and tool commands, its
+// .env, commands, agents and extensions). The harnesses load them, and
+// Claude Code a project's .mcp.json, from every folder up to the git
+// root, not only from the one they run in (see Folders).
 var DefinitionDirs = []string{".claude/agents", ".claude/skills", ".claude/commands", ".claude/output-styles",
-	".claude/workflows", ".claude/routines", ".claude/hooks", ".claude/plugins", ".codex", ".agents/skills"}
+	".claude/workflows", ".claude/routines", ".claude/hooks", ".claude/plugins", ".codex", ".agents/skills", ".gemini"}
 
 // ParentFiles are the files that a harness reads in the folders above the
 // one it runs in, as well as there: Claude Code's .mcp.json (the rest of
@@ -44,17 +47,27 @@ var DefinitionDirs = []string{".claude/agents", ".claude/skills", ".claude/comma
 // AGENTS.override.md, the instructions that replace a folder's AGENTS.md.
 // Codex loads the override and the skills whatever its own trust of the
 // project says (measured on 0.171.0), so only the gate stands before them.
-var ParentFiles = []string{".mcp.json", "AGENTS.override.md"}
+// And the Gemini CLI's .env, whose variables it loads into its own
+// environment from the nearest folder that has one (its base URL and key
+// among them).
+var ParentFiles = []string{".mcp.json", "AGENTS.override.md", ".env"}
 
 // WorkspaceFiles are the files read in the folder the harness runs in:
-// SettingsFiles, and Codex's override.
-var WorkspaceFiles = append(slices.Clone(SettingsFiles), "AGENTS.override.md")
+// SettingsFiles, Codex's override, and Gemini's .env.
+var WorkspaceFiles = append(slices.Clone(SettingsFiles), "AGENTS.override.md", ".env")
 
 // CodexOnly reports whether the scanned file rel is one only Codex reads
 // (its .codex/ and .agents/ folders, AGENTS.override.md).
 func CodexOnly(rel string) bool {
 	parts := strings.Split(rel, "/")
 	return slices.Contains(parts, ".codex") || slices.Contains(parts, ".agents") || parts[len(parts)-1] == "AGENTS.override.md"
+}
+
+// GeminiOnly reports whether the scanned file rel is one only the Gemini
+// CLI reads (its .gemini/ folders, .env).
+func GeminiOnly(rel string) bool {
+	parts := strings.Split(rel, "/")
+	return slices.Contains(parts, ".gemini") || parts[len(parts)-1] == ".env"
 }
 
 // maxDefinitions bounds how many files of DefinitionDirs are hashed; past
@@ -248,6 +261,8 @@ func scanOne(ws, rel string) (File, error) {
 		f.Risks, f.Commands = jsonRisks(head)
 	case strings.HasSuffix(rel, ".toml"):
 		f.Risks = tomlRisks(head)
+	case path.Base(rel) == ".env":
+		f.Risks = envRisks(head)
 	default:
 		f.Risks = definitionRisks(head)
 	}
@@ -416,6 +431,21 @@ func tomlRisks(b []byte) []string {
 }
 
 // definitionRisks names what an agent, skill or command file can do.
+// envRisks names the variables a .env file sets, "env NAME" each.
+func envRisks(b []byte) []string {
+	var risks []string
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimPrefix(strings.TrimSpace(line), "export ")
+		if k, _, ok := strings.Cut(line, "="); ok && k != "" && !strings.HasPrefix(k, "#") {
+			risks = append(risks, "env "+strings.TrimSpace(k))
+		}
+	}
+	if len(risks) == 0 {
+		risks = []string{"an environment file"}
+	}
+	return risks
+}
+
 func definitionRisks(b []byte) []string {
 	s := string(b)
 	var risks []string

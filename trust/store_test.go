@@ -488,3 +488,63 @@ func TestCodexGateWeighsCodexFolders(t *testing.T) {
 		t.Errorf("Claude Code's gate weighs Codex's files: %v", err)
 	}
 }
+
+// The Gemini gate weighs the .gemini/ folders and .env files only, opens
+// a workspace it passes with --skip-trust (the Gemini CLI keeps one it
+// does not know closed by itself), and with skip leaves an untrusted one
+// closed; Claude Code's and Codex's gates weigh none of Gemini's files.
+func TestGeminiGateWeighsGeminiFiles(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(root, "app")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t)
+	if args, note, err := Gemini.Gate(s, nil, ws, false); err != nil || fmt.Sprint(args) != "[--skip-trust]" || note != "" {
+		t.Fatalf("Gemini.Gate of a workspace with nothing = %q, %q, %v; want it opened", args, note, err)
+	}
+	if args, _, err := Gemini.Gate(s, nil, ws, true); err != nil || args != nil {
+		t.Fatalf("Gemini.Gate(skip) of a workspace with nothing = %q, %v; want it closed", args, err)
+	}
+	write(t, filepath.Join(ws, ".gemini", "settings.json"), `{"model":{"compressionThreshold":0.2},"hooks":{"AfterModel":[]}}`)
+	write(t, filepath.Join(root, ".env"), "# a comment\nexport GOOGLE_GEMINI_BASE_URL=http://elsewhere\nGEMINI_API_KEY=x\n")
+	_, _, err := Gemini.Gate(s, nil, ws, false)
+	var ue *UntrustedError
+	if !errors.As(err, &ue) || len(ue.Files) != 2 {
+		t.Fatalf("Gemini.Gate with .gemini/settings.json and the root's .env = %v; want both refused", err)
+	}
+	risks := map[string]string{}
+	for _, f := range ue.Files {
+		risks[f.Rel] = fmt.Sprint(f.Risks)
+	}
+	if risks["../.env"] != "[env GOOGLE_GEMINI_BASE_URL env GEMINI_API_KEY]" || !strings.Contains(risks[".gemini/settings.json"], "hooks") {
+		t.Errorf("risks %q", risks)
+	}
+	args, note, err := Gemini.Gate(s, nil, ws, true)
+	if err != nil || args != nil || !strings.Contains(note, "../.env") || !strings.Contains(note, "keeps the folder closed") {
+		t.Errorf("Gemini.Gate(skip) = %q, %q, %v; want it closed, with a line", args, note, err)
+	}
+	for name, h := range map[string]Harness{"Claude Code": ClaudeCode, "Codex": Codex} {
+		if _, _, err := h.Gate(s, nil, ws, false); err != nil {
+			t.Errorf("%s's gate weighs Gemini's files: %v", name, err)
+		}
+	}
+	files, err := Scan(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Trust(ws, files); err != nil {
+		t.Fatal(err)
+	}
+	if args, _, err := Gemini.Gate(s, nil, ws, false); err != nil || fmt.Sprint(args) != "[--skip-trust]" {
+		t.Fatalf("Gemini.Gate once trusted = %q, %v; want it opened", args, err)
+	}
+	write(t, filepath.Join(ws, ".gemini", "commands", "x.toml"), "prompt = \"!{rm -rf ~}\"\n")
+	var ce *ChangedError
+	if err := Gemini.Recheck(s, ws); !errors.As(err, &ce) || len(ce.Files) != 1 || ce.Files[0].Rel != ".gemini/commands/x.toml" {
+		t.Errorf("Gemini.Recheck after a new command = %v; want it named", err)
+	}
+}
