@@ -110,6 +110,10 @@ type Client struct {
 	// prompts are the ids of session/prompt requests: their answers go
 	// into the queue, in order, not to a caller.
 	prompts map[int]string
+	// loading are the sessions a session/load is opening, by the load's
+	// id: the agent replays such a session's history as updates before
+	// it answers, and those are not new (LoadSession).
+	loading map[int]string
 	err     error
 	queue   fifo.Queue[Message]
 	done    chan struct{}
@@ -173,7 +177,7 @@ func New(r io.Reader, w io.WriteCloser, logw io.Writer) *Client {
 		logw = io.Discard
 	}
 	c := &Client{w: w, log: log.New(logw, "acp: ", 0), calls: map[int]chan response{}, prompts: map[int]string{},
-		done: make(chan struct{})}
+		loading: map[int]string{}, done: make(chan struct{})}
 	go c.read(r)
 	return c
 }
@@ -231,11 +235,12 @@ func (c *Client) NewSession(ctx context.Context, cwd string) (Session, error) {
 	return Session{ID: a.SessionID, Model: a.Models.CurrentModelID}, nil
 }
 
-// LoadSession opens the session id the agent ran before; the agent
-// replays its history as updates first, which the caller reads.
+// LoadSession opens the session id the agent ran before. The agent
+// replays the session's history as updates before it answers; they are
+// dropped, so that Next gives only what happens from now on.
 func (c *Client) LoadSession(ctx context.Context, id, cwd string) (Session, error) {
 	var a sessionAnswer
-	if err := c.Call(ctx, "session/load", map[string]any{"sessionId": id, "cwd": cwd, "mcpServers": []any{}}, &a); err != nil {
+	if err := c.call(ctx, "session/load", map[string]any{"sessionId": id, "cwd": cwd, "mcpServers": []any{}}, &a, id); err != nil {
 		return Session{}, err
 	}
 	return Session{ID: id, Model: a.Models.CurrentModelID}, nil
@@ -314,6 +319,12 @@ func (c *Client) ExitErr() error {
 // Call sends a request and waits for its answer, decoded into result when
 // result is not nil.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	return c.call(ctx, method, params, result, "")
+}
+
+// call is Call; loading, when not "", is the session whose updates are
+// dropped until the answer.
+func (c *Client) call(ctx context.Context, method string, params, result any, loading string) error {
 	ch := make(chan response, 1)
 	c.mu.Lock()
 	if c.err != nil {
@@ -323,6 +334,9 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	id := c.nextID
 	c.nextID++
 	c.calls[id] = ch
+	if loading != "" {
+		c.loading[id] = loading
+	}
 	c.mu.Unlock()
 	if err := c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params}); err != nil {
 		return err
@@ -344,6 +358,7 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	case <-ctx.Done():
 		c.mu.Lock()
 		delete(c.calls, id)
+		delete(c.loading, id)
 		c.mu.Unlock()
 		return fmt.Errorf("agent %s: %w", method, ctx.Err())
 	}
@@ -415,6 +430,9 @@ func (c *Client) dispatch(line []byte) {
 			c.log.Printf("skipped a session/update that did not decode")
 			return
 		}
+		if c.isLoading(p.SessionID) {
+			return // the history of a session being loaded
+		}
 		var kind struct {
 			SessionUpdate string `json:"sessionUpdate"`
 		}
@@ -427,10 +445,23 @@ func (c *Client) dispatch(line []byte) {
 	}
 }
 
+// isLoading: a session/load of session is waiting for its answer.
+func (c *Client) isLoading(session string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.loading {
+		if s == session {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Client) answer(id int, m wire) {
 	c.mu.Lock()
 	ch := c.calls[id]
 	delete(c.calls, id)
+	delete(c.loading, id)
 	session, isPrompt := c.prompts[id]
 	delete(c.prompts, id)
 	c.mu.Unlock()

@@ -136,3 +136,33 @@ func TestCallErrorsAndTheEnd(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// A loaded session's history, which the agent replays before it answers
+// session/load, is not given as new; what comes after is.
+func TestLoadDropsTheReplay(t *testing.T) {
+	c := agent(t, func(m map[string]any) []string {
+		if m["method"] != "session/load" {
+			return nil
+		}
+		id := itoa(int(m["id"].(float64)))
+		return []string{
+			`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"old","update":{"sessionUpdate":"user_message_chunk"}}}`,
+			`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"old","update":{"sessionUpdate":"agent_message_chunk"}}}`,
+			`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"other","update":{"sessionUpdate":"other_session"}}}`,
+			`{"jsonrpc":"2.0","id":` + id + `,"result":{"models":{"currentModelId":"m"}}}`,
+			`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"old","update":{"sessionUpdate":"after_load"}}}`,
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	sess, err := c.LoadSession(ctx, "old", "/w")
+	if err != nil || sess != (Session{ID: "old", Model: "m"}) {
+		t.Fatalf("load %+v %v", sess, err)
+	}
+	for _, want := range []string{"other_session", "after_load"} {
+		m, err := c.Next(ctx)
+		if err != nil || m.Kind != want {
+			t.Fatalf("got %+v %v, want %s", m, err, want)
+		}
+	}
+}

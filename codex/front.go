@@ -1,7 +1,6 @@
 package codex
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -63,18 +62,18 @@ func (Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, error)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	tail := &lastLine{log: log}
+	tail := &front.Tail{Log: log, Msg: "codex stderr"}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	c, err := codexrpc.Start(ctx, codexrpc.Config{Binary: s.Path, Dir: s.Dir, Overrides: Overrides(s),
 		Args: s.Args, BaseEnv: s.Env, Log: tail, Grace: s.Grace, Logger: log})
 	if err != nil {
-		return nil, withTail(err, tail)
+		return nil, tail.Wrap(err)
 	}
 	th, endpoint, err := openThread(ctx, c, s)
 	if err != nil {
 		_ = c.Close()
-		return nil, withTail(err, tail)
+		return nil, tail.Wrap(err)
 	}
 	log.Info("codex thread open", "thread", th.ID, "model", th.Model, "resumed", s.Resume != "", "held", s.Hold != nil, "endpoint", endpoint)
 	ss := newSession(c, th, s, log, tail)
@@ -93,7 +92,7 @@ func NewSession(c Conn, th codexrpc.Thread, s front.Spec, shown func(front.TurnK
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ss := newSession(c, th, s, log, &lastLine{log: log})
+	ss := newSession(c, th, s, log, &front.Tail{Log: log, Msg: "codex stderr"})
 	ss.shown = shown
 	if s.Ours {
 		ss.first = front.TurnFirst
@@ -103,7 +102,7 @@ func NewSession(c Conn, th codexrpc.Thread, s front.Spec, shown func(front.TurnK
 
 // newSession is the session of thread th on c, its first fact the
 // thread's Init.
-func newSession(c Conn, th codexrpc.Thread, s front.Spec, log *slog.Logger, tail *lastLine) *session {
+func newSession(c Conn, th codexrpc.Thread, s front.Spec, log *slog.Logger, tail *front.Tail) *session {
 	return &session{c: c, prompt: s.Prompt, first: front.TurnWork, log: log, tail: tail, windowKnown: make(chan struct{}),
 		tr:   translator{thread: th.ID, model: th.Model, held: s.Hold != nil},
 		left: []front.Fact{front.Init{SessionID: th.ID, Model: th.Model, Version: versionOf(c)}}}
@@ -210,7 +209,7 @@ type session struct {
 	shown func(front.TurnKind) string
 	first front.TurnKind
 	log   *slog.Logger
-	tail  *lastLine
+	tail  *front.Tail
 	// mu guards the translator and the running turn: Next translates
 	// under it; a command changes them under it, so a notification read
 	// after the command is translated knowing it (DESIGN.md «Fronts»).
@@ -302,7 +301,7 @@ func (s *session) start(kind front.TurnKind, prompt string) error {
 		id, err = s.c.StartTurn(ctx, s.tr.thread, prompt)
 	}
 	if err != nil {
-		return withTail(err, s.tail)
+		return s.tail.Wrap(err)
 	}
 	s.turn = id
 	return nil
@@ -378,52 +377,4 @@ func (s *session) Probe(ctx context.Context) (transcript.ContextUsage, error) {
 	defer s.mu.Unlock()
 	return transcript.ContextUsage{Model: s.tr.model, Window: s.tr.window,
 		Raw: fmt.Sprintf(`{"window":%d,"held":%t}`, s.tr.window, s.tr.held)}, nil
-}
-
-// lastLine logs what the app-server writes to stderr, line by line, and
-// keeps its last line for the exit's reason.
-type lastLine struct {
-	log  *slog.Logger
-	mu   sync.Mutex
-	part []byte
-	last string
-}
-
-func (l *lastLine) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.part = append(l.part, p...)
-	for {
-		i := bytes.IndexByte(l.part, '\n')
-		if i < 0 {
-			break
-		}
-		if line := strings.TrimSpace(string(l.part[:i])); line != "" {
-			l.last = truncate(line, 300)
-			l.log.Info("codex stderr", "line", l.last)
-		}
-		l.part = l.part[i+1:]
-	}
-	return len(p), nil
-}
-
-func (l *lastLine) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.last
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-// withTail adds the app-server's last stderr line to err.
-func withTail(err error, tail *lastLine) error {
-	if t := tail.String(); t != "" {
-		return fmt.Errorf("%w: %s", err, t)
-	}
-	return err
 }

@@ -72,7 +72,7 @@ func (l *aheadLauncher) Launch(ctx context.Context, s front.Spec) (front.Session
 	l.mu.Unlock()
 	log := slog.New(slog.DiscardHandler)
 	c := &aheadConn{l: l, gen: n, done: make(chan struct{})}
-	return newSession(c, codexrpc.Thread{ID: fmt.Sprintf("thread-%d", n), Model: "gpt-test"}, s, log, &lastLine{log: log}), nil
+	return newSession(c, codexrpc.Thread{ID: fmt.Sprintf("thread-%d", n), Model: "gpt-test"}, s, log, &front.Tail{}), nil
 }
 
 type aheadConn struct {
