@@ -18,6 +18,7 @@ import (
 
 	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/scriptedapi"
+	"github.com/flowerhq/flower/scriptedgen"
 	"github.com/flowerhq/flower/scriptedresp"
 )
 
@@ -47,8 +48,9 @@ var Files = []string{"README.md", "wordfreq.sh", "sample.txt", "test.sh", "expec
 const Generations = 3
 
 // Model is the scripted model: one story, told to Claude Code through a
-// scripted Messages API (Script) and to the Codex CLI through a scripted
-// Responses API (ResponsesScript). It is safe for concurrent use.
+// scripted Messages API (Script), to the Codex CLI through a scripted
+// Responses API (ResponsesScript) and to the Gemini CLI through a scripted
+// Gemini API (GeminiScript). It is safe for concurrent use.
 type Model struct {
 	workspace string
 	pace      time.Duration
@@ -158,6 +160,32 @@ func (m *Model) ResponsesScript(r *scriptedresp.Request) scriptedresp.Reply {
 	reply := scriptedresp.Reply{Text: a.text, Usage: u, Delay: m.pace}
 	for _, t := range a.tools {
 		reply.Calls = append(reply.Calls, scriptedresp.Call{Cmd: shellOf(t)})
+	}
+	return reply
+}
+
+// GeminiScript answers one request of the Gemini CLI: each tool is a
+// shell command (its run_shell_command), run in the workspace; the CLI's
+// side requests get the server's own answer.
+func (m *Model) GeminiScript(r *scriptedgen.Request) scriptedgen.Reply {
+	if r.Side {
+		return scriptedgen.SideReply
+	}
+	prev := "(no output)"
+	if n := len(r.Responses); n > 0 {
+		if out := scriptedgen.ShellOutput(r.Responses[n-1].Response); out != "" && out != "(empty)" {
+			prev = out
+		}
+	}
+	a, doc := m.answer(strings.Contains(r.LastUserText, handoffwriter.PromptTag),
+		len(r.Responses) == 0 && strings.Contains(r.LastUserText, takeoverMark), prev)
+	u := scriptedgen.Usage{PromptTokens: a.ctx, CachedTokens: max(a.ctx-2_040, 0), OutputTokens: 420}
+	if doc != "" {
+		return scriptedgen.Reply{Text: doc, Usage: u, Delay: 4 * m.pace}
+	}
+	reply := scriptedgen.Reply{Text: a.text, Usage: u, Delay: m.pace}
+	for _, t := range a.tools {
+		reply.Calls = append(reply.Calls, scriptedgen.Shell(shellOf(t)))
 	}
 	return reply
 }

@@ -131,3 +131,28 @@ func TestHoldKeepsCompressionOff(t *testing.T) {
 		})
 	}
 }
+
+// The model's commands run without the API key: flower's home turns the
+// CLI's redaction on, even where the person's settings allow the key.
+func TestKeyHiddenFromCommands(t *testing.T) {
+	api, err := scriptedgen.Start(scriptedgen.Sequence(
+		scriptedgen.Reply{Text: "looking", Calls: []scriptedgen.Call{scriptedgen.Shell("printenv GEMINI_API_KEY; echo end-of-env")}, Usage: scriptedgen.Usage{PromptTokens: 1000}},
+		scriptedgen.Reply{Text: "done", Usage: scriptedgen.Usage{PromptTokens: 1100}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	s, _ := session(t, api, &front.Hold{}, "look")
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	turn(t, s)
+	main := api.Main()
+	if len(main) != 2 || len(main[1].Responses) != 1 {
+		t.Fatalf("requests %+v", main)
+	}
+	out := scriptedgen.ShellOutput(main[1].Responses[0].Response)
+	if !strings.Contains(out, "end-of-env") || strings.Contains(out, scriptedgen.APIKey) {
+		t.Errorf("the command printed %q: want it run, without the key", out)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -73,24 +74,45 @@ func personSettings(person string) (map[string]any, error) {
 	return m, nil
 }
 
+// KeyVars are the variables that carry the Gemini API's key.
+var KeyVars = []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}
+
 // holdSettings are flower's settings over the person's: the CLI never
-// updates itself under flower, and with hold never compresses.
+// updates itself under flower, the model's commands run without the keys
+// (the CLI's environment variable redaction on, the keys blocked and
+// never allowed), and with hold the CLI never compresses.
 func holdSettings(m map[string]any, hold bool) map[string]any {
 	if m == nil {
 		m = map[string]any{}
 	}
-	set := func(section, key string, v any) {
-		s, _ := m[section].(map[string]any)
+	section := func(parent map[string]any, name string) map[string]any {
+		s, _ := parent[name].(map[string]any)
 		if s == nil {
 			s = map[string]any{}
-			m[section] = s
+			parent[name] = s
 		}
-		s[key] = v
+		return s
 	}
-	set("general", "enableAutoUpdate", false)
-	set("general", "enableAutoUpdateNotification", false)
+	general := section(m, "general")
+	general["enableAutoUpdate"], general["enableAutoUpdateNotification"] = false, false
+	redact := section(section(m, "security"), "environmentVariableRedaction")
+	redact["enabled"] = true
+	if list, ok := redact["allowed"].([]any); ok {
+		var allowed []any
+		for _, v := range list {
+			if name, _ := v.(string); !slices.Contains(KeyVars, strings.ToUpper(name)) {
+				allowed = append(allowed, v)
+			}
+		}
+		redact["allowed"] = allowed
+	}
+	blocked, _ := redact["blocked"].([]any)
+	for _, k := range KeyVars {
+		blocked = append(blocked, k)
+	}
+	redact["blocked"] = blocked
 	if hold {
-		set("model", "compressionThreshold", HoldThreshold)
+		section(m, "model")["compressionThreshold"] = HoldThreshold
 	}
 	return m
 }

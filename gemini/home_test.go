@@ -18,7 +18,7 @@ func TestHomeMergesAndLinks(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(theirs, "commands"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	settings := "{\n  // the person's own\n  \"model\": {\"name\": \"gemini-2.5-pro\", \"compressionThreshold\": 0.3},\n  /* a block */ \"ui\": {\"theme\": \"a//b\"}\n}\n"
+	settings := "{\n  // the person's own\n  \"model\": {\"name\": \"gemini-2.5-pro\", \"compressionThreshold\": 0.3},\n  /* a block */ \"ui\": {\"theme\": \"a//b\"},\n  \"security\": {\"environmentVariableRedaction\": {\"allowed\": [\"gemini_api_key\", \"MY_VAR\"]}}\n}\n"
 	for name, body := range map[string]string{"settings.json": settings, "oauth_creds.json": `{"token":"x"}`} {
 		if err := os.WriteFile(filepath.Join(theirs, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
@@ -34,6 +34,20 @@ func TestHomeMergesAndLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		var m map[string]map[string]any
+		var redact struct {
+			Security struct {
+				Redaction struct {
+					Enabled          bool
+					Allowed, Blocked []string
+				} `json:"environmentVariableRedaction"`
+			}
+		}
+		if err := json.Unmarshal(b, &redact); err != nil {
+			t.Fatal(err)
+		}
+		if r := redact.Security.Redaction; !r.Enabled || strings.Join(r.Allowed, ",") != "MY_VAR" || strings.Join(r.Blocked, ",") != "GEMINI_API_KEY,GOOGLE_API_KEY" {
+			t.Errorf("redaction %+v: want it on, the keys blocked and not allowed", r)
+		}
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)
 		}

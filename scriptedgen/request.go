@@ -118,3 +118,28 @@ func parseRequest(body []byte) (Request, error) {
 	r.Side = len(r.Tools) == 0 && !r.Compression
 	return r, nil
 }
+
+// ShellOutput is what a command printed, from the functionResponse of the
+// CLI's shell tool: its "output", without the wrapper and the lines the
+// CLI adds ("Output: " before it; the process group, an exit code or a
+// signal after). Measured on 0.61.0: {"output":"<untrusted_context>\n
+// Output: one\ntwo\nProcess Group PGID: 15979\n</untrusted_context>"}.
+func ShellOutput(response string) string {
+	var r struct {
+		Output string `json:"output"`
+	}
+	if json.Unmarshal([]byte(response), &r) != nil {
+		return ""
+	}
+	s := strings.TrimSpace(r.Output)
+	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(s, "<untrusted_context>"), "</untrusted_context>"))
+	s = strings.TrimPrefix(s, "Output:")
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, "Process Group PGID:") || strings.HasPrefix(l, "Exit Code:") || strings.HasPrefix(l, "Signal:") {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.TrimSpace(strings.Join(keep, "\n"))
+}

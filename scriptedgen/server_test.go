@@ -149,3 +149,16 @@ func TestErrorsAndUnknownPaths(t *testing.T) {
 		t.Errorf("unexpected %q", u)
 	}
 }
+
+func TestShellOutput(t *testing.T) {
+	got := ShellOutput(`{"output":"<untrusted_context>\nOutput: one\ntwo\nProcess Group PGID: 15979\n</untrusted_context>"}`)
+	if got != "one\ntwo" {
+		t.Errorf("output %q", got)
+	}
+	if got := ShellOutput(`{"output":"<untrusted_context>\nOutput: (empty)\nExit Code: 1\nProcess Group PGID: 1\n</untrusted_context>"}`); got != "(empty)" {
+		t.Errorf("output %q", got)
+	}
+	if ShellOutput(`not json`) != "" {
+		t.Error("output of no JSON")
+	}
+}
