@@ -164,9 +164,11 @@ func (m *Model) ResponsesScript(r *scriptedresp.Request) scriptedresp.Reply {
 	return reply
 }
 
-// GeminiScript answers one request of the Gemini CLI: each tool is a
-// shell command (its run_shell_command), run in the workspace; the CLI's
-// side requests get the server's own answer.
+// GeminiScript answers one request of the Gemini CLI: a file is written
+// with its write_file (its shell tool refuses a command with a backtick or
+// $(…) anywhere, a heredoc's body included), every other tool is a shell
+// command (run_shell_command), run in the workspace; the CLI's side
+// requests get the server's own answer.
 func (m *Model) GeminiScript(r *scriptedgen.Request) scriptedgen.Reply {
 	if r.Side {
 		return scriptedgen.SideReply
@@ -185,6 +187,10 @@ func (m *Model) GeminiScript(r *scriptedgen.Request) scriptedgen.Reply {
 	}
 	reply := scriptedgen.Reply{Text: a.text, Usage: u, Delay: m.pace}
 	for _, t := range a.tools {
+		if t.write != "" {
+			reply.Calls = append(reply.Calls, scriptedgen.Call{Name: "write_file", Args: map[string]any{"file_path": m.path(t.write), "content": t.content}})
+			continue
+		}
 		reply.Calls = append(reply.Calls, scriptedgen.Shell(shellOf(t)))
 	}
 	return reply

@@ -49,7 +49,7 @@ func (Launcher) Capabilities() front.Capabilities {
 // credentials: the key GEMINI_API_KEY gives it, masked, or its login.
 func CredentialFix(env []string) string {
 	for _, k := range []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"} {
-		if v := lookup(env, k); v != "" {
+		if v := envLookup(env, k); v != "" {
 			return "check " + k + " (" + envinject.Mask(v) + "), or log in with `gemini`"
 		}
 	}
@@ -213,6 +213,7 @@ type session struct {
 	// left are facts made and not yet returned; Next's alone.
 	left     []front.Fact
 	stopOnce sync.Once
+	tidyOnce sync.Once
 }
 
 // Next returns the next fact: the record's new lines are read before each
@@ -321,6 +322,18 @@ func (s *session) Stop() {
 		if err := s.c.Close(); err != nil {
 			s.log.Warn("gemini did not end cleanly", "err", err)
 		}
+		s.tidy()
+	})
+}
+
+// tidy closes the record and removes flower's home, once the agent is
+// gone (Close returned, or Exit saw it exit).
+func (s *session) tidy() {
+	s.tidyOnce.Do(func() {
+		s.mu.Lock()
+		s.rec.close() // Next reads it under the lock
+		s.mu.Unlock()
+		s.home.remove()
 	})
 }
 
@@ -328,8 +341,7 @@ func (s *session) Stop() {
 func (s *session) Exit() front.Exit {
 	<-s.c.Done()
 	<-s.c.Exited()
-	s.rec.close()
-	s.home.remove()
+	s.tidy()
 	why := "the Gemini CLI exited"
 	if err := s.c.ExitErr(); err != nil {
 		why += " (" + err.Error() + ")"

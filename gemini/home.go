@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/flowerhq/flower/envinject"
 )
 
 // HoldThreshold is the compression threshold flower pins while it holds
@@ -35,7 +37,7 @@ type home struct {
 // GEMINI_CLI_HOME, else HOME, else the user's home.
 func personHome(env []string) string {
 	for _, k := range []string{"GEMINI_CLI_HOME", "HOME"} {
-		if v := lookup(env, k); v != "" {
+		if v := envLookup(env, k); v != "" {
 			return v
 		}
 	}
@@ -43,14 +45,10 @@ func personHome(env []string) string {
 	return h
 }
 
-// lookup is the last value of key in env.
-func lookup(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
-			return v
-		}
-	}
-	return ""
+// envLookup is the last value of key in env ("" for none).
+func envLookup(env []string, key string) string {
+	v, _ := envinject.Lookup(env, key)
+	return v
 }
 
 // personSettings reads the person's user settings (nil when there are

@@ -43,6 +43,7 @@ const (
 	FrontRelay       = "relay"
 	FrontWorker      = "worker"
 	FrontCodex       = "codex"
+	FrontGemini      = "gemini"
 )
 
 // The statuses an entry says.

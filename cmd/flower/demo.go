@@ -18,6 +18,7 @@ import (
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/scriptedapi"
+	"github.com/flowerhq/flower/scriptedgen"
 	"github.com/flowerhq/flower/scriptedresp"
 	"github.com/flowerhq/flower/supervisor"
 	"github.com/flowerhq/flower/workbench"
@@ -158,6 +159,21 @@ func codexDemo(model *demo.Model, home string) (demoModel, error) {
 		return demoModel{}, fmt.Errorf("demo directory: %w", err)
 	}
 	return demoModel{url: srv.URL, env: append([]string{"CODEX_HOME=" + codexHome}, scriptedresp.KeyEnv()...), stop: func() { srv.Close() }}, nil
+}
+
+// geminiDemo serves the story in the Gemini API, for the Gemini CLI,
+// pointed at it by the user settings of the demo's HOME; its one tool, a
+// shell command, needs every tool approved.
+func geminiDemo(model *demo.Model, home string) (demoModel, error) {
+	srv, err := scriptedgen.Start(model.GeminiScript)
+	if err != nil {
+		return demoModel{}, fmt.Errorf("start the scripted model: %w", err)
+	}
+	if err := scriptedgen.WriteHome(home); err != nil {
+		srv.Close()
+		return demoModel{}, fmt.Errorf("demo directory: %w", err)
+	}
+	return demoModel{url: srv.URL, env: srv.Env(), args: []string{"--approval-mode", "yolo"}, stop: func() { srv.Close() }}, nil
 }
 
 // demoArgs checks the demo's command line and picks the pinned harness

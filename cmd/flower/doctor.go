@@ -15,7 +15,7 @@ func doctorCommand(p proc) *cli.Command {
 	return &cli.Command{
 		Name:      "doctor",
 		Usage:     "check, in seconds, that the harness flower would run still does what flower relies on",
-		UsageText: "flower doctor [--harness PATH] [--harness-kind claude|codex] [--json] [-- HARNESS ARGS]",
+		UsageText: "flower doctor [--harness PATH] [--harness-kind claude|codex|gemini] [--json] [-- HARNESS ARGS]",
 		Description: `Starts the harness a run would start (--harness, else FLOWER_HARNESS, else
 claude on PATH, else the copy make installed), the way a run starts it: the
 same flags, environment and settings, with the harness arguments given after
@@ -32,8 +32,8 @@ It prints one line per fact flower relies on, ✓ or ✗, with the section of
 docs/DESIGN.md that relies on it, and exits 0 only when every fact holds.
 Run it after updating claude or codex.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the harness executable: claude, or codex",
-				DefaultText: "claude on PATH, else the copy make installed; codex the same with --harness-kind codex"},
+			&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the harness executable: claude, codex or gemini",
+				DefaultText: "claude on PATH, else the copy make installed; codex or gemini the same with --harness-kind"},
 			harnessKindFlag(),
 			&cli.IntFlag{Name: "parallel", Value: 3, Usage: "checks run at a time"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object (harness, kind, why, key, ok, took_ms, and facts: name, section, ok, detail, took_ms), not lines; the exit code is the same"},

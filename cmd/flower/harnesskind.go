@@ -18,7 +18,9 @@ import (
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/demo"
 	"github.com/flowerhq/flower/endpoint"
+	"github.com/flowerhq/flower/envinject"
 	"github.com/flowerhq/flower/front"
+	"github.com/flowerhq/flower/gemini"
 	"github.com/flowerhq/flower/harness"
 	"github.com/flowerhq/flower/interactive"
 	"github.com/flowerhq/flower/levers"
@@ -28,12 +30,14 @@ import (
 )
 
 // harnessKind is which harness flower drives: the Claude Code CLI (every
-// front) or the Codex CLI (its app-server front; DESIGN.md «Fronts»).
+// front), the Codex CLI (its app-server front) or the Gemini CLI (its ACP
+// front; DESIGN.md «Fronts»).
 type harnessKind string
 
 const (
 	kindClaude harnessKind = "claude"
 	kindCodex  harnessKind = "codex"
+	kindGemini harnessKind = "gemini"
 )
 
 // kindInfo is what flower's commands know of one harness kind, in one
@@ -103,7 +107,7 @@ var (
 		kindCodex: {product: "the Codex CLI", binary: "codex",
 			says:   func(v string) bool { _, ok := codexrpc.VersionOf(v); return ok },
 			tested: codexrpc.TestedVersions, gate: &trust.Codex, headless: codex.Launcher{}, frontName: registry.FrontCodex,
-			find: chooseCodex, demoScreen: codexDemoScreen, screen: func(f *interactive.Front, w *statusline.Writer, _ console.Lang, _ *slog.Logger) front.Launcher {
+			find: onPathOrPinned("codex", "the Codex CLI", "codex", cachedCodex), demoScreen: codexDemoScreen, screen: func(f *interactive.Front, w *statusline.Writer, _ console.Lang, _ *slog.Logger) front.Launcher {
 				return f.Codex(w.Text)
 			},
 			endpoint: func(given string, _, _ []string, _ string) (string, string) {
@@ -113,8 +117,22 @@ var (
 			},
 			pinned: cachedCodex, doctor: checkup.CodexFacts, doctorHow: "its app-server against a scripted Responses API on 127.0.0.1",
 			key: func([]string) string { return codexKeyLine }, demo: codexDemo},
+		kindGemini: {product: "the Gemini CLI", binary: "gemini",
+			// Its --version says a bare version: only the name, or
+			// --harness-kind, tells it.
+			says:   func(string) bool { return false },
+			tested: gemini.TestedVersions, gate: &trust.Gemini, headless: gemini.Launcher{}, frontName: registry.FrontGemini,
+			find: onPathOrPinned("gemini", "the Gemini CLI", "gemini", cachedGemini),
+			endpoint: func(_ string, _, env []string, _ string) (string, string) {
+				if u, _ := envinject.Lookup(env, "GOOGLE_GEMINI_BASE_URL"); u != "" {
+					return u, "check GOOGLE_GEMINI_BASE_URL, or the network"
+				}
+				return "https://generativelanguage.googleapis.com", "check the network, or set GOOGLE_GEMINI_BASE_URL"
+			},
+			pinned: cachedGemini, doctor: checkup.GeminiFacts, doctorHow: "its ACP mode, through flower's Gemini front, against a scripted Gemini API on 127.0.0.1",
+			key: func([]string) string { return geminiKeyLine }, demo: geminiDemo},
 	}
-	kindNames = []harnessKind{kindClaude, kindCodex}
+	kindNames = []harnessKind{kindClaude, kindCodex, kindGemini}
 )
 
 // info is k's entry of harnessKinds; the Claude Code CLI's for an unknown k, as
@@ -150,13 +168,21 @@ func harnessKindFlag() cli.Flag {
 }
 
 // kindList is the kinds, each with its product: "claude (the Claude Code
-// CLI) or codex (…)".
+// CLI), codex (…) or gemini (…)".
 func kindList() string {
 	var each []string
 	for _, k := range kindNames {
 		each = append(each, string(k)+" ("+k.product()+")")
 	}
-	return strings.Join(each, " or ")
+	return orList(each)
+}
+
+// orList is "a, b or c".
+func orList(each []string) string {
+	if len(each) < 2 {
+		return strings.Join(each, "")
+	}
+	return strings.Join(each[:len(each)-1], ", ") + " or " + each[len(each)-1]
 }
 
 // parseHarnessKind reads --harness-kind; "" is left to detection.
@@ -169,7 +195,7 @@ func parseHarnessKind(s string) (harnessKind, error) {
 	for _, n := range kindNames {
 		names = append(names, string(n))
 	}
-	return "", usagef("--harness-kind %q: want %s", s, strings.Join(names, " or "))
+	return "", usagef("--harness-kind %q: want %s", s, orList(names))
 }
 
 // chooseOf resolves the harness a run starts, why that one, and its kind.
@@ -207,14 +233,19 @@ func chooseOf(ctx context.Context, flag, kind string) (harnessChoice, harnessKin
 	return ch, detectKind(ctx, ch.Path), nil
 }
 
-// chooseCodex is codex on PATH, else the pinned copy, and why.
-func chooseCodex() (harnessChoice, error) {
-	p, err := findCodex()
-	why := "codex on PATH"
-	if p == cachedCodex() {
-		why = "flower's pinned Codex CLI (no codex on PATH)"
+// onPathOrPinned is a kind's find: its binary on PATH, else the pinned
+// copy make installed (at pinned()), and why that one.
+func onPathOrPinned(binary, product, makeTarget string, pinned func() string) func() (harnessChoice, error) {
+	return func() (harnessChoice, error) {
+		if p, err := exec.LookPath(binary); err == nil {
+			return harnessChoice{Path: p, Why: binary + " on PATH"}, nil
+		}
+		if p := pinned(); isExecutable(p) {
+			return harnessChoice{Path: p, Why: "flower's pinned " + strings.TrimPrefix(product, "the ") + " (no " + binary + " on PATH)"}, nil
+		}
+		return harnessChoice{}, usageError{fmt.Errorf("%w for --harness-kind %s: looked for %s on PATH and %s; pass --harness, put %s on PATH, or run `make %s`",
+			errNoHarness, binary, binary, pinned(), binary, makeTarget)}
 	}
-	return harnessChoice{Path: p, Why: why}, err
 }
 
 // product is the kind as a person names it.
@@ -224,7 +255,8 @@ func (k harnessKind) product() string { return k.info().product }
 // --version says it for certain, with what its --version said (or "");
 // a stand-in that says neither is no kind known.
 func knownKind(ctx context.Context, path string) (k harnessKind, said string, ok bool) {
-	name := strings.TrimSuffix(filepath.Base(path), ".exe")
+	// The pinned Gemini CLI is its package's bin, gemini.js.
+	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".exe"), ".js")
 	for _, k := range kindNames {
 		if harnessKinds[k].binary == name {
 			return k, "", true
@@ -274,15 +306,10 @@ func cachedCodex() string {
 		"vendor", "x86_64-unknown-linux-musl", "bin", "codex")
 }
 
-// findCodex is codex on PATH, else the cached pinned copy.
-func findCodex() (string, error) {
-	if p, err := exec.LookPath("codex"); err == nil {
-		return p, nil
-	}
-	if p := cachedCodex(); isExecutable(p) {
-		return p, nil
-	}
-	return "", usageError{fmt.Errorf("%w for --harness-kind codex: looked for codex on PATH and %s; pass --harness, put codex on PATH, or run `make codex`", errNoHarness, cachedCodex())}
+// cachedGemini is where scripts/install-gemini.sh puts the pinned Gemini
+// CLI: the package's bin, a Node script.
+func cachedGemini() string {
+	return filepath.Join(cacheDir(), "flower", "gemini", gemini.PinnedVersion, "node_modules", "@google", "gemini-cli", "bundle", "gemini.js")
 }
 
 // cacheDir is $XDG_CACHE_HOME, else ~/.cache.

@@ -22,9 +22,9 @@ func TestHarnessKindsComplete(t *testing.T) {
 		}
 		v := reflect.ValueOf(i)
 		for n := range v.NumField() {
-			// demoScreen may be left out (no demo -i); every other field
-			// is something a command calls or says.
-			if f := v.Type().Field(n); f.Name != "demoScreen" && v.Field(n).IsZero() {
+			// screen and demoScreen may be left out (no -i, no demo -i);
+			// every other field is something a command calls or says.
+			if f := v.Type().Field(n); f.Name != "screen" && f.Name != "demoScreen" && v.Field(n).IsZero() {
 				t.Errorf("%s: its entry has no %s", k, f.Name)
 			}
 		}
@@ -35,7 +35,7 @@ func TestHarnessKindsComplete(t *testing.T) {
 			t.Errorf("parseHarnessKind(%s) = %q, %v", k, got, err)
 		}
 	}
-	if _, err := parseHarnessKind("gemini"); err == nil {
+	if _, err := parseHarnessKind("aider"); err == nil {
 		t.Errorf("an unknown kind was taken")
 	}
 }

@@ -30,6 +30,7 @@ func TestHarnessKindDetected(t *testing.T) {
 		{script("h4", "a wrapper of mine"), "claude", kindClaude}, // given, where nothing says otherwise
 		{script("h5", "a wrapper of mine"), "Codex", kindCodex},
 		{script("codex", "no version at all"), "", kindCodex}, // the name says it
+		{script("gemini.js", "0.61.0"), "", kindGemini},       // the pinned Gemini CLI's name
 	} {
 		_, k, err := chooseOf(ctx, c.path, c.kind)
 		if err != nil {
@@ -39,8 +40,8 @@ func TestHarnessKindDetected(t *testing.T) {
 			t.Errorf("%s (kind %q): %s, want %s", filepath.Base(c.path), c.kind, k, c.want)
 		}
 	}
-	if _, _, err := chooseOf(ctx, "", "gemini"); err == nil {
-		t.Error("--harness-kind gemini was taken")
+	if _, _, err := chooseOf(ctx, "", "aider"); err == nil {
+		t.Error("--harness-kind aider was taken")
 	}
 }
 

@@ -196,6 +196,10 @@ func keyLine(env []string) string {
 // model's keys left out of its commands' environment.
 const codexKeyLine = "the model's commands cannot read the model's keys (Codex): flower leaves the providers' env_key, OPENAI_API_KEY and CODEX_API_KEY out of their environment"
 
+// geminiKeyLine is keyLine for the Gemini CLI, whose commands flower's
+// Gemini home runs with the CLI's redaction on.
+const geminiKeyLine = "the model's commands cannot read the model's keys (Gemini): flower turns the CLI's environment variable redaction on, with GEMINI_API_KEY and GOOGLE_API_KEY blocked"
+
 // gateWorkspace opens the person's trust store and, for an unattended run,
 // passes the workspace through h's gate (DESIGN.md «Trust store»): it
 // returns the store and the harness arguments to run with (the person's,

@@ -25,10 +25,10 @@ func versionCommand(p proc) *cli.Command {
 	return &cli.Command{
 		Name:      "version",
 		Usage:     "print flower's version, its build and the version of the harness it would run",
-		UsageText: "flower version [--harness PATH] [--harness-kind claude|codex] [--json]\nflower --version",
+		UsageText: "flower version [--harness PATH] [--harness-kind claude|codex|gemini] [--json]\nflower --version",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the harness executable: claude, or codex",
-				DefaultText: "claude on PATH, else the copy make installed; codex the same with --harness-kind codex"},
+			&cli.StringFlag{Name: "harness", EnvVars: []string{"FLOWER_HARNESS"}, Usage: "the harness executable: claude, codex or gemini",
+				DefaultText: "claude on PATH, else the copy make installed; codex or gemini the same with --harness-kind"},
 			harnessKindFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object: flower's version and build, and the harness's path, kind, why that one, version and tested versions"},
 		},
