@@ -33,7 +33,7 @@ export FLOWER_GEMINI_VERSION := $(GEMINI_VERSION)
 AIMOCK_VERSION := 1.43.0
 export FLOWER_AIMOCK_VERSION := $(AIMOCK_VERSION)
 
-.PHONY: all build harness agent-sdk temporal codex gemini aimock tools test darwin unit tidy compat compat-harness compat-codex demo demo-codex chaos fuzz bench bench-e2e clean
+.PHONY: all build harness agent-sdk temporal codex gemini aimock tools test darwin unit tidy compat compat-harness compat-codex compat-gemini demo demo-codex demo-gemini chaos fuzz bench bench-e2e clean
 
 all: build
 
@@ -137,13 +137,20 @@ darwin:
 # scriptedresp, the Codex front, and the Codex tests of checkup, cmd/flower
 # and integration), on any Codex version:
 #   make compat CODEX_VERSION=0.172.0     (or make compat-codex)
-# CODEX_VERSION on the command line runs the Codex lane alone; with
-# HARNESS_VERSION too, both. Each is installed and cached by version like
-# the pinned one. Only the facts tests name a version, the one asked for.
-# COMPAT_RUN='TestX|TestY' runs only the integration and cmd/flower tests it
-# matches (the Codex lane's: only those of them whose name says Codex).
+# and for the Gemini CLI (docs/DESIGN.md «Gemini facts»): flower doctor
+# --harness-kind gemini, then the Gemini suites (acp, scriptedgen, the
+# Gemini front, and the Gemini tests of checkup, cmd/flower and
+# integration), on any Gemini CLI version:
+#   make compat GEMINI_VERSION=0.62.0     (or make compat-gemini)
+# CODEX_VERSION or GEMINI_VERSION on the command line runs that lane
+# alone; with HARNESS_VERSION too, the Claude Code lane as well. Each is
+# installed and cached by version like the pinned one. Only the facts
+# tests name a version, the one asked for. COMPAT_RUN='TestX|TestY' runs
+# only the integration and cmd/flower tests it matches (the Codex and
+# Gemini lanes': only those of them whose name says Codex, or Gemini).
 COMPAT_RUN ?=
-compat: $(if $(filter command line,$(origin CODEX_VERSION)),compat-codex $(if $(filter command line,$(origin HARNESS_VERSION)),compat-harness),compat-harness)
+compat-lanes := $(if $(filter command line,$(origin CODEX_VERSION)),compat-codex) $(if $(filter command line,$(origin GEMINI_VERSION)),compat-gemini)
+compat: $(if $(strip $(compat-lanes)),$(compat-lanes) $(if $(filter command line,$(origin HARNESS_VERSION)),compat-harness),compat-harness)
 
 compat-harness: tidy build tools
 	@FLOWER_HARNESS="$$(scripts/install-harness.sh)" && export FLOWER_HARNESS && \
@@ -164,6 +171,14 @@ compat-codex: tidy build
 	    $(GO) test -race -count=1 -timeout 20m -run '$(if $(COMPAT_RUN),$(COMPAT_RUN),Codex)' ./checkup ./cmd/flower ./integration/...; tests=$$?; \
 	    [ $$doctor = 0 ] && [ $$tests = 0 ]; }
 
+compat-gemini: tidy build
+	@FLOWER_GEMINI="$$(scripts/install-gemini.sh)" && export FLOWER_GEMINI && \
+	  echo "gemini: $$FLOWER_GEMINI ($$("$$FLOWER_GEMINI" --version))" && \
+	  { $(BIN) doctor --harness-kind gemini --harness "$$FLOWER_GEMINI"; doctor=$$?; \
+	    $(GO) test -race -count=1 -timeout 20m ./acp ./scriptedgen ./gemini && \
+	    $(GO) test -race -count=1 -timeout 20m -run '$(if $(COMPAT_RUN),$(COMPAT_RUN),Gemini)' ./checkup ./cmd/flower ./integration/...; tests=$$?; \
+	    [ $$doctor = 0 ] && [ $$tests = 0 ]; }
+
 # A real supervised job on the real harness and an embedded scripted model:
 # no API key, no network.
 demo: build
@@ -172,6 +187,10 @@ demo: build
 # The same story on the pinned Codex CLI, against a scripted Responses API.
 demo-codex: build
 	@$(BIN) demo --harness-kind codex --harness "$$(scripts/install-codex.sh)"
+
+# The same story on the pinned Gemini CLI, against a scripted Gemini API.
+demo-gemini: build
+	@$(BIN) demo --harness-kind gemini --harness "$$(scripts/install-gemini.sh)"
 
 # The seeded fault campaign, longer than the fixed-seed rounds make test
 # runs (integration/chaos_test.go), on the fronts CHAOS_FRONT names

@@ -31,8 +31,9 @@ func dropped(key string) bool {
 	up := strings.ToUpper(key)
 	switch {
 	case strings.HasPrefix(up, "ANTHROPIC_"), strings.HasPrefix(up, "CLAUDE"),
-		strings.HasPrefix(up, "OPENAI_"), strings.HasPrefix(up, "CODEX"):
-		return true // keys, tokens, endpoints, model and config dir (Claude Code's and Codex's)
+		strings.HasPrefix(up, "OPENAI_"), strings.HasPrefix(up, "CODEX"),
+		strings.HasPrefix(up, "GEMINI_"), strings.HasPrefix(up, "GOOGLE_"), up == "CLOUD_SHELL":
+		return true // keys, tokens, endpoints, model and config dir (Claude Code's, Codex's and the Gemini CLI's)
 	case strings.HasSuffix(up, "_PROXY"):
 		return true // the server is on 127.0.0.1; nothing goes through a proxy
 	case up == "HOME", strings.HasPrefix(up, "XDG_"):

@@ -358,3 +358,71 @@ func TestDemoOnCodex(t *testing.T) {
 		return nil
 	})
 }
+
+// The demo on the real Gemini CLI (make gemini's pinned copy): the same
+// story against a scripted Gemini API on 127.0.0.1; two whole handoffs,
+// three sessions, the agent's tests pass, and neither the person's HOME nor
+// their Gemini home is touched, nor their key used.
+func TestDemoOnGemini(t *testing.T) {
+	bin := itest.GeminiPath(t)
+	person := t.TempDir()
+	settings := filepath.Join(person, ".gemini", "settings.json")
+	const theirs = `{"model":{"name":"their-model","compressionThreshold":0.1}}`
+	if err := os.MkdirAll(filepath.Dir(settings), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(settings, []byte(theirs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GEMINI_CLI_HOME", person)
+	t.Setenv("GEMINI_API_KEY", "canary-gemini-key-must-not-travel")
+	t.Setenv("FLOWER_PS_DIR", t.TempDir())
+	stdout, stderr, _, err := runDemo(t, "--harness-kind", "gemini", "--harness", bin, "--pace", "0", "--lang", "en")
+	if err != nil {
+		t.Fatalf("demo: %v\nstderr:\n%s", err, stderr)
+	}
+	if n := strings.Count(stderr, "<- handoff written to "); n != 2 {
+		t.Errorf("%d handoff lines, want 2:\n%s", n, stderr)
+	}
+	m := regexp.MustCompile(`(?m)^workspace: (\S+) \(kept; remove it with rm -rf (\S+)\)$`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no workspace line in stderr:\n%s", stderr)
+	}
+	ws, root := m[1], m[2]
+	if out, err := exec.Command("sh", filepath.Join(ws, "test.sh")).CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
+		t.Errorf("sh test.sh in the workspace: %v\n%s", err, out)
+	}
+	if !strings.Contains(stdout, "[execute]") || !strings.Contains(stdout, "PASS") {
+		t.Errorf("stdout lacks the commands or the closing text:\n%s", stdout)
+	}
+	man, err := manifest.Load(filepath.Join(ws, ".flower", "runs", "latest", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := man.Step(demo.Step)
+	if st == nil || st.Status != manifest.StatusSucceeded || len(st.Generations) != 3 || man.HarnessKind != "gemini" {
+		t.Fatalf("step %+v (harness %q), want succeeded with 3 generations on gemini", st, man.HarnessKind)
+	}
+	for i, g := range st.Generations {
+		if h := g.Handoff; i < 2 && (h == nil || h.Degraded || h.Context < 150_000 || h.Path == "") {
+			t.Errorf("generation %d: handoff %+v, want a complete one past 150K with a file", g.N, h)
+		}
+		if len(g.Compactions)+len(g.BlockedCompactions) != 0 {
+			t.Errorf("generation %d: compactions recorded: %+v %+v", g.N, g.Compactions, g.BlockedCompactions)
+		}
+	}
+	if b, _ := os.ReadFile(settings); string(b) != theirs {
+		t.Errorf("the person's settings changed:\n%s", b)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(person, ".gemini")); len(ents) != 1 {
+		t.Errorf("the person's Gemini home holds %d entries, want their settings alone", len(ents))
+	}
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("canary-gemini-key")) {
+				t.Errorf("%s holds the parent's key", p)
+			}
+		}
+		return nil
+	})
+}

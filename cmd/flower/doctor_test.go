@@ -269,3 +269,21 @@ func TestDoctorOnTheRealCodex(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorOnTheRealGemini: every Gemini fact holds on the Gemini CLI
+// make test installs, checked by a built flower, which exits 0.
+func TestDoctorOnTheRealGemini(t *testing.T) {
+	bin := itest.GeminiPath(t)
+	cmd := exec.Command(flowerBinary(t), "doctor", "--harness-kind", "gemini", "--harness", bin)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TMPDIR=" + os.TempDir()}
+	out, err := cmd.CombinedOutput()
+	t.Logf("flower doctor:\n%s", out)
+	if err != nil {
+		t.Errorf("flower doctor --harness-kind gemini: %v", err)
+	}
+	for name, l := range factLinesOf(t, string(out), checkup.GeminiFacts()) {
+		if !strings.HasPrefix(l, "✓ ") {
+			t.Errorf("%s does not hold: %s", name, l)
+		}
+	}
+}
