@@ -158,10 +158,43 @@ func launch(ctx context.Context, s front.Spec, h *home, log *slog.Logger) (*sess
 		return nil, tail.Wrap(err)
 	}
 	log.Info("gemini session open", "session", sess.ID, "model", sess.Model, "resumed", s.Resume != "", "held", s.Hold != nil, "record", rec.path)
-	ss := &session{c: c, home: h, rec: rec, prompt: s.Prompt, log: log, tail: tail,
-		tr:   translator{session: sess.ID, model: sess.Model, window: Window(sess.Model)},
-		left: []front.Fact{front.Init{SessionID: sess.ID, Model: sess.Model, Version: c.Agent().Version}}}
+	ss := newSession(c, sess, c.Agent().Version, rec, s, log, tail)
+	ss.home = h
 	return ss, nil
+}
+
+// Conn is what a session uses of its agent: an *acp.Client, or a scripted
+// one (the engine's in-memory tests, package fronttest).
+type Conn interface {
+	Next(ctx context.Context) (acp.Message, error)
+	Prompt(session, text string) error
+	Cancel(session string) error
+	Close() error
+	Done() <-chan struct{}
+	Err() error
+	Exited() <-chan struct{}
+	ExitErr() error
+}
+
+// NewSession is the Gemini front's session sess (of the CLI at version)
+// on c, its meter the record at recordPath read from its start, started
+// for s: what Launch returns, on an agent of the caller's.
+func NewSession(c Conn, sess acp.Session, version, recordPath string, s front.Spec) (front.Session, error) {
+	rec, err := openRecord(recordPath, false)
+	if err != nil {
+		return nil, err
+	}
+	log := s.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return newSession(c, sess, version, rec, s, log, &front.Tail{Log: log, Msg: "gemini stderr"}), nil
+}
+
+func newSession(c Conn, sess acp.Session, version string, rec *record, s front.Spec, log *slog.Logger, tail *front.Tail) *session {
+	return &session{c: c, rec: rec, prompt: s.Prompt, log: log, tail: tail,
+		tr:   translator{session: sess.ID, model: sess.Model, window: Window(sess.Model)},
+		left: []front.Fact{front.Init{SessionID: sess.ID, Model: sess.Model, Version: version}}}
 }
 
 // waitOutStartMinute waits, before session id is resumed, until the
@@ -198,7 +231,8 @@ func waitOutStartMinute(ctx context.Context, geminiHome, id string, now func() t
 
 // session is one agent process and its session.
 type session struct {
-	c      *acp.Client
+	c Conn
+	// home is flower's Gemini home of the session (nil for NewSession's).
 	home   *home
 	rec    *record
 	prompt string
@@ -333,7 +367,9 @@ func (s *session) tidy() {
 		s.mu.Lock()
 		s.rec.close() // Next reads it under the lock
 		s.mu.Unlock()
-		s.home.remove()
+		if s.home != nil {
+			s.home.remove()
+		}
 	})
 }
 

@@ -134,8 +134,11 @@ func newMemRun(t *testing.T, plans [][]fronttest.Round, handoff func(int) frontt
 	}
 	r := &memRun{t: t, ws: ws, runDir: filepath.Join(ws, ".flower", "runs", "guar"), job: &memJob{plans: plans, handoff: handoff}, trust: store, events: make([]Event, 0, 128)}
 	r.front = &fronttest.Launcher{Model: r.job.model, Window: 200_000, Floor: 1_000, ResultWindow: 200_000}
-	if strings.HasPrefix(path.Base(t.Name()), codexRow) {
+	switch name := path.Base(t.Name()); {
+	case strings.HasPrefix(name, codexRow):
 		r.front.Codex = true // the Codex front's session reads the sessions (codexRows)
+	case strings.HasPrefix(name, geminiRow):
+		r.front.Gemini = true // the Gemini front's session reads the sessions (geminiRows)
 	}
 	return r
 }
@@ -304,7 +307,7 @@ type memGuarantee struct {
 // walk.
 func TestMemGuarantees(t *testing.T) {
 	walk := listenTransitions(t)
-	rows := append(memGuaranteeTable(), codexRows()...)
+	rows := append(append(memGuaranteeTable(), codexRows()...), geminiRows()...)
 	ran := 0
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
@@ -650,8 +653,8 @@ func memWritingTool(t *testing.T) {
 	log := r.front.Log()
 	stop, cut := slices.Index(log, "stop-tool 1"), cutIndex(log, 1)
 	switch {
-	case r.front.Codex:
-		// The Codex front's one interrupt for every purpose: the cut, then
+	case r.front.Codex || r.front.Gemini:
+		// The Codex (and Gemini) front's one interrupt for every purpose: the cut, then
 		// the tool stopped as it started.
 		if n := count(log, "interrupt 1"); n != 2 {
 			t.Errorf("%d interrupts: want the cut and the writing turn's tool stopped:\n%s", n, strings.Join(log, "\n"))
@@ -1030,8 +1033,8 @@ func memWarmCancelled(t *testing.T) {
 	log := r.front.Log()
 	cut, cancelled := cutIndex(log, 1), slices.Index(log, "cancel 1")
 	switch {
-	case r.front.Codex:
-		// The Codex front's one interrupt: the cut's, then the cancel's
+	case r.front.Codex || r.front.Gemini:
+		// The Codex (and Gemini) front's one interrupt: the cut's, then the cancel's
 		// unless the harness's own SIGINT (the context's end) ended the
 		// writing turn first, when no turn is left to interrupt.
 		if n := count(log, "interrupt 1"); n < 1 || n > 2 {
@@ -1304,6 +1307,28 @@ var codexRowNames = []string{
 	"writing turn calls a tool: stopped, asked again", "a person's edit reaches the successor",
 	"generation limit", "warm successor", "warm successor cancelled", "turn timeout",
 }
+
+// geminiRow starts the name of a row that runs again on the Gemini front
+// (package gemini): its session, over a scripted ACP agent, reads what
+// the scripted harness writes as the Gemini CLI's record lines and ACP
+// messages (fronttest.Launcher.Gemini).
+const geminiRow = "gemini:_"
+
+// geminiRows are the table's rows that hold for the Gemini front as they
+// are, run on it: the Codex front's rows, as the two fronts have the same
+// capabilities (no queued cut, one interrupt for every purpose, a
+// session that resumes by its id).
+func geminiRows() []memGuarantee {
+	var out []memGuarantee
+	for _, row := range memGuaranteeTable() {
+		if slices.Contains(geminiRowNames, row.name) {
+			out = append(out, memGuarantee{strings.ReplaceAll(geminiRow, "_", " ") + row.name, row.run})
+		}
+	}
+	return out
+}
+
+var geminiRowNames = codexRowNames
 
 // count is how many of log's entries are e.
 // cutIndex is where harness n's work turn was cut in log: its interrupt

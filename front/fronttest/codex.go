@@ -38,16 +38,21 @@ type codexPipe struct {
 func (l *Launcher) codexSession(ss *session, s front.Spec) front.Session {
 	ss.cdx = &codexPipe{s: ss}
 	inner := codex.NewSession(codexConn{ss.cdx}, codexrpc.Thread{ID: ss.p.session, Model: ss.model()}, s, nil)
-	return &codexSession{Session: inner, l: l, n: ss.p.N}
+	return &codexSession{endLog{Session: inner, l: l, n: ss.p.N}}
 }
 
-type codexSession struct {
+// endLog is a front's own session that logs each turn's end in the
+// Launcher's log ("ended N how").
+type endLog struct {
 	front.Session
 	l *Launcher
 	n int
 }
 
-func (c *codexSession) Next(ctx context.Context) (front.Fact, error) {
+// codexSession is the Codex front's session, which says its window.
+type codexSession struct{ endLog }
+
+func (c *endLog) Next(ctx context.Context) (front.Fact, error) {
 	f, err := c.Session.Next(ctx)
 	if e, ok := f.(front.TurnEnded); ok {
 		c.l.mu.Lock()

@@ -192,6 +192,12 @@ type Launcher struct {
 	// turn/start and turn/interrupt are the harness's prompts and
 	// interrupt.
 	Codex bool
+	// Gemini: the sessions are read by the Gemini front's own session
+	// (package gemini) over a scripted ACP agent: what the harness writes
+	// reaches it as the Gemini CLI's record lines and ACP messages
+	// (gemini.go), and its prompts and cancel are the harness's prompts
+	// and interrupt.
+	Gemini bool
 	// ExitCost is what each harness says it cost as it exits
 	// (front.Exit.CostUSD), as the harness's own screen does; 0 says
 	// nothing.
@@ -236,7 +242,7 @@ func (l *Launcher) Capabilities() front.Capabilities {
 // A stream-json session queues as the real harness does (its
 // --replay-user-messages: DESIGN.md «Queued cut»); the harness's own
 // screen, the relay and the Codex front do not.
-func (l *Launcher) queues() bool { return !l.PersonTypes && !l.Outside && !l.Codex }
+func (l *Launcher) queues() bool { return !l.PersonTypes && !l.Outside && !l.Codex && !l.Gemini }
 
 // Launch starts a scripted harness for s. A spec that resumes a session
 // the Launcher never saw is refused the way the harness refuses it.
@@ -273,6 +279,17 @@ func (l *Launcher) Launch(ctx context.Context, s front.Spec) (front.Session, err
 			return nil, fmt.Errorf("thread/resume: no thread %s", s.Resume)
 		}
 		sess := l.codexSession(ss, s)
+		go ss.run(ctx)
+		return sess, nil
+	}
+	if l.Gemini {
+		if s.Resume != "" && !l.knows(s.Resume) {
+			return nil, fmt.Errorf("agent session/load: Session not found: %s", s.Resume)
+		}
+		sess, err := l.geminiSession(ss, s)
+		if err != nil {
+			return nil, err
+		}
 		go ss.run(ctx)
 		return sess, nil
 	}
@@ -402,6 +419,7 @@ type session struct {
 	lag      *lagPipe // the pipe before events of a front that is behind (Launcher.Behind)
 	scr      *interactive.Translation
 	cdx      *codexPipe
+	gem      *geminiPipe
 	prompts  chan front.Turn
 	intr     chan struct{}
 	endInput chan struct{}
@@ -655,6 +673,10 @@ func (s *session) emit(v map[string]any) {
 		s.cdx.emit(v)
 		return
 	}
+	if s.gem != nil {
+		s.gem.emit(v)
+		return
+	}
 	if s.scr != nil {
 		s.screen(v)
 		return
@@ -688,6 +710,10 @@ func record(v map[string]any) transcript.Event {
 func (s *session) closeOutput() {
 	if s.cdx != nil {
 		s.cdx.queue.Close()
+		return
+	}
+	if s.gem != nil {
+		s.gem.close()
 		return
 	}
 	if s.scr != nil {
