@@ -65,7 +65,7 @@ func (t *translator) facts(n codexrpc.Notification, out func(front.Fact)) {
 	case codexrpc.Item:
 		switch {
 		case v.Started && v.Type == codexrpc.ItemContextCompaction:
-			out(front.Compacted{Boundary: true, Trigger: "auto"})
+			out(front.Compacted{Sign: "a contextCompaction item", Boundary: true, Trigger: "auto"})
 		case v.Started && t.writing && isTool(v.Type):
 			t.startedTool(n, v, out)
 		case !v.Started:

@@ -75,6 +75,9 @@ type PromptTaken struct {
 // Compacted: the harness compacted its context (a compact_boundary line),
 // or said that its compaction keeps failing ("Autocompact is thrashing").
 type Compacted struct {
+	// Sign is what showed it, in the harness's words ("a compact_boundary
+	// line"), for the step's errors and the notice.
+	Sign string
 	// Boundary: a compaction happened; Trigger, PreTokens and PostTokens
 	// say which. Otherwise the harness only said it is thrashing.
 	Boundary   bool
@@ -248,7 +251,7 @@ func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 		t.sessionID = ev.SessionID
 	}
 	if ev.Thrashing {
-		out(Compacted{})
+		out(Compacted{Sign: `"Autocompact is thrashing"`})
 	}
 	t.limitSeen(ev)
 	switch ev.Kind {
@@ -286,7 +289,7 @@ func (t *Translator) Facts(ev *transcript.Event, out func(Fact)) {
 	case transcript.KindSystem:
 		switch {
 		case ev.Compact != nil:
-			out(Compacted{Boundary: true, Trigger: ev.Compact.Trigger, PreTokens: ev.Compact.PreTokens, PostTokens: ev.Compact.PostTokens})
+			out(Compacted{Sign: "a compact_boundary line", Boundary: true, Trigger: ev.Compact.Trigger, PreTokens: ev.Compact.PreTokens, PostTokens: ev.Compact.PostTokens})
 		case ev.Retry != nil:
 			r := *ev.Retry
 			if r.Status == 0 && r.Error == "unknown" {

@@ -277,9 +277,9 @@ func TestTranslatorCompacted(t *testing.T) {
 		want front.Compacted
 	}{
 		{`{"type":"system","subtype":"compact_boundary","session_id":"s","compact_metadata":{"trigger":"auto","pre_tokens":167000,"post_tokens":9000}}`,
-			front.Compacted{Boundary: true, Trigger: "auto", PreTokens: 167000, PostTokens: 9000}},
+			front.Compacted{Sign: "a compact_boundary line", Boundary: true, Trigger: "auto", PreTokens: 167000, PostTokens: 9000}},
 		{`{"type":"system","subtype":"informational","session_id":"s","content":"Autocompact is thrashing: the context refilled three times"}`,
-			front.Compacted{}},
+			front.Compacted{Sign: `"Autocompact is thrashing"`}},
 	} {
 		ev, err := transcript.Decode([]byte(tc.line))
 		if err != nil {

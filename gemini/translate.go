@@ -19,9 +19,11 @@ type translator struct {
 	window         int
 	// interrupting: the front ended the running turn itself.
 	interrupting bool
-	// last is the turn's last model text; rounds, its model calls.
-	last   string
-	rounds int
+	// last is the turn's last model text; rounds, its model calls;
+	// context the last call's prompt.
+	last    string
+	rounds  int
+	context int
 }
 
 // recorded translates the record's new lines.
@@ -31,7 +33,7 @@ func (t *translator) recorded(ls []line, seen map[string]bool, out func(front.Fa
 		case l.compressed():
 			// A compression flower did not ask for (DESIGN.md
 			// «Compaction backstop»).
-			out(front.Compacted{Boundary: true, Trigger: "auto"})
+			out(front.Compacted{Sign: "a compression in the Gemini CLI's record", Boundary: true, Trigger: "auto", PreTokens: t.context})
 		case l.Type == "gemini" && l.Tokens != nil && !seen[l.ID]:
 			seen[l.ID] = true
 			if l.Model != "" {
@@ -42,6 +44,7 @@ func (t *translator) recorded(ls []line, seen map[string]bool, out func(front.Fa
 				t.last = text
 			}
 			t.rounds++
+			t.context = l.Tokens.Input
 			cached := min(l.Tokens.Cached, l.Tokens.Input)
 			out(front.Round{SessionID: t.session, MainThread: true, Context: l.Tokens.Input, Model: t.model, Text: text,
 				MessageID: l.ID, Usage: transcript.Usage{InputTokens: l.Tokens.Input - cached, CacheReadInputTokens: cached,

@@ -530,13 +530,17 @@ func (a *attemptRun) onUserMessage(f front.UserMessage) (outcome, bool) {
 }
 
 func (a *attemptRun) onCompacted(f front.Compacted) (outcome, bool) {
+	sign := f.Sign
+	if sign == "" {
+		sign = "as the harness said"
+	}
 	if !f.Boundary {
-		return a.compaction(`"Autocompact is thrashing"`)
+		return a.compaction(sign)
 	}
 	a.st.AddCompaction(manifest.Compaction{At: a.rt.clock.Now(), Trigger: f.Trigger, PreTokens: f.PreTokens, PostTokens: f.PostTokens})
 	a.rt.save(a.st)
 	a.log.Warn("the harness compacted its context", "trigger", f.Trigger, "pre_tokens", f.PreTokens, "post_tokens", f.PostTokens)
-	return a.compaction("a compact_boundary line")
+	return a.compaction(sign)
 }
 
 // onSessionSwitched retires the session the harness left and starts the
@@ -570,7 +574,7 @@ func (a *attemptRun) compaction(sign string) (outcome, bool) {
 		return outcome{}, false
 	}
 	a.compacted = true
-	msg := "auto-compact ran although handoff switched it off (" + sign + "); handing off at the next boundary instead of trusting the compacted context"
+	msg := "the harness compacted its context although handoff switched that off (" + sign + "); handing off at the next boundary instead of trusting the compacted context"
 	a.st.AddError(msg)
 	a.rt.save(a.st)
 	a.log.Error(msg)

@@ -30,7 +30,7 @@ func TestBackstopHandsOffAfterCompaction(t *testing.T) {
 			if err != nil {
 				t.Fatalf("RunStep: %v (errors %q)", err, st.Errors)
 			}
-			want := "auto-compact ran although handoff switched it off (" + tc.sign + ")"
+			want := "the harness compacted its context although handoff switched that off (" + tc.sign + ")"
 			found := false
 			for _, e := range st.Errors {
 				found = found || strings.Contains(e, want)

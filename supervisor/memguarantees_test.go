@@ -731,7 +731,7 @@ func memBackstop(t *testing.T) {
 		t.Fatalf("RunStep: %v", err)
 	}
 	st = r.step()
-	want := "auto-compact ran although handoff switched it off (a compact_boundary line)"
+	want := "the harness compacted its context although handoff switched that off (a compact_boundary line)"
 	if !slices.ContainsFunc(st.Errors, func(e string) bool { return strings.Contains(e, want) }) {
 		t.Errorf("errors %q lack %q", st.Errors, want)
 	}
@@ -1317,7 +1317,7 @@ const geminiRow = "gemini:_"
 // geminiRows are the table's rows that hold for the Gemini front as they
 // are, run on it: the Codex front's rows, as the two fronts have the same
 // capabilities (no queued cut, one interrupt for every purpose, a
-// session that resumes by its id).
+// session that resumes by its id), and some more.
 func geminiRows() []memGuarantee {
 	var out []memGuarantee
 	for _, row := range memGuaranteeTable() {
@@ -1328,7 +1328,8 @@ func geminiRows() []memGuarantee {
 	return out
 }
 
-var geminiRowNames = codexRowNames
+var geminiRowNames = append(slices.Clone(codexRowNames),
+	"warm successor: the handoff it replaces is archived during the writing turn", "handoff now")
 
 // count is how many of log's entries are e.
 // cutIndex is where harness n's work turn was cut in log: its interrupt
