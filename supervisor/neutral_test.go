@@ -10,7 +10,8 @@ import (
 	"testing"
 )
 
-// TestEngineNamesNoHarness: the engine is harness-neutral (DESIGN.md
+// TestEngineNamesNoHarness: the engine, and package front it speaks
+// through, are harness-neutral (DESIGN.md
 // «Fronts»). No file of the package outside its tests imports a package
 // that knows a harness (its arguments, settings, environment or
 // protocol), nor names a harness's variable or binary: a front readies and
@@ -18,12 +19,19 @@ import (
 // front and no change here.
 func TestEngineNamesNoHarness(t *testing.T) {
 	const mod = "github.com/flowerhq/flower/"
-	known := []string{"harness", "levers", "envinject", "codex", "codexrpc", "interactive", "relay", "statusline"}
-	words := []string{"ANTHROPIC_", "CLAUDE_CODE", "OPENAI_", "CODEX_HOME", "--settings", "claude /login", "codex login"}
+	known := []string{"harness", "levers", "envinject", "codex", "codexrpc", "interactive", "relay", "statusline", "gemini", "acp"}
+	words := []string{"ANTHROPIC_", "CLAUDE_CODE", "OPENAI_", "CODEX_HOME", "--settings", "claude /login", "codex login",
+		"GEMINI_", "GOOGLE_GEMINI", "--acp", "--skip-trust"}
+	// The engine and the seam it speaks through: package front too.
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	seam, err := filepath.Glob("../front/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, seam...)
 	fset := token.NewFileSet()
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
