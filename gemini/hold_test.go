@@ -19,6 +19,13 @@ import (
 // the person's settings compressing at 0.2 of the window.
 func session(t *testing.T, api *scriptedgen.Server, hold *front.Hold, prompt string) (front.Session, string) {
 	t.Helper()
+	return sessionWith(t, api, hold, prompt, "")
+}
+
+// sessionWith is session with general settings of the person's (JSON
+// members, `"maxAttempts": 1`).
+func sessionWith(t *testing.T, api *scriptedgen.Server, hold *front.Hold, prompt, general string) (front.Session, string) {
+	t.Helper()
 	bin := itest.GeminiPath(t)
 	home, ws := t.TempDir(), t.TempDir()
 	if err := scriptedgen.WriteHome(home); err != nil {
@@ -26,7 +33,11 @@ func session(t *testing.T, api *scriptedgen.Server, hold *front.Hold, prompt str
 	}
 	settings := home + "/.gemini/settings.json"
 	b, _ := os.ReadFile(settings)
-	if err := os.WriteFile(settings, []byte(strings.Replace(string(b), `"model": {`, `"model": {"compressionThreshold": 0.2, `, 1)), 0o600); err != nil {
+	person := strings.Replace(string(b), `"model": {`, `"model": {"compressionThreshold": 0.2, `, 1)
+	if general != "" {
+		person = strings.Replace(person, `"general": {`, `"general": {`+general+`, `, 1)
+	}
+	if err := os.WriteFile(settings, []byte(person), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -154,5 +165,49 @@ func TestKeyHiddenFromCommands(t *testing.T) {
 	out := scriptedgen.ShellOutput(main[1].Responses[0].Response)
 	if !strings.Contains(out, "end-of-env") || strings.Contains(out, scriptedgen.APIKey) {
 		t.Errorf("the command printed %q: want it run, without the key", out)
+	}
+}
+
+// An API error ends the prompt with the API's status once the CLI has
+// given up (the person's maxAttempts 1 here: it retries none): a 429 is a
+// limit, a 500 an error with its status, an overflow an overflow.
+func TestAPIErrorsEndTheTurn(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		reply  scriptedgen.Reply
+		how    front.Ending
+		status int
+	}{
+		{"rate limit", scriptedgen.RateLimited(0), front.EndedLimited, 0},
+		{"server error", scriptedgen.Reply{Status: 500, ErrorStatus: "INTERNAL", ErrorMessage: "boom"}, front.EndedError, 500},
+		{"overflow", scriptedgen.Overflow(), front.EndedOverflow, 0},
+		{"refused key", scriptedgen.Unauthorized(), front.EndedError, 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api, err := scriptedgen.Start(scriptedgen.Sequence(tc.reply))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer api.Close()
+			s, _ := sessionWith(t, api, &front.Hold{}, "hi", `"maxAttempts": 1`)
+			if err := s.Begin(); err != nil {
+				t.Fatal(err)
+			}
+			facts := turn(t, s)
+			e := facts[len(facts)-1].(front.TurnEnded)
+			if e.How != tc.how || e.APIErrorStatus != tc.status {
+				t.Errorf("end %+v, want %v with status %d", e, tc.how, tc.status)
+			}
+			if tc.how == front.EndedLimited && (e.Limit == nil || e.Limit.Kind == "") {
+				t.Errorf("a limit without its kind: %+v", e.Limit)
+			}
+			if strings.HasPrefix(e.Text, "{") {
+				t.Errorf("the end's text is the API's body, not its message: %q", e.Text)
+			}
+			if tc.name == "refused key" && !e.NoCredentials {
+				t.Errorf("a refused key is not NoCredentials: %+v", e)
+			}
+			t.Logf("%s: %d requests, end %q", tc.name, len(api.Main()), e.Text)
+		})
 	}
 }

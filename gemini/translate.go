@@ -106,7 +106,7 @@ func (t *translator) ended(e *acp.End) front.TurnEnded {
 // failed says how a turn the CLI answered with an error ended: its code is
 // the API's HTTP status, its message the API's error.
 func (t *translator) failed(te *front.TurnEnded, err *acp.RPCError) {
-	te.How, te.Text, te.Detail = front.EndedError, err.Message, "api_error"
+	te.How, te.Text, te.Detail = front.EndedError, apiMessage(err.Message), "api_error"
 	msg := strings.ToLower(err.Message)
 	switch {
 	case err.Code == http.StatusTooManyRequests:
@@ -120,4 +120,18 @@ func (t *translator) failed(te *front.TurnEnded, err *acp.RPCError) {
 	case err.Code >= 400 && err.Code < 600:
 		te.APIErrorStatus = err.Code
 	}
+}
+
+// apiMessage is the API's own message where the CLI passed its error body
+// on whole ({"error":{"message":…}}), else msg.
+func apiMessage(msg string) string {
+	var body struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(msg), &body) == nil && body.Error.Message != "" {
+		return body.Error.Message
+	}
+	return msg
 }
