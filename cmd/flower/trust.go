@@ -88,6 +88,7 @@ func trustAction(c *cli.Context, p proc) error {
 	showTrust(p.stdout, ws, files, untrusted, adopt)
 	fmt.Fprintln(p.stdout, keyLine(p.env))
 	fmt.Fprintln(p.stdout, codexKeyLine)
+	fmt.Fprintln(p.stdout, geminiKeyLine)
 	if c.Bool("show") {
 		return nil
 	}
