@@ -50,10 +50,6 @@ func (k faultKind) api() bool {
 	return false
 }
 
-// limit reports whether the fault is a limit flower waits out rather
-// than a failure.
-func (k faultKind) limit() bool { return k == faultAPIRateLimit || k == faultAPIUsageLimit }
-
 // reply is the scripted API's answer for an API fault.
 func (k faultKind) reply() scriptedapi.Reply {
 	switch k {

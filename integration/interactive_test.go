@@ -157,10 +157,6 @@ func (p *pane) press(keys ...string) { p.tmux(append([]string{"send-keys", "-t",
 // capture is the pane's text with its scrollback, wrapped lines joined.
 func (p *pane) capture() string { return p.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "it") }
 
-func (p *pane) title() string {
-	return strings.TrimSpace(p.tmux("display-message", "-p", "-t", "it", "#{pane_title}"))
-}
-
 // ttyMode is `stty -a` of the pane's terminal, the person's terminal.
 func (p *pane) ttyMode() string {
 	tty := strings.TrimSpace(p.tmux("display-message", "-p", "-t", "it", "#{pane_tty}"))
