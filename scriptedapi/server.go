@@ -122,9 +122,8 @@ type Server struct {
 	ln     net.Listener
 	srv    *http.Server
 
+	book        scriptedhttp.Book[Request]
 	mu          sync.Mutex
-	requests    []Request
-	unexpected  []string
 	countTokens []CountTokensRequest
 	// countReply, when set, answers count_tokens instead of the estimate.
 	countReply *Reply
@@ -198,11 +197,7 @@ func (s *Server) Env() []string {
 
 // Requests returns every /v1/messages request so far (count_tokens
 // excluded), in arrival order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
+func (s *Server) Requests() []Request { return s.book.Requests() }
 
 // CountTokensCalls is how many /v1/messages/count_tokens requests arrived.
 func (s *Server) CountTokensCalls() int {
@@ -221,11 +216,7 @@ func (s *Server) CountTokensRequests() []CountTokensRequest {
 
 // Unexpected lists "METHOD /path" of every request the server did not
 // recognise (answered 404).
-func (s *Server) Unexpected() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.unexpected...)
-}
+func (s *Server) Unexpected() []string { return s.book.Unexpected() }
 
 // ServeHTTP routes the Messages API endpoints.
 func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
@@ -235,15 +226,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	case hr.Method == http.MethodPost && hr.URL.Path == "/v1/messages/count_tokens":
 		s.serveCountTokens(w, hr)
 	default:
-		s.noteUnexpected(hr.Method + " " + hr.URL.RequestURI())
+		s.book.NoteUnexpected(hr.Method + " " + hr.URL.RequestURI())
 		writeError(w, http.StatusNotFound, "not_found_error", "not found: "+hr.URL.Path)
 	}
-}
-
-func (s *Server) noteUnexpected(what string) {
-	s.mu.Lock()
-	s.unexpected = append(s.unexpected, what)
-	s.mu.Unlock()
 }
 
 func (s *Server) serveCountTokens(w http.ResponseWriter, hr *http.Request) {
@@ -285,7 +270,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request) {
 	}
 	req, err := parseRequest(body)
 	if err != nil {
-		s.noteUnexpected(hr.Method + " " + hr.URL.RequestURI() + ": " + err.Error())
+		s.book.NoteUnexpected(hr.Method + " " + hr.URL.RequestURI() + ": " + err.Error())
 		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
 	}
@@ -297,12 +282,9 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request) {
 	}
 	req.RetryCount, _ = strconv.Atoi(hr.Header.Get("X-Stainless-Retry-Count"))
 
-	s.mu.Lock()
-	req.Seq = len(s.requests) + 1
 	req.Kind = classify(&req)
 	req.IsSubagent = req.Kind == KindSubagent
-	s.requests = append(s.requests, req)
-	s.mu.Unlock()
+	req = s.book.Add(func(seq int) Request { req.Seq = seq; return req })
 
 	reply := s.script(&req)
 	if !scriptedhttp.Hold(w, hr, reply.Delay, reply.Header) {
@@ -318,9 +300,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request) {
 	} else if !streamReply(w, hr, req.Model, blocks, reply) {
 		return
 	}
-	s.mu.Lock()
-	s.requests[req.Seq-1].Answered = time.Now()
-	s.mu.Unlock()
+	s.book.Update(req.Seq, func(r *Request) { r.Answered = time.Now() })
 }
 
 // block is one content block of a reply, in API shape.

@@ -113,11 +113,10 @@ type Server struct {
 
 	script Script
 	srv    *http.Server
+	book   scriptedhttp.Book[Request]
 
-	mu         sync.Mutex
-	requests   []Request
-	unexpected []string
-	counts     int
+	mu     sync.Mutex
+	counts int
 }
 
 // APIKey is the fake key the CLI is handed; it is not a secret.
@@ -148,11 +147,7 @@ func (s *Server) Close() error {
 
 // Requests returns every generate request so far (streamed or not), in
 // arrival order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
+func (s *Server) Requests() []Request { return s.book.Requests() }
 
 // Main returns the requests that are not Side, in arrival order.
 func (s *Server) Main() []Request {
@@ -174,11 +169,7 @@ func (s *Server) TokenCounts() int {
 
 // Unexpected lists "METHOD /path" of every request the server did not
 // recognise (answered 404).
-func (s *Server) Unexpected() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.unexpected...)
-}
+func (s *Server) Unexpected() []string { return s.book.Unexpected() }
 
 // ServeHTTP routes the endpoints: POST /v1beta/models/MODEL:METHOD.
 func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
@@ -194,7 +185,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 			req, err = parseRequest(body)
 		}
 		if err != nil {
-			s.noteUnexpected(hr.Method + " " + hr.URL.RequestURI() + ": " + err.Error())
+			s.book.NoteUnexpected(hr.Method + " " + hr.URL.RequestURI() + ": " + err.Error())
 			writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", err.Error())
 			return
 		}
@@ -207,24 +198,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		s.mu.Unlock()
 		scriptedhttp.WriteJSON(w, http.StatusOK, map[string]int{"totalTokens": len(body)/4 + 1})
 	default:
-		s.noteUnexpected(hr.Method + " " + hr.URL.RequestURI())
+		s.book.NoteUnexpected(hr.Method + " " + hr.URL.RequestURI())
 		writeError(w, http.StatusNotFound, "NOT_FOUND", "not found: "+hr.URL.Path)
 	}
-}
-
-func (s *Server) noteUnexpected(what string) {
-	s.mu.Lock()
-	s.unexpected = append(s.unexpected, what)
-	s.mu.Unlock()
 }
 
 func (s *Server) answer(w http.ResponseWriter, hr *http.Request, req Request) {
 	req.Time = time.Now()
 	req.Header = scriptedhttp.Redact(hr.Header)
-	s.mu.Lock()
-	req.Seq = len(s.requests) + 1
-	s.requests = append(s.requests, req)
-	s.mu.Unlock()
+	req = s.book.Add(func(seq int) Request { req.Seq = seq; return req })
 
 	reply := s.script(&req)
 	if !scriptedhttp.Hold(w, hr, reply.Delay, reply.Header) {
@@ -246,9 +228,7 @@ func (s *Server) answer(w http.ResponseWriter, hr *http.Request, req Request) {
 		sent = err == nil
 	}
 	if sent {
-		s.mu.Lock()
-		s.requests[req.Seq-1].Answered = time.Now()
-		s.mu.Unlock()
+		s.book.Update(req.Seq, func(r *Request) { r.Answered = time.Now() })
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package scriptedhttp owns the plumbing the repo's scripted model APIs
-// (scriptedapi, scriptedresp, scriptedgen) share: a listener that only ever binds
-// 127.0.0.1, reading a request body, masking credentials before a request
-// is recorded, fresh ids, and JSON answers.
+// (scriptedapi, scriptedresp, scriptedgen) share: a listener that only
+// ever binds 127.0.0.1, reading a request body, masking credentials
+// before a request is recorded, the book of what was recorded, fresh ids,
+// and JSON answers.
 package scriptedhttp
 
 import (
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -92,4 +94,51 @@ func Hold(w http.ResponseWriter, hr *http.Request, delay time.Duration, header h
 		}
 	}
 	return true
+}
+
+// Book is what a scripted API recorded: its requests in arrival order, and
+// what it did not recognise. Its zero value is ready; it is safe for
+// concurrent use.
+type Book[R any] struct {
+	mu         sync.Mutex
+	requests   []R
+	unexpected []string
+}
+
+// Add records r, given its sequence number (from 1) by number.
+func (b *Book[R]) Add(number func(seq int) R) R {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := number(len(b.requests) + 1)
+	b.requests = append(b.requests, r)
+	return r
+}
+
+// Update changes the request of seq.
+func (b *Book[R]) Update(seq int, change func(*R)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	change(&b.requests[seq-1])
+}
+
+// Requests are the requests so far, in arrival order.
+func (b *Book[R]) Requests() []R {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]R(nil), b.requests...)
+}
+
+// NoteUnexpected records "METHOD /path" (and why) of a request not
+// recognised.
+func (b *Book[R]) NoteUnexpected(what string) {
+	b.mu.Lock()
+	b.unexpected = append(b.unexpected, what)
+	b.mu.Unlock()
+}
+
+// Unexpected lists what NoteUnexpected recorded.
+func (b *Book[R]) Unexpected() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.unexpected...)
 }

@@ -1,6 +1,7 @@
 package scriptedhttp
 
 import (
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -50,5 +51,25 @@ func TestListenIsLoopbackOnly(t *testing.T) {
 	defer ln.Close()
 	if ip := ln.Addr().(*net.TCPAddr).IP; !ip.Equal(net.IPv4(127, 0, 0, 1)) {
 		t.Fatalf("listens on %v", ip)
+	}
+}
+
+func TestBookNumbersAndCopies(t *testing.T) {
+	var b Book[string]
+	for _, s := range []string{"a", "b"} {
+		got := b.Add(func(seq int) string { return fmt.Sprint(s, seq) })
+		if got != fmt.Sprint(s, len(b.Requests())) {
+			t.Errorf("added %q", got)
+		}
+	}
+	b.Update(1, func(r *string) { *r += "!" })
+	reqs := b.Requests()
+	reqs[0] = "changed"
+	if got := b.Requests(); len(got) != 2 || got[0] != "a1!" || got[1] != "b2" {
+		t.Errorf("requests %q", got)
+	}
+	b.NoteUnexpected("GET /x")
+	if u := b.Unexpected(); len(u) != 1 || u[0] != "GET /x" {
+		t.Errorf("unexpected %q", u)
 	}
 }

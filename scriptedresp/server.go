@@ -92,11 +92,10 @@ type Server struct {
 
 	script Script
 	srv    *http.Server
+	book   scriptedhttp.Book[Request]
 
-	mu         sync.Mutex
-	requests   []Request
-	unexpected []string
-	listings   int
+	mu       sync.Mutex
+	listings int
 }
 
 // APIKey is the fake key Codex is handed; it is not a secret.
@@ -126,11 +125,7 @@ func (s *Server) Close() error {
 }
 
 // Requests returns every /v1/responses request so far, in arrival order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
+func (s *Server) Requests() []Request { return s.book.Requests() }
 
 // ModelListings is how many GET /v1/models requests arrived.
 func (s *Server) ModelListings() int {
@@ -141,11 +136,7 @@ func (s *Server) ModelListings() int {
 
 // Unexpected lists "METHOD /path" of every request the server did not
 // recognise (answered 404).
-func (s *Server) Unexpected() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.unexpected...)
-}
+func (s *Server) Unexpected() []string { return s.book.Unexpected() }
 
 // ServeHTTP routes the endpoints.
 func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
@@ -158,15 +149,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		s.mu.Unlock()
 		scriptedhttp.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{}, "models": []any{}})
 	default:
-		s.noteUnexpected(hr.Method + " " + hr.URL.RequestURI())
+		s.book.NoteUnexpected(hr.Method + " " + hr.URL.RequestURI())
 		writeError(w, http.StatusNotFound, "not_found", "not found: "+hr.URL.Path)
 	}
-}
-
-func (s *Server) noteUnexpected(what string) {
-	s.mu.Lock()
-	s.unexpected = append(s.unexpected, what)
-	s.mu.Unlock()
 }
 
 func (s *Server) serveResponses(w http.ResponseWriter, hr *http.Request) {
@@ -178,17 +163,14 @@ func (s *Server) serveResponses(w http.ResponseWriter, hr *http.Request) {
 			return
 		}
 	}
-	s.noteUnexpected(hr.Method + " " + hr.URL.RequestURI() + ": " + err.Error())
+	s.book.NoteUnexpected(hr.Method + " " + hr.URL.RequestURI() + ": " + err.Error())
 	writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 }
 
 func (s *Server) answer(w http.ResponseWriter, hr *http.Request, req Request) {
 	req.Time = time.Now()
 	req.Header = scriptedhttp.Redact(hr.Header)
-	s.mu.Lock()
-	req.Seq = len(s.requests) + 1
-	s.requests = append(s.requests, req)
-	s.mu.Unlock()
+	req = s.book.Add(func(seq int) Request { req.Seq = seq; return req })
 
 	reply := TitleReply
 	if !req.Title {
@@ -202,9 +184,7 @@ func (s *Server) answer(w http.ResponseWriter, hr *http.Request, req Request) {
 		return
 	}
 	if streamReply(w, req.Model, reply) {
-		s.mu.Lock()
-		s.requests[req.Seq-1].Answered = time.Now()
-		s.mu.Unlock()
+		s.book.Update(req.Seq, func(r *Request) { r.Answered = time.Now() })
 	}
 }
 
