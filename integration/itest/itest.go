@@ -112,51 +112,34 @@ func ExitCode(err error) int {
 
 // CodexVersion is the Codex CLI version the suites run on:
 // $FLOWER_CODEX_VERSION (the Makefile's CODEX_VERSION), else the pinned one.
-var CodexVersion = func() string {
-	if v := os.Getenv("FLOWER_CODEX_VERSION"); v != "" {
+var CodexVersion = versionOr("FLOWER_CODEX_VERSION", "0.171.0")
+
+// GeminiVersion is the Gemini CLI version the suites run on:
+// $FLOWER_GEMINI_VERSION (the Makefile's GEMINI_VERSION), else the pinned
+// one.
+var GeminiVersion = versionOr("FLOWER_GEMINI_VERSION", "0.61.0")
+
+func versionOr(key, pinned string) string {
+	if v := os.Getenv(key); v != "" {
 		return v
 	}
-	return "0.171.0"
-}()
+	return pinned
+}
 
 // CodexPath finds the real Codex CLI: $FLOWER_CODEX, which make test sets
 // (scripts/install-codex.sh). Without it, or under -short, the test is
 // skipped.
 func CodexPath(t testing.TB) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs the real Codex CLI: make test runs this, make unit does not")
-	}
-	p := os.Getenv("FLOWER_CODEX")
-	if p == "" {
-		t.Skip("needs the real Codex CLI: set FLOWER_CODEX (make test does, from scripts/install-codex.sh)")
-	}
-	return p
+	return needs(t, "the real Codex CLI", "FLOWER_CODEX", "scripts/install-codex.sh")
 }
-
-// GeminiVersion is the Gemini CLI version the suites run on:
-// $FLOWER_GEMINI_VERSION (the Makefile's GEMINI_VERSION), else the pinned
-// one.
-var GeminiVersion = func() string {
-	if v := os.Getenv("FLOWER_GEMINI_VERSION"); v != "" {
-		return v
-	}
-	return "0.61.0"
-}()
 
 // GeminiPath finds the real Gemini CLI: $FLOWER_GEMINI, which make test
 // sets (scripts/install-gemini.sh). Without it, or under -short, the test
 // is skipped.
 func GeminiPath(t testing.TB) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs the real Gemini CLI: make test runs this, make unit does not")
-	}
-	p := os.Getenv("FLOWER_GEMINI")
-	if p == "" {
-		t.Skip("needs the real Gemini CLI: set FLOWER_GEMINI (make test does, from scripts/install-gemini.sh)")
-	}
-	return p
+	return needs(t, "the real Gemini CLI", "FLOWER_GEMINI", "scripts/install-gemini.sh")
 }
 
 // AimockPath finds aimock, the scripted model server the project did not
@@ -164,12 +147,19 @@ func GeminiPath(t testing.TB) string {
 // Without it, or under -short, the test is skipped.
 func AimockPath(t testing.TB) string {
 	t.Helper()
+	return needs(t, "aimock", "FLOWER_AIMOCK", "scripts/install-aimock.sh")
+}
+
+// needs is the path $key names, what make test installs with script;
+// without it, or under -short, the test is skipped, saying so.
+func needs(t testing.TB, what, key, script string) string {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("needs aimock: make test runs this, make unit does not")
+		t.Skip("needs " + what + ": make test runs this, make unit does not")
 	}
-	p := os.Getenv("FLOWER_AIMOCK")
+	p := os.Getenv(key)
 	if p == "" {
-		t.Skip("needs aimock: set FLOWER_AIMOCK (make test does, from scripts/install-aimock.sh)")
+		t.Skip("needs " + what + ": set " + key + " (make test does, from " + script + ")")
 	}
 	return p
 }
