@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -132,16 +131,14 @@ func openRecord(path string, fromEnd bool) (*record, error) {
 }
 
 // lines reads every whole line written since the last call; a line still
-// being written is kept for the next. A line that is not JSON is skipped
-// (counted in bad).
+// being written is kept for the next (the reader goes on from the file's
+// end once more is written). A line that is not JSON is skipped (counted
+// in bad); a failed read (the record closed) ends the call like its end.
 func (r *record) lines() (out []line, bad int) {
 	for {
 		b, err := r.r.ReadBytes('\n')
 		r.part = append(r.part, b...)
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				return out, bad
-			}
 			return out, bad
 		}
 		var l line
