@@ -11,21 +11,18 @@
 package acp
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log"
 	"log/slog"
-	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/flowerhq/flower/child"
 	"github.com/flowerhq/flower/fifo"
+	"github.com/flowerhq/flower/rpcline"
 )
 
 // Config says how to start the agent.
@@ -84,29 +81,14 @@ type End struct {
 
 // RPCError is a JSON-RPC error answer. The Gemini CLI puts an API error's
 // HTTP status in Code (429, 400, …) and its text in Message.
-type RPCError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-func (e *RPCError) Error() string {
-	if len(e.Data) > 0 && string(e.Data) != "null" {
-		return fmt.Sprintf("agent error %d: %s (%s)", e.Code, e.Message, e.Data)
-	}
-	return fmt.Sprintf("agent error %d: %s", e.Code, e.Message)
-}
+type RPCError = rpcline.Error
 
 // Client is one agent connection.
 type Client struct {
-	proc *child.Process // nil for a connection of the caller's (New)
-	w    io.WriteCloser
+	conn *rpcline.Conn
 	log  *log.Logger
 
-	wmu    sync.Mutex
-	mu     sync.Mutex
-	nextID int
-	calls  map[int]chan response
+	mu sync.Mutex
 	// prompts are the ids of session/prompt requests: their answers go
 	// into the queue, in order, not to a caller.
 	prompts map[int]string
@@ -114,55 +96,20 @@ type Client struct {
 	// id: the agent replays such a session's history as updates before
 	// it answers, and those are not new (LoadSession).
 	loading map[int]string
-	err     error
 	queue   fifo.Queue[Message]
-	done    chan struct{}
 	agent   Agent
-}
-
-type response struct {
-	Result json.RawMessage
-	Error  *RPCError
 }
 
 // Start starts the agent and runs initialize. The process is a child of
 // package child's: nothing it starts outlives it, or flower.
 func Start(ctx context.Context, cfg Config) (*Client, error) {
-	logw := cfg.Log
-	if logw == nil {
-		logw = io.Discard
-	}
-	inR, inW, err := os.Pipe()
+	c := newClient(logger(cfg.Log))
+	conn, out, err := rpcline.Start(child.Config{Path: cfg.Binary, Args: cfg.Args, Dir: cfg.Dir,
+		Env: cfg.Env, Grace: cfg.Grace, Logger: cfg.Logger}, cfg.Log, c.options())
 	if err != nil {
-		return nil, fmt.Errorf("agent pipes: %w", err)
+		return nil, err
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, fmt.Errorf("agent pipes: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		for _, f := range []*os.File{inR, inW, outR, outW} {
-			f.Close()
-		}
-		return nil, fmt.Errorf("agent pipes: %w", err)
-	}
-	proc, err := child.Start(context.Background(), child.Config{Path: cfg.Binary, Args: cfg.Args, Dir: cfg.Dir,
-		Env: cfg.Env, Stdin: inR, Stdout: outW, Stderr: errW, CancelSignal: syscall.SIGTERM, Grace: cfg.Grace, Logger: cfg.Logger})
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
-		return nil, fmt.Errorf("start agent: %w", err)
-	}
-	go func() { _, _ = io.Copy(logw, errR); _ = errR.Close() }()
-	c := New(outR, inW, logw)
-	c.proc = proc
+	c.serve(conn, out)
 	if _, err := c.Initialize(ctx); err != nil {
 		_ = c.Close()
 		return nil, err
@@ -173,13 +120,38 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 // New is a client of the agent whose output r is and whose input w is,
 // reading r at once: Start's, or a scripted agent's in a test.
 func New(r io.Reader, w io.WriteCloser, logw io.Writer) *Client {
-	if logw == nil {
-		logw = io.Discard
+	c := newClient(logger(logw))
+	return c.serve(rpcline.New(w, c.options()), r)
+}
+
+func logger(w io.Writer) *log.Logger {
+	if w == nil {
+		w = io.Discard
 	}
-	c := &Client{w: w, log: log.New(logw, "acp: ", 0), calls: map[int]chan response{}, prompts: map[int]string{},
-		loading: map[int]string{}, done: make(chan struct{})}
-	go c.read(r)
+	return log.New(w, "acp: ", 0)
+}
+
+// options are the Conn's for c: the answer to a session/load ends its
+// replay on the reading goroutine, before the updates after it are read.
+func (c *Client) options() rpcline.Options {
+	return rpcline.Options{Peer: "agent", Version: true, Log: c.log, Answered: c.loaded}
+}
+
+func newClient(lg *log.Logger) *Client {
+	return &Client{log: lg, prompts: map[int]string{}, loading: map[int]string{}}
+}
+
+func (c *Client) serve(conn *rpcline.Conn, r io.Reader) *Client {
+	c.conn = conn
+	go conn.Serve(r, c.dispatch, c.queue.Close)
 	return c
+}
+
+// loaded ends the replay of the session/load whose id this is.
+func (c *Client) loaded(id int) {
+	c.mu.Lock()
+	delete(c.loading, id)
+	c.mu.Unlock()
 }
 
 // Initialize runs the handshake: protocol version 1, and no file system
@@ -240,7 +212,13 @@ func (c *Client) NewSession(ctx context.Context, cwd string) (Session, error) {
 // dropped, so that Next gives only what happens from now on.
 func (c *Client) LoadSession(ctx context.Context, id, cwd string) (Session, error) {
 	var a sessionAnswer
-	if err := c.call(ctx, "session/load", map[string]any{"sessionId": id, "cwd": cwd, "mcpServers": []any{}}, &a, id); err != nil {
+	load := c.conn.NewID()
+	c.mu.Lock()
+	c.loading[load] = id
+	c.mu.Unlock()
+	err := c.conn.CallID(ctx, load, "session/load", map[string]any{"sessionId": id, "cwd": cwd, "mcpServers": []any{}}, &a)
+	c.loaded(load) // an answer did it already; a call that failed did not
+	if err != nil {
 		return Session{}, err
 	}
 	return Session{ID: id, Model: a.Models.CurrentModelID}, nil
@@ -250,23 +228,18 @@ func (c *Client) LoadSession(ctx context.Context, id, cwd string) (Session, erro
 // is written. The turn's end comes later, as a Message with End, in its
 // place among the session's updates.
 func (c *Client) Prompt(session, text string) error {
+	id := c.conn.NewID()
 	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return fmt.Errorf("agent session/prompt: %w", c.err)
-	}
-	id := c.nextID
-	c.nextID++
 	c.prompts[id] = session
 	c.mu.Unlock()
 	params := map[string]any{"sessionId": session, "prompt": []any{map[string]string{"type": "text", "text": text}}}
-	return c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": params})
+	return c.conn.Request(id, "session/prompt", params)
 }
 
 // Cancel asks the agent to end session's running turn (a notification:
 // the turn's End follows, stop reason "cancelled").
 func (c *Client) Cancel(session string) error {
-	return c.send(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]string{"sessionId": session}})
+	return c.conn.Notify("session/cancel", map[string]string{"sessionId": session})
 }
 
 // Next returns the next message in order, waiting until ctx is done; one
@@ -275,147 +248,31 @@ func (c *Client) Cancel(session string) error {
 func (c *Client) Next(ctx context.Context) (Message, error) { return c.queue.Next(ctx) }
 
 // Done is closed when the agent's output ends; Err then says why.
-func (c *Client) Done() <-chan struct{} { return c.done }
+func (c *Client) Done() <-chan struct{} { return c.conn.Done() }
 
 // Err is why the read loop ended (nil while it runs, io.EOF at a clean
 // end).
-func (c *Client) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
+func (c *Client) Err() error { return c.conn.Err() }
 
 // Close ends the agent: its input is closed, which ends a healthy agent,
 // then its group gets SIGTERM and SIGKILL, a grace apart; it returns once
 // the process and everything it started are gone.
-func (c *Client) Close() error {
-	if c.proc == nil {
-		err := c.w.Close()
-		<-c.done
-		return err
-	}
-	c.proc.Stop(c.w.Close, syscall.SIGTERM, syscall.SIGKILL)
-	<-c.done
-	return nil
-}
+func (c *Client) Close() error { return c.conn.Close() }
 
 // Exited is closed once the process has exited (at once for New's);
 // ExitErr is then its exit status (nil for 0).
-func (c *Client) Exited() <-chan struct{} {
-	if c.proc == nil {
-		return c.done
-	}
-	return c.proc.Exited()
-}
+func (c *Client) Exited() <-chan struct{} { return c.conn.Exited() }
 
 // ExitErr is the process's exit status, valid once Exited is closed.
-func (c *Client) ExitErr() error {
-	if c.proc == nil {
-		return nil
-	}
-	return c.proc.Err()
-}
+func (c *Client) ExitErr() error { return c.conn.ExitErr() }
 
 // Call sends a request and waits for its answer, decoded into result when
 // result is not nil.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	return c.call(ctx, method, params, result, "")
+	return c.conn.Call(ctx, method, params, result)
 }
 
-// call is Call; loading, when not "", is the session whose updates are
-// dropped until the answer.
-func (c *Client) call(ctx context.Context, method string, params, result any, loading string) error {
-	ch := make(chan response, 1)
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return fmt.Errorf("agent %s: %w", method, c.err)
-	}
-	id := c.nextID
-	c.nextID++
-	c.calls[id] = ch
-	if loading != "" {
-		c.loading[id] = loading
-	}
-	c.mu.Unlock()
-	if err := c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params}); err != nil {
-		return err
-	}
-	select {
-	case r, ok := <-ch:
-		if !ok {
-			return fmt.Errorf("agent %s: %w", method, c.Err())
-		}
-		if r.Error != nil {
-			return fmt.Errorf("agent %s: %w", method, r.Error)
-		}
-		if result != nil {
-			if err := json.Unmarshal(r.Result, result); err != nil {
-				return fmt.Errorf("agent %s answer: %w", method, err)
-			}
-		}
-		return nil
-	case <-ctx.Done():
-		c.mu.Lock()
-		delete(c.calls, id)
-		delete(c.loading, id)
-		c.mu.Unlock()
-		return fmt.Errorf("agent %s: %w", method, ctx.Err())
-	}
-}
-
-func (c *Client) send(msg any) error {
-	b, err := json.Marshal(msg)
-	if err != nil {
-		return fmt.Errorf("encode agent message: %w", err)
-	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if _, err := c.w.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("write agent: %w", err)
-	}
-	return nil
-}
-
-// wire is any line the agent writes: an answer (id, result|error), a
-// notification (method, params) or a request of its own (id, method).
-type wire struct {
-	ID     *int            `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  *RPCError       `json:"error"`
-}
-
-// read dispatches the agent's lines until its output ends. A line may be
-// of any length; one that is not a JSON-RPC message is logged and skipped.
-func (c *Client) read(r io.Reader) {
-	br := bufio.NewReader(r)
-	var err error
-	for err == nil {
-		var line []byte
-		line, err = br.ReadBytes('\n')
-		if len(line) > 0 {
-			c.dispatch(line)
-		}
-	}
-	c.mu.Lock()
-	c.err = err
-	for id, ch := range c.calls {
-		close(ch)
-		delete(c.calls, id)
-	}
-	c.mu.Unlock()
-	c.queue.Close()
-	close(c.done)
-}
-
-func (c *Client) dispatch(line []byte) {
-	var m wire
-	if err := json.Unmarshal(line, &m); err != nil {
-		c.log.Printf("skipped a line that is not JSON (%d bytes): %v", len(line), err)
-		return
-	}
+func (c *Client) dispatch(line []byte, m rpcline.Wire) {
 	switch {
 	case m.ID != nil && m.Method != "":
 		c.request(*m.ID, m)
@@ -457,11 +314,11 @@ func (c *Client) isLoading(session string) bool {
 	return false
 }
 
-func (c *Client) answer(id int, m wire) {
+// answer takes the answer to a session/prompt; the answers to Calls are
+// the Conn's.
+func (c *Client) answer(raw json.RawMessage, m rpcline.Wire) {
+	id, _ := c.conn.Ours(raw)
 	c.mu.Lock()
-	ch := c.calls[id]
-	delete(c.calls, id)
-	delete(c.loading, id)
 	session, isPrompt := c.prompts[id]
 	delete(c.prompts, id)
 	c.mu.Unlock()
@@ -477,10 +334,8 @@ func (c *Client) answer(id int, m wire) {
 			e.StopReason, e.Meta = r.StopReason, r.Meta
 		}
 		c.queue.Push(Message{Session: session, End: e})
-	case ch != nil:
-		ch <- response{Result: m.Result, Error: m.Error}
 	default:
-		c.log.Printf("skipped an answer with id %d", id)
+		c.log.Printf("skipped an answer with id %s", raw)
 	}
 }
 
@@ -488,7 +343,7 @@ func (c *Client) answer(id int, m wire) {
 // outcome "cancelled": no one is there to grant it), and said in order
 // as a Refused message; anything else (the client's file system or
 // terminal, which initialize did not offer) is an error.
-func (c *Client) request(id int, m wire) {
+func (c *Client) request(id json.RawMessage, m rpcline.Wire) {
 	c.log.Printf("refused the agent's request %s", m.Method)
 	if m.Method == "session/request_permission" {
 		var p struct {
@@ -496,8 +351,8 @@ func (c *Client) request(id int, m wire) {
 		}
 		_ = json.Unmarshal(m.Params, &p)
 		c.queue.Push(Message{Session: p.SessionID, Kind: m.Method, Update: m.Params, Refused: true})
-		_ = c.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": map[string]any{"outcome": map[string]string{"outcome": "cancelled"}}})
+		_ = c.conn.Reply(id, map[string]any{"outcome": map[string]string{"outcome": "cancelled"}}, nil)
 		return
 	}
-	_ = c.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": RPCError{Code: -32601, Message: "flower does not offer " + m.Method}})
+	_ = c.conn.Reply(id, nil, &RPCError{Code: -32601, Message: "flower does not offer " + m.Method})
 }

@@ -11,17 +11,15 @@ package codexrpc
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log"
 	"log/slog"
 	"os"
-	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/flowerhq/flower/child"
+	"github.com/flowerhq/flower/rpcline"
 )
 
 // Config says how to start the app-server.
@@ -58,20 +56,14 @@ type Config struct {
 
 // Client is one running app-server.
 type Client struct {
-	proc  *child.Process
-	stdin *os.File
-	log   *log.Logger
+	conn *rpcline.Conn
+	log  *log.Logger
 	// queue holds the notifications read and not yet taken: reading
 	// stdout (answers to calls included) never waits on the caller.
 	queue    Queue
 	notes    chan Notification
 	pumpOnce sync.Once
-	done     chan struct{}
-	wmu      sync.Mutex
 	mu       sync.Mutex
-	nextID   int
-	calls    map[int]chan response
-	err      error // why the read loop ended
 	// turnSandbox is every turn's sandboxPolicy (SetTurnSandbox).
 	turnSandbox map[string]any
 	// version is Codex's, as its initialize answer said ("" until then).
@@ -81,20 +73,8 @@ type Client struct {
 	screen *screen
 }
 
-type response struct {
-	Result json.RawMessage
-	Error  *RPCError
-}
-
 // RPCError is a JSON-RPC error answer.
-type RPCError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *RPCError) Error() string {
-	return fmt.Sprintf("codex app-server error %d: %s", e.Code, e.Message)
-}
+type RPCError = rpcline.Error
 
 // Start starts `codex app-server` and runs initialize / initialized. The
 // process is a child of package child's: nothing it starts (the commands
@@ -120,24 +100,19 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	if logw == nil {
 		logw = io.Discard
 	}
-	var p pipes
-	if err := p.open(); err != nil {
-		return nil, fmt.Errorf("codex app-server pipes: %w", err)
-	}
-	proc, err := child.Start(context.Background(), child.Config{Path: cfg.Binary, Args: append(args, cfg.Args...), Dir: cfg.Dir,
-		Env: env, Stdin: p.inR, Stdout: p.outW, Stderr: p.errW, CancelSignal: syscall.SIGTERM,
-		Grace: cfg.Grace, Logger: cfg.Logger})
-	p.closeChildEnds()
+	lg := log.New(logw, "codexrpc: ", 0)
+	conn, stdout, err := rpcline.Start(child.Config{Path: cfg.Binary, Args: append(args, cfg.Args...), Dir: cfg.Dir,
+		Env: env, Grace: cfg.Grace, Logger: cfg.Logger}, logw,
+		rpcline.Options{Peer: "codex app-server", IDPrefix: idPrefix, Log: lg})
 	if err != nil {
-		p.closeOurEnds()
-		return nil, fmt.Errorf("start codex app-server: %w", err)
+		return nil, err
 	}
-	go func() { _, _ = io.Copy(logw, p.errR); _ = p.errR.Close() }()
-	c := &Client{proc: proc, stdin: p.inW, log: log.New(logw, "codexrpc: ", 0),
-		done: make(chan struct{}), calls: map[int]chan response{}}
-	go c.read(p.outR)
+	c := &Client{conn: conn, log: lg}
 	if cfg.Screen {
 		c.screen = newScreen()
+	}
+	go conn.Serve(stdout, c.dispatch, c.queue.Close)
+	if cfg.Screen {
 		return c, nil
 	}
 	if err := c.handshake(ctx); err != nil {
@@ -147,46 +122,6 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// pipes are the app-server's standard files: the child's ends go to
-// child.Start, which keeps its own copies; ours stay open until we close
-// them, so that every line written is read.
-type pipes struct{ inR, inW, outR, outW, errR, errW *os.File }
-
-func (p *pipes) open() error {
-	var err error
-	if p.inR, p.inW, err = os.Pipe(); err != nil {
-		return err
-	}
-	if p.outR, p.outW, err = os.Pipe(); err != nil {
-		p.inR.Close()
-		p.inW.Close()
-		return err
-	}
-	if p.errR, p.errW, err = os.Pipe(); err != nil {
-		p.closeChildEnds()
-		p.inW.Close()
-		p.outR.Close()
-		return err
-	}
-	return nil
-}
-
-func (p *pipes) closeChildEnds() {
-	for _, f := range []*os.File{p.inR, p.outW, p.errW} {
-		if f != nil {
-			f.Close()
-		}
-	}
-}
-
-func (p *pipes) closeOurEnds() {
-	for _, f := range []*os.File{p.inW, p.outR, p.errR} {
-		if f != nil {
-			f.Close()
-		}
-	}
-}
-
 func (c *Client) handshake(ctx context.Context) error {
 	info := map[string]any{"clientInfo": map[string]string{"name": "flower", "title": "flower", "version": "0"}}
 	var res json.RawMessage
@@ -194,7 +129,7 @@ func (c *Client) handshake(ctx context.Context) error {
 		return err
 	}
 	c.initialized(res)
-	return c.send(map[string]any{"method": MethodInitialized})
+	return c.conn.Notify(MethodInitialized, nil)
 }
 
 // Next returns the next notification in order, waiting for one until ctx
@@ -224,79 +159,25 @@ func (c *Client) Notifications() <-chan Notification {
 }
 
 // Done is closed when the process's stdout ends; Err then says why.
-func (c *Client) Done() <-chan struct{} { return c.done }
+func (c *Client) Done() <-chan struct{} { return c.conn.Done() }
 
 // Err is why the read loop ended (nil while it runs, io.EOF at a clean end).
-func (c *Client) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
+func (c *Client) Err() error { return c.conn.Err() }
 
 // Close ends the process: stdin is closed, which ends a healthy
 // app-server, then its group gets SIGTERM and SIGKILL, a grace apart; it
 // returns once the process and everything it started are gone.
-func (c *Client) Close() error {
-	c.proc.Stop(c.stdin.Close, syscall.SIGTERM, syscall.SIGKILL)
-	<-c.done
-	return nil
-}
+func (c *Client) Close() error { return c.conn.Close() }
 
 // Exited is closed once the process has exited; ExitErr is then its
 // exit status (nil for 0).
-func (c *Client) Exited() <-chan struct{} { return c.proc.Exited() }
+func (c *Client) Exited() <-chan struct{} { return c.conn.Exited() }
 
 // ExitErr is the process's exit status, valid once Exited is closed.
-func (c *Client) ExitErr() error { return c.proc.Err() }
+func (c *Client) ExitErr() error { return c.conn.ExitErr() }
 
 // Call sends a request and waits for its answer, decoded into result
 // when result is not nil.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	ch := make(chan response, 1)
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return fmt.Errorf("codex app-server %s: %w", method, c.err)
-	}
-	id := c.nextID
-	c.nextID++
-	c.calls[id] = ch
-	c.mu.Unlock()
-	if err := c.send(map[string]any{"method": method, "id": idPrefix + strconv.Itoa(id), "params": params}); err != nil {
-		return err
-	}
-	select {
-	case r, ok := <-ch:
-		if !ok {
-			return fmt.Errorf("codex app-server %s: %w", method, c.Err())
-		}
-		if r.Error != nil {
-			return fmt.Errorf("%s: %w", method, r.Error)
-		}
-		if result == nil {
-			return nil
-		}
-		if err := json.Unmarshal(r.Result, result); err != nil {
-			return fmt.Errorf("codex app-server %s answer: %w", method, err)
-		}
-		return nil
-	case <-ctx.Done():
-		c.mu.Lock()
-		delete(c.calls, id)
-		c.mu.Unlock()
-		return fmt.Errorf("codex app-server %s: %w", method, ctx.Err())
-	}
-}
-
-func (c *Client) send(msg any) error {
-	b, err := json.Marshal(msg)
-	if err != nil {
-		return fmt.Errorf("encode codex app-server message: %w", err)
-	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("write codex app-server: %w", err)
-	}
-	return nil
+	return c.conn.Call(ctx, method, params, result)
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowerhq/flower/rpcline"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -126,7 +127,7 @@ func (c *Client) relayScreen(conn ScreenConn, config func(context.Context) (map[
 			s.initID = gjson.GetBytes(msg, "id").Raw
 			s.mu.Unlock()
 		}
-		if err := c.sendRaw(msg); err != nil {
+		if err := c.conn.SendRaw(msg); err != nil {
 			c.log.Printf("the screen's message did not reach the app-server: %v", err)
 		}
 	}
@@ -186,9 +187,9 @@ const screenConfigTimeout = 30 * time.Second
 // approval, a question) the screen's alone, and notifications go to both,
 // but for another thread's and a stream's pieces, which only the screen
 // reads. It runs on the client's reading goroutine.
-func (s *screen) pass(c *Client, line []byte, m wire) bool {
+func (s *screen) pass(c *Client, line []byte, m rpcline.Wire) bool {
 	if m.ID != nil && m.Method == "" {
-		if _, mine := ours(*m.ID); mine {
+		if _, mine := c.conn.Ours(*m.ID); mine {
 			return false
 		}
 		s.answered(*m.ID, m)
@@ -268,7 +269,7 @@ func (s *screen) hide(text, shown string) {
 // shownLine is an item notification's line with a user message of
 // flower's shown as hide said; any other line as it is. The message is
 // forgotten once completed.
-func (s *screen) shownLine(c *Client, m wire, line []byte) []byte {
+func (s *screen) shownLine(c *Client, m rpcline.Wire, line []byte) []byte {
 	it := gjson.GetBytes(m.Params, "item")
 	if it.Get("type").String() != "userMessage" {
 		return line
@@ -293,7 +294,7 @@ func (s *screen) shownLine(c *Client, m wire, line []byte) []byte {
 
 // answered notes the answer to the claimed thread/start: the session's
 // thread.
-func (s *screen) answered(id json.RawMessage, m wire) {
+func (s *screen) answered(id json.RawMessage, m rpcline.Wire) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.claimed || s.thread.ID != "" || s.err != nil || !bytes.Equal(id, s.claim) {
@@ -357,7 +358,7 @@ func (c *Client) ScreenThread(ctx context.Context) (Thread, error) {
 	}
 	select {
 	case <-s.known:
-	case <-c.done:
+	case <-c.conn.Done():
 		s.fail(fmt.Errorf("the Codex app-server ended before the screen opened a thread: %w", c.Err()))
 	case <-ctx.Done():
 		s.fail(fmt.Errorf("the Codex screen opened no thread: %w", ctx.Err()))
@@ -374,14 +375,4 @@ func (c *Client) ScreenEnded() <-chan struct{} {
 		return nil
 	}
 	return c.screen.ended
-}
-
-// sendRaw writes one message of the screen's, as it is, as one line.
-func (c *Client) sendRaw(msg []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if _, err := c.stdin.Write(append(bytes.TrimRight(msg, "\r\n"), '\n')); err != nil {
-		return fmt.Errorf("write codex app-server: %w", err)
-	}
-	return nil
 }
