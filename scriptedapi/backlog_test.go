@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flowerhq/flower/scriptedhttp"
 )
 
 // burst is more connections at once than the harness's count_tokens bursts
@@ -47,7 +49,7 @@ func dialAll(t *testing.T, addr string, n int, limit time.Duration) int {
 // dropped, even before it accepts any: the listen backlog is not what
 // limits the harness's parallel count_tokens calls.
 func TestListenBacklog(t *testing.T) {
-	ln, err := listen()
+	ln, err := scriptedhttp.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/flowerhq/flower/scriptedhttp"
 )
 
 // RateLimited is the reply of an API key's rate limit: HTTP 429
@@ -13,10 +15,7 @@ import (
 // headers (RFC 3339), as the API does. What the harness does with each is
 // in docs/DESIGN.md «Limits».
 func RateLimited(retryAfter time.Duration, reset time.Time) Reply {
-	h := http.Header{}
-	if retryAfter > 0 {
-		h.Set("retry-after", strconv.Itoa(int((retryAfter+time.Second-1)/time.Second)))
-	}
+	h := scriptedhttp.RetryAfter(retryAfter)
 	if !reset.IsZero() {
 		for _, what := range []string{"requests", "tokens", "input-tokens", "output-tokens"} {
 			h.Set("anthropic-ratelimit-"+what+"-limit", "50")

@@ -119,8 +119,7 @@ type Server struct {
 	URL string
 
 	script Script
-	ln     net.Listener
-	srv    *http.Server
+	http   *scriptedhttp.Server
 
 	book        scriptedhttp.Book[Request]
 	mu          sync.Mutex
@@ -155,33 +154,16 @@ func Start(script Script) (*Server, error) {
 	if script == nil {
 		return nil, errors.New("start api server: nil script")
 	}
-	ln, err := listen()
-	if err != nil {
+	s := &Server{script: script}
+	var err error
+	if s.http, s.URL, err = scriptedhttp.Serve("api server", s); err != nil {
 		return nil, err
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), script: script, ln: ln}
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }
 
-// listen opens the server's socket. Its listen backlog is what matters
-// for the harness's bursts of parallel count_tokens connections: a short
-// one drops their SYNs, and each dropped connection waits out a 1 s SYN
-// retry, which would falsify every time measured against this server. Go
-// asks the kernel for net.core.somaxconn (4096 on current kernels), far
-// above a burst of 25 to 35; TestListenBacklog holds it to that.
-func listen() (net.Listener, error) {
-	return scriptedhttp.Listen()
-}
-
 // Close stops the server at once, dropping open connections.
-func (s *Server) Close() error {
-	if err := s.srv.Close(); err != nil {
-		return fmt.Errorf("close api server: %w", err)
-	}
-	return nil
-}
+func (s *Server) Close() error { return s.http.Close() }
 
 // Env returns the variables that point the harness at this server and keep
 // it from contacting anything else (see the package doc for what each one

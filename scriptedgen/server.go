@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -91,12 +90,8 @@ func Forbidden() Reply {
 // RateLimited is the answer of a key past its quota: HTTP 429
 // RESOURCE_EXHAUSTED, with a retry-after header when retryAfter > 0.
 func RateLimited(retryAfter time.Duration) Reply {
-	h := http.Header{}
-	if retryAfter > 0 {
-		h.Set("retry-after", fmt.Sprint(int((retryAfter+time.Second-1)/time.Second)))
-	}
 	return Reply{Status: http.StatusTooManyRequests, ErrorStatus: "RESOURCE_EXHAUSTED",
-		ErrorMessage: "Resource has been exhausted (e.g. check quota).", Header: h}
+		ErrorMessage: "Resource has been exhausted (e.g. check quota).", Header: scriptedhttp.RetryAfter(retryAfter)}
 }
 
 // Overflow is how the Gemini API says the prompt no longer fits: HTTP 400
@@ -112,7 +107,7 @@ type Server struct {
 	URL string
 
 	script Script
-	srv    *http.Server
+	http   *scriptedhttp.Server
 	book   scriptedhttp.Book[Request]
 
 	mu     sync.Mutex
@@ -127,23 +122,16 @@ func Start(script Script) (*Server, error) {
 	if script == nil {
 		return nil, errors.New("start gemini server: nil script")
 	}
-	ln, err := scriptedhttp.Listen()
-	if err != nil {
+	s := &Server{script: script}
+	var err error
+	if s.http, s.URL, err = scriptedhttp.Serve("gemini server", s); err != nil {
 		return nil, err
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), script: script}
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go func(ln net.Listener) { _ = s.srv.Serve(ln) }(ln)
 	return s, nil
 }
 
 // Close stops the server at once, dropping open connections.
-func (s *Server) Close() error {
-	if err := s.srv.Close(); err != nil {
-		return fmt.Errorf("close gemini server: %w", err)
-	}
-	return nil
-}
+func (s *Server) Close() error { return s.http.Close() }
 
 // Requests returns every generate request so far (streamed or not), in
 // arrival order.

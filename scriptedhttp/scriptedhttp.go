@@ -1,6 +1,6 @@
 // Package scriptedhttp owns the plumbing the repo's scripted model APIs
 // (scriptedapi, scriptedresp, scriptedgen) share: a listener that only
-// ever binds 127.0.0.1, reading a request body, masking credentials
+// ever binds 127.0.0.1 and its server, reading a request body, masking credentials
 // before a request is recorded, the book of what was recorded, fresh ids,
 // and JSON answers.
 package scriptedhttp
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -25,6 +26,43 @@ func Listen() (net.Listener, error) {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	return ln, nil
+}
+
+// Server is one scripted API's HTTP server, on a Listen socket.
+type Server struct {
+	name string
+	srv  *http.Server
+}
+
+// Serve serves h on a Listen socket and returns the server and its
+// address as a URL (http://127.0.0.1:PORT); name says which API it is in
+// Close's error.
+func Serve(name string, h http.Handler) (*Server, string, error) {
+	ln, err := Listen()
+	if err != nil {
+		return nil, "", fmt.Errorf("start %s: %w", name, err)
+	}
+	s := &Server{name: name, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, "http://" + ln.Addr().String(), nil
+}
+
+// Close stops the server at once, dropping open connections.
+func (s *Server) Close() error {
+	if err := s.srv.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// RetryAfter is a header that says retry-after in whole seconds, rounded
+// up; empty when d is not positive.
+func RetryAfter(d time.Duration) http.Header {
+	h := http.Header{}
+	if d > 0 {
+		h.Set("retry-after", strconv.Itoa(int((d+time.Second-1)/time.Second)))
+	}
+	return h
 }
 
 // ReadBody reads a request's whole body.

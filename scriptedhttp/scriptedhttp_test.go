@@ -3,8 +3,11 @@ package scriptedhttp
 import (
 	"fmt"
 	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestNthStepsThenRepeatsTheLast(t *testing.T) {
@@ -71,5 +74,39 @@ func TestBookNumbersAndCopies(t *testing.T) {
 	b.NoteUnexpected("GET /x")
 	if u := b.Unexpected(); len(u) != 1 || u[0] != "GET /x" {
 		t.Errorf("unexpected %q", u)
+	}
+}
+
+func TestServeOnLoopbackUntilClosed(t *testing.T) {
+	s, url, err := Serve("test server", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		WriteJSON(w, http.StatusTeapot, map[string]bool{"ok": true})
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("url %q is not on loopback", url)
+	}
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusTeapot {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Fatal("a closed server still answers")
+	}
+}
+
+func TestRetryAfterRoundsUpToWholeSeconds(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "", -time.Second: "", time.Millisecond: "1", 1500 * time.Millisecond: "2", 3 * time.Second: "3"} {
+		if got := RetryAfter(d).Get("retry-after"); got != want {
+			t.Errorf("RetryAfter(%v) = %q, want %q", d, got, want)
+		}
 	}
 }

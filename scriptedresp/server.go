@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -77,12 +76,8 @@ func Unauthorized() Reply {
 // RateLimited is the answer of a key past its rate limit: HTTP 429
 // rate_limit_exceeded, with a retry-after header when retryAfter > 0.
 func RateLimited(retryAfter time.Duration) Reply {
-	h := http.Header{}
-	if retryAfter > 0 {
-		h.Set("retry-after", fmt.Sprint(int((retryAfter+time.Second-1)/time.Second)))
-	}
 	return Reply{Status: http.StatusTooManyRequests, ErrorCode: "rate_limit_exceeded",
-		ErrorMessage: "Rate limit reached for requests per min. Please try again later.", Header: h}
+		ErrorMessage: "Rate limit reached for requests per min. Please try again later.", Header: scriptedhttp.RetryAfter(retryAfter)}
 }
 
 // Server is a scripted Responses API listening on 127.0.0.1.
@@ -91,7 +86,7 @@ type Server struct {
 	URL string
 
 	script Script
-	srv    *http.Server
+	http   *scriptedhttp.Server
 	book   scriptedhttp.Book[Request]
 
 	mu       sync.Mutex
@@ -106,23 +101,17 @@ func Start(script Script) (*Server, error) {
 	if script == nil {
 		return nil, errors.New("start responses server: nil script")
 	}
-	ln, err := scriptedhttp.Listen()
-	if err != nil {
+	s := &Server{script: script}
+	var err error
+	if s.http, s.URL, err = scriptedhttp.Serve("responses server", s); err != nil {
 		return nil, err
 	}
-	s := &Server{URL: "http://" + ln.Addr().String() + "/v1", script: script}
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go func(ln net.Listener) { _ = s.srv.Serve(ln) }(ln)
+	s.URL += "/v1"
 	return s, nil
 }
 
 // Close stops the server at once, dropping open connections.
-func (s *Server) Close() error {
-	if err := s.srv.Close(); err != nil {
-		return fmt.Errorf("close responses server: %w", err)
-	}
-	return nil
-}
+func (s *Server) Close() error { return s.http.Close() }
 
 // Requests returns every /v1/responses request so far, in arrival order.
 func (s *Server) Requests() []Request { return s.book.Requests() }
