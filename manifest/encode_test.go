@@ -9,31 +9,95 @@ import (
 	"time"
 )
 
-// The encoder writes what encoding/json writes, for manifests with every
+// A save writes what encoding/json writes, for manifests with every
 // field of every type filled at random (or left zero, nil or empty, each
-// in its turn): a field added to a type and not to the encoder fails here.
-func TestEncoderIsEncodingJSON(t *testing.T) {
+// in its turn), and keeps doing so as they change between saves: a field,
+// anywhere in a generation (behind its pointers, in its lists), a step's
+// own, a generation added, a step added or dropped.
+func TestCachedIsEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	e := &encoder{}
-	for i := range 3000 {
+	for i := range 600 {
 		m := &Manifest{}
 		fill(r, reflect.ValueOf(m).Elem(), 0)
-		for _, s := range m.Steps {
-			if s != nil {
-				s.normalize()
+		for save := range 8 {
+			for _, s := range m.Steps {
+				if s != nil {
+					s.normalize()
+				}
+			}
+			want, err := json.Marshal(m)
+			if err != nil {
+				t.Fatalf("manifest %d: encoding/json: %v", i, err)
+			}
+			got, err := m.enc.encode(m)
+			if err != nil {
+				t.Fatalf("manifest %d, save %d: %v", i, save, err)
+			}
+			if string(got) != string(want)+"\n" {
+				t.Fatalf("manifest %d, save %d: the save writes\n%s\nencoding/json writes\n%s", i, save, got, want)
+			}
+			change(r, m)
+		}
+	}
+}
+
+// change changes one thing of m at random, most often deep in one of its
+// generations.
+func change(r *rand.Rand, m *Manifest) {
+	var steps []*StepResult
+	for _, s := range m.Steps {
+		if s != nil {
+			steps = append(steps, s)
+		}
+	}
+	switch n := r.IntN(10); {
+	case len(steps) == 0 || n == 0:
+		s := &StepResult{}
+		fill(r, reflect.ValueOf(s).Elem(), 1)
+		m.Steps = append(m.Steps, s)
+	case n == 1:
+		m.Steps = m.Steps[1:]
+	case n == 2:
+		s := steps[r.IntN(len(steps))]
+		s.Generations = append(s.Generations, Generation{N: len(s.Generations) + 1})
+	case n == 3:
+		into(r, reflect.ValueOf(steps[r.IntN(len(steps))]).Elem())
+	default:
+		s := steps[r.IntN(len(steps))]
+		if len(s.Generations) == 0 {
+			s.Generations = append(s.Generations, Generation{})
+		}
+		into(r, reflect.ValueOf(&s.Generations[r.IntN(len(s.Generations))]).Elem())
+	}
+}
+
+// into fills one exported field of the struct v afresh, or goes on into
+// what the field points at or holds.
+func into(r *rand.Rand, v reflect.Value) {
+	for {
+		var fields []int
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fields = append(fields, i)
 			}
 		}
-		want, err := json.Marshal(m)
-		if err != nil {
-			t.Fatalf("manifest %d: encoding/json: %v", i, err)
+		f := v.Field(fields[r.IntN(len(fields))])
+		switch {
+		case f.Kind() == reflect.Pointer && !f.IsNil() && f.Elem().Kind() == reflect.Struct && r.IntN(2) == 0:
+			if _, isTime := f.Interface().(*time.Time); !isTime {
+				v = f.Elem()
+				continue
+			}
+		case f.Kind() == reflect.Slice && f.Len() > 0 && f.Index(0).Kind() == reflect.Struct && r.IntN(2) == 0:
+			v = f.Index(r.IntN(f.Len()))
+			continue
+		case f.Kind() == reflect.Slice && f.Len() > 0 && r.IntN(2) == 0:
+			fill(r, f.Index(r.IntN(f.Len())), 3)
+			return
 		}
-		got, err := e.encode(m)
-		if err != nil {
-			t.Fatalf("manifest %d: %v", i, err)
-		}
-		if string(got) != string(want)+"\n" {
-			t.Fatalf("manifest %d: the encoder writes\n%s\nencoding/json writes\n%s", i, got, want)
-		}
+		f.Set(reflect.Zero(f.Type()))
+		fill(r, f, 3)
+		return
 	}
 }
 
@@ -47,7 +111,7 @@ func TestEncoderRefusesWhatJSONCannotWrite(t *testing.T) {
 		if _, err := json.Marshal(m); err == nil {
 			t.Fatalf("encoding/json writes %+v", m)
 		}
-		if got, err := (&encoder{}).encode(m); err == nil {
+		if got, err := m.enc.encode(m); err == nil {
 			t.Fatalf("the encoder writes %s", got)
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/flowerhq/flower/atomicfile"
@@ -98,8 +97,13 @@ type Manifest struct {
 	// once per run and reused by every later session and continuation
 	// (DESIGN.md «Window from the harness»); nil until a session answered
 	// or the request failed.
-	Probe *Probe        `json:"probe,omitempty"`
+	Probe *Probe `json:"probe,omitempty"`
+	// Steps is the last member, so that a save writes each step after the
+	// rest (encode.go).
 	Steps []*StepResult `json:"steps"`
+
+	// enc is what the last save encoded, kept for the next (encode.go).
+	enc encoder
 }
 
 // Probe is what the harness said of its context when asked once per run
@@ -142,9 +146,8 @@ type StepResult struct {
 	NumTurns int     `json:"num_turns"`
 	// Errors includes one 交接降级(<why>) entry per degraded handoff
 	// (DESIGN.md «Degraded handoff»).
-	Errors      []string     `json:"errors"`
-	Generations []Generation `json:"generations"`
-	HandoffPath string       `json:"handoff_path,omitempty"`
+	Errors      []string `json:"errors"`
+	HandoffPath string   `json:"handoff_path,omitempty"`
 	// TaskPath is the workbench file the task was frozen to at the step's
 	// start (a person may edit it; successors read it). Without a workbench
 	// it is empty and Task is the only copy. TaskSHA256 is the sha256 of
@@ -158,6 +161,9 @@ type StepResult struct {
 	// (DESIGN.md «Unattended: limits, budget, deadline»).
 	BudgetUSD float64    `json:"budget_usd,omitempty"`
 	Deadline  *time.Time `json:"deadline,omitempty"`
+	// Generations is the last member, so that a save writes each one
+	// after the rest of the step (encode.go).
+	Generations []Generation `json:"generations"`
 }
 
 // Generation is one session's share of a step.
@@ -395,9 +401,7 @@ func (m *Manifest) SaveIn(dir *atomicfile.Dir) error {
 		m.Version = Version
 	}
 	m.UpdatedAt = now
-	e := encoders.Get().(*encoder)
-	defer encoders.Put(e)
-	data, err := e.encode(m)
+	data, err := m.enc.encode(m)
 	if err != nil {
 		return fmt.Errorf("save manifest: %w", err)
 	}
@@ -427,34 +431,6 @@ func (m *Manifest) write(data []byte) error {
 		}
 	}
 	return err
-}
-
-// encoder writes a manifest into a buffer it keeps, reused from save to
-// save (encoders): a long step's manifest (hundreds of generations, a
-// third of a MB) costs its encoding on each save, not a heap's worth of
-// garbage.
-type encoder struct {
-	buf []byte
-}
-
-var encoders = sync.Pool{New: func() any { return &encoder{} }}
-
-// encode is m as Save writes it (compact, a newline at the end), in e's
-// buffer: valid until e's next encode. It is the bytes of encoding/json's
-// Marshal of m (encode.go), with each step normalized here once.
-func (e *encoder) encode(m *Manifest) ([]byte, error) {
-	for _, s := range m.Steps {
-		if s != nil {
-			s.normalize()
-		}
-	}
-	w := jsonw{b: e.buf[:0]}
-	w.manifest(m)
-	e.buf = append(w.b, '\n')
-	if w.err != nil {
-		return nil, w.err
-	}
-	return e.buf, nil
 }
 
 // Step returns the step called name, or nil.
