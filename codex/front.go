@@ -103,9 +103,10 @@ func NewSession(c Conn, th codexrpc.Thread, s front.Spec, shown func(front.TurnK
 // newSession is the session of thread th on c, its first fact the
 // thread's Init.
 func newSession(c Conn, th codexrpc.Thread, s front.Spec, log *slog.Logger, tail *front.Tail) *session {
-	return &session{c: c, prompt: s.Prompt, first: front.TurnWork, log: log, tail: tail, windowKnown: make(chan struct{}),
-		tr:   translator{thread: th.ID, model: th.Model, held: s.Hold != nil},
-		left: []front.Fact{front.Init{SessionID: th.ID, Model: th.Model, Version: versionOf(c)}}}
+	ss := &session{c: c, prompt: s.Prompt, first: front.TurnWork, log: log, tail: tail, windowKnown: make(chan struct{}),
+		tr: translator{thread: th.ID, model: th.Model, held: s.Hold != nil}}
+	ss.pull.Add(front.Init{SessionID: th.ID, Model: th.Model, Version: versionOf(c)})
+	return ss
 }
 
 // versionOf is the Codex CLI's version, when c knows it (a
@@ -217,8 +218,8 @@ type session struct {
 	tr       translator
 	turn     string // the running turn's id; "" when none runs
 	endAfter bool
-	// left are facts made and not yet returned; Next's alone.
-	left []front.Fact
+	// pull holds the facts made and not yet returned; Next's alone.
+	pull front.Pull
 	// windowKnown is closed once Codex has said its window.
 	windowKnown chan struct{}
 	windowOnce  sync.Once
@@ -228,20 +229,13 @@ type session struct {
 // Next returns the next fact, translating the next notification when no
 // fact is left.
 func (s *session) Next(ctx context.Context) (front.Fact, error) {
-	for len(s.left) == 0 {
+	return s.pull.Next(ctx, func(ctx context.Context) error {
 		n, err := s.c.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return nil, io.EOF
+		if err == nil {
+			s.translate(n)
 		}
-		if err != nil {
-			return nil, err
-		}
-		s.translate(n)
-	}
-	f := s.left[0]
-	s.left[0] = nil
-	s.left = s.left[1:]
-	return f, nil
+		return err
+	})
 }
 
 func (s *session) translate(n codexrpc.Notification) {
@@ -258,7 +252,7 @@ func (s *session) translate(n codexrpc.Notification) {
 		if _, ok := f.(front.TurnEnded); ok {
 			s.turnEnded()
 		}
-		s.left = append(s.left, f)
+		s.pull.Add(f)
 	})
 	if s.tr.window > 0 {
 		s.windowOnce.Do(func() { close(s.windowKnown) })

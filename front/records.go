@@ -30,11 +30,9 @@ type Records struct {
 	// a person's) can start it before its last turn's result, read
 	// already, is translated.
 	running int
-	// left are the facts of the record read last not yet returned; eof:
-	// src is closed; back, the records Sync took. Only Next and Sync use
-	// them.
-	left []Fact
-	eof  bool
+	// pull holds the facts of the record read last not yet returned;
+	// back, the records Sync took. Only Next and Sync use them.
+	pull Pull
 	back Backlog
 }
 
@@ -46,25 +44,18 @@ func NewRecords(src <-chan transcript.Event, now func() time.Time) *Records {
 
 // Next implements Session.Next: the next fact of the record read last, or
 // of the next record, read and translated now.
-func (r *Records) Next(ctx context.Context) (Fact, error) {
-	for len(r.left) == 0 {
-		if r.eof {
-			return nil, io.EOF
-		}
-		ev, ok, err := r.receive(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			r.eof = true
-			continue
-		}
-		r.translate(&ev)
+func (r *Records) Next(ctx context.Context) (Fact, error) { return r.pull.Next(ctx, r.step) }
+
+func (r *Records) step(ctx context.Context) error {
+	ev, ok, err := r.receive(ctx)
+	if err != nil {
+		return err
 	}
-	f := r.left[0]
-	r.left[0] = nil
-	r.left = r.left[1:]
-	return f, nil
+	if !ok {
+		return io.EOF
+	}
+	r.translate(&ev)
+	return nil
 }
 
 // Sync takes from src every record up to the count upTo delivers
@@ -166,7 +157,7 @@ func (r *Records) translate(ev *transcript.Event) {
 				r.running--
 			}
 		}
-		r.left = append(r.left, f)
+		r.pull.Add(f)
 	})
 }
 

@@ -192,9 +192,10 @@ func NewSession(c Conn, sess acp.Session, version, recordPath string, s front.Sp
 }
 
 func newSession(c Conn, sess acp.Session, version string, rec *record, s front.Spec, log *slog.Logger, tail *front.Tail) *session {
-	return &session{c: c, rec: rec, prompt: s.Prompt, log: log, tail: tail,
-		tr:   translator{session: sess.ID, model: sess.Model, window: Window(sess.Model)},
-		left: []front.Fact{front.Init{SessionID: sess.ID, Model: sess.Model, Version: version}}}
+	ss := &session{c: c, rec: rec, prompt: s.Prompt, log: log, tail: tail,
+		tr: translator{session: sess.ID, model: sess.Model, window: Window(sess.Model)}}
+	ss.pull.Add(front.Init{SessionID: sess.ID, Model: sess.Model, Version: version})
+	return ss
 }
 
 // waitOutStartMinute waits, before session id is resumed, until the
@@ -244,41 +245,32 @@ type session struct {
 	tr       translator
 	running  bool
 	endAfter bool
-	// left are facts made and not yet returned; Next's alone.
-	left     []front.Fact
+	// pull holds the facts made and not yet returned; Next's alone.
+	pull     front.Pull
 	stopOnce sync.Once
 	tidyOnce sync.Once
 }
 
 // Next returns the next fact: the record's new lines are read before each
 // ACP message is translated, as the CLI wrote them before it said it.
-func (s *session) Next(ctx context.Context) (front.Fact, error) {
-	for len(s.left) == 0 {
-		m, err := s.c.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			s.mu.Lock()
-			s.readRecord()
-			s.mu.Unlock()
-			if len(s.left) > 0 {
-				break
-			}
-			return nil, io.EOF
-		}
-		if err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		s.readRecord()
-		if m.Refused {
-			s.log.Warn("gemini asked for a permission; flower refused it (no one is there to grant it)", "request", front.Truncate(string(m.Update), 300))
-		}
-		s.tr.said(m, s.out)
-		s.mu.Unlock()
+func (s *session) Next(ctx context.Context) (front.Fact, error) { return s.pull.Next(ctx, s.step) }
+
+func (s *session) step(ctx context.Context) error {
+	m, err := s.c.Next(ctx)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
 	}
-	f := s.left[0]
-	s.left[0] = nil
-	s.left = s.left[1:]
-	return f, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readRecord()
+	if err != nil {
+		return err // the end, after the record's last lines
+	}
+	if m.Refused {
+		s.log.Warn("gemini asked for a permission; flower refused it (no one is there to grant it)", "request", front.Truncate(string(m.Update), 300))
+	}
+	s.tr.said(m, s.out)
+	return nil
 }
 
 func (s *session) readRecord() {
@@ -298,7 +290,7 @@ func (s *session) out(f front.Fact) {
 			go s.Stop()
 		}
 	}
-	s.left = append(s.left, f)
+	s.pull.Add(f)
 }
 
 func (s *session) Begin() error {

@@ -89,10 +89,9 @@ type Translation struct {
 	// mu guards u (and the session's own state beside it).
 	mu sync.Mutex
 	u  turns
-	// Next's own state: the facts of the input translated last not yet
-	// returned; eof: the last input was translated.
-	left []front.Fact
-	eof  bool
+	// pull, Next's own, holds the facts of the input translated last not
+	// yet returned.
+	pull front.Pull
 	// esc presses Esc for the turn whose prompt showed up after the
 	// engine asked to end it; taken runs once an input is translated or
 	// something on the clock was done (nil for nothing).
@@ -177,24 +176,12 @@ func (t *Translation) Typing(kind front.TurnKind, prompt string) (typed func(err
 // before, so what its commands did on the way (an Esc pressed, a prompt
 // typed) is the translation's to know before the next input is read
 // (DESIGN.md «Fronts»).
-func (s *Translation) Next(ctx context.Context) (front.Fact, error) {
-	for len(s.left) == 0 {
-		if s.eof {
-			return nil, io.EOF
-		}
-		if err := s.step(ctx); err != nil {
-			return nil, err
-		}
-	}
-	f := s.left[0]
-	s.left[0] = nil
-	s.left = s.left[1:]
-	return f, nil
-}
+func (s *Translation) Next(ctx context.Context) (front.Fact, error) { return s.pull.Next(ctx, s.step) }
 
 // step translates what comes next: what waits on the clock, if it is due
 // before the next input (or now, with none queued); else the next input;
-// else it waits for either until ctx is done.
+// else it waits for either until ctx is done. After the last input it is
+// io.EOF.
 func (s *Translation) step(ctx context.Context) error {
 	for {
 		in, ok, closed := s.in.peek()
@@ -211,8 +198,7 @@ func (s *Translation) step(ctx context.Context) error {
 			s.take(in)
 			return nil
 		case closed:
-			s.eof = true
-			return nil
+			return io.EOF
 		case !next.IsZero() && !next.After(now):
 			s.dueAt(now)
 			return nil
@@ -247,7 +233,7 @@ func (s *Translation) await(ctx context.Context, next time.Time) error {
 // dueAt runs what waits on the clock, at now (turns.due).
 func (s *Translation) dueAt(now time.Time) {
 	s.mu.Lock()
-	s.left = append(s.left, s.u.due(now)...)
+	s.pull.Add(s.u.due(now)...)
 	s.mu.Unlock()
 	s.afterTake()
 }
@@ -261,16 +247,16 @@ func (s *Translation) take(in input) {
 	case in.ev != nil:
 		var facts []front.Fact
 		facts, esc = s.u.line(in.ev, in.at)
-		s.left = append(s.left, facts...)
+		s.pull.Add(facts...)
 	case in.status != "":
 		s.u.sawStatus(in.status, in.at)
 	case in.named != "":
-		s.left = append(s.left, s.u.named(in.named)...)
+		s.pull.Add(s.u.named(in.named)...)
 	case in.switched != nil:
 		s.u.switched(in.switched.To)
-		s.left = append(s.left, *in.switched)
+		s.pull.Add(*in.switched)
 	case in.exit:
-		s.left = append(s.left, s.u.exited()...)
+		s.pull.Add(s.u.exited()...)
 	}
 	s.mu.Unlock()
 	s.afterTake()
