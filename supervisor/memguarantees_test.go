@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -134,11 +133,8 @@ func newMemRun(t *testing.T, plans [][]fronttest.Round, handoff func(int) frontt
 	}
 	r := &memRun{t: t, ws: ws, runDir: filepath.Join(ws, ".flower", "runs", "guar"), job: &memJob{plans: plans, handoff: handoff}, trust: store, events: make([]Event, 0, 128)}
 	r.front = &fronttest.Launcher{Model: r.job.model, Window: 200_000, Floor: 1_000, ResultWindow: 200_000}
-	switch name := path.Base(t.Name()); {
-	case strings.HasPrefix(name, codexRow):
-		r.front.Codex = true // the Codex front's session reads the sessions (codexRows)
-	case strings.HasPrefix(name, geminiRow):
-		r.front.Gemini = true // the Gemini front's session reads the sessions (geminiRows)
+	if on, ok := rowFront.Load(t); ok {
+		on.(func(*fronttest.Launcher))(r.front) // the row's front (codexRows, geminiRows)
 	}
 	return r
 }
@@ -297,6 +293,20 @@ func (r *memRun) writings() int {
 type memGuarantee struct {
 	name string
 	run  func(t *testing.T)
+}
+
+// rowFront is, by a running row's *testing.T, how its launcher reads the
+// row's sessions, when not by the headless front's loop (onFront).
+var rowFront sync.Map
+
+// onFront is run with its sessions read as on sets the launcher to
+// (fronttest.Launcher.Codex, .Gemini): newMemRun asks rowFront.
+func onFront(run func(*testing.T), on func(*fronttest.Launcher)) func(*testing.T) {
+	return func(t *testing.T) {
+		rowFront.Store(t, on)
+		defer rowFront.Delete(t)
+		run(t)
+	}
 }
 
 // TestMemGuarantees is the guarantees table under the fake clock. It walks
@@ -1276,14 +1286,10 @@ func memAutoBlocked(t *testing.T, tries int, behind time.Duration) {
 	r.checkLineage(st)
 }
 
-// codexRow starts the name of a row that runs again on the Codex front
-// (package codex): its session, over a scripted app-server, reads what the
-// scripted harness writes as the notifications Codex sends for it
-// (fronttest.Launcher.Codex).
-const codexRow = "codex:_"
-
 // codexRows are the table's rows that hold for the Codex front as they
-// are, run on it. The rest are of what only the Claude Code CLI has (its
+// are, run again on it: its session (package codex), over a scripted
+// app-server, reads what the scripted harness writes as the notifications
+// Codex sends for it (fronttest.Launcher.Codex). The rest are of what only the Claude Code CLI has (its
 // own screen, the relay, a compact boundary line, its PreCompact hook
 // going on, a result's cost, malformed lines, a harness that refuses a
 // resume it does not know), are the same rows on the same capabilities,
@@ -1295,7 +1301,7 @@ func codexRows() []memGuarantee {
 	var out []memGuarantee
 	for _, row := range memGuaranteeTable() {
 		if slices.Contains(codexRowNames, row.name) {
-			out = append(out, memGuarantee{strings.ReplaceAll(codexRow, "_", " ") + row.name, row.run})
+			out = append(out, memGuarantee{"codex: " + row.name, onFront(row.run, func(l *fronttest.Launcher) { l.Codex = true })})
 		}
 	}
 	return out
@@ -1308,21 +1314,17 @@ var codexRowNames = []string{
 	"generation limit", "warm successor", "warm successor cancelled", "turn timeout",
 }
 
-// geminiRow starts the name of a row that runs again on the Gemini front
-// (package gemini): its session, over a scripted ACP agent, reads what
-// the scripted harness writes as the Gemini CLI's record lines and ACP
-// messages (fronttest.Launcher.Gemini).
-const geminiRow = "gemini:_"
-
 // geminiRows are the table's rows that hold for the Gemini front as they
-// are, run on it: the Codex front's rows, as the two fronts have the same
+// are, run again on it (its session, package gemini, over a scripted ACP
+// agent, reads what the scripted harness writes as the Gemini CLI's
+// record lines and ACP messages: fronttest.Launcher.Gemini): the Codex front's rows, as the two fronts have the same
 // capabilities (no queued cut, one interrupt for every purpose, a
 // session that resumes by its id), and some more.
 func geminiRows() []memGuarantee {
 	var out []memGuarantee
 	for _, row := range memGuaranteeTable() {
 		if slices.Contains(geminiRowNames, row.name) {
-			out = append(out, memGuarantee{strings.ReplaceAll(geminiRow, "_", " ") + row.name, row.run})
+			out = append(out, memGuarantee{"gemini: " + row.name, onFront(row.run, func(l *fronttest.Launcher) { l.Gemini = true })})
 		}
 	}
 	return out
