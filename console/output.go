@@ -34,6 +34,15 @@ func (o *Output) Handle(ev event.Event) {
 	}
 }
 
+// ShortID is a session id's first 8 characters, enough to tell sessions
+// apart in flower show and flower logs.
+func ShortID(id string) string {
+	if r := []rune(id); len(r) > 8 {
+		return string(r[:8])
+	}
+	return id
+}
+
 // Abbrev shortens s to at most n runes on one line.
 func Abbrev(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")

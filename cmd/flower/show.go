@@ -246,7 +246,7 @@ func (b *showText) writeGenerations(m *manifest.Manifest, dir string, s *manifes
 	fmt.Fprintln(tw, showIndent+"GEN\tSESSION\tCONTEXT AT HANDOFF\tCOST\tTURNS\tDEGRADED\tHANDOFF FILE")
 	for _, g := range s.Generations {
 		ctx, degraded, file := generationHandoff(m, files, g)
-		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%d\t%s\t%s\n", showIndent, g.N, orDash(shortID(g.SessionID)), ctx,
+		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%d\t%s\t%s\n", showIndent, g.N, orDash(console.ShortID(g.SessionID)), ctx,
 			dollars(g.CostUSD), g.NumTurns, degraded, file)
 	}
 	return tw.Flush()
@@ -346,15 +346,6 @@ func clock(t time.Time) string {
 		return "—"
 	}
 	return t.Format("2006-01-02 15:04:05 MST")
-}
-
-// shortID is a session id's first 8 characters, enough to tell sessions
-// apart in a table (the step line has the full latest one).
-func shortID(id string) string {
-	if r := []rune(id); len(r) > 8 {
-		return string(r[:8])
-	}
-	return id
 }
 
 func orDash(s string) string {
