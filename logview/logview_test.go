@@ -76,4 +76,3 @@ func TestPrinterLine(t *testing.T) {
 		})
 	}
 }
-

@@ -161,4 +161,3 @@ func logFilters(p *logview.Printer, c *cli.Context, now time.Time) error {
 	}
 	return nil
 }
-
