@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/registry"
+	"github.com/flowerhq/flower/runview"
 )
 
 func psCommand(p proc) *cli.Command {
@@ -142,7 +143,7 @@ func writePS(w io.Writer, entries []registry.Entry, now time.Time, home string) 
 			last = ago(now.Sub(e.LastResponse))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", clean(tildePath(e.Workspace, home)), clean(e.Step), clean(e.Front),
-			e.PID, e.Generation, ctx, toHandoff, dollars(e.CostUSD), last, clean(e.Status))
+			e.PID, e.Generation, ctx, toHandoff, runview.Dollars(e.CostUSD), last, clean(e.Status))
 	}
 	return tw.Flush()
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/policy"
 	"github.com/flowerhq/flower/registry"
+	"github.com/flowerhq/flower/runview"
 	"github.com/flowerhq/flower/supervisor"
 	"github.com/flowerhq/flower/trust"
 )
@@ -365,7 +366,7 @@ func showTemporal(c *cli.Context, p proc) error {
 		running = fmt.Sprintf(" (generation %d running)", st.Running)
 	}
 	fmt.Fprintf(&b, "%-10s %d%s\n", "generations", st.Generations(), running)
-	if err := writeShow(&b, m, fleet.RunDir(st.Workspace, id)); err != nil {
+	if err := runview.Write(&b, m, fleet.RunDir(st.Workspace, id)); err != nil {
 		return err
 	}
 	switch {
@@ -378,7 +379,7 @@ func showTemporal(c *cli.Context, p proc) error {
 		fmt.Fprintf(&b, "\n  generation %d is waiting for a worker\n", st.Running)
 	}
 	if st.Pending != "" {
-		fmt.Fprintf(&b, "  the next generation starts from a handoff set by a person (%s)\n", orDash(st.PendingFrom))
+		fmt.Fprintf(&b, "  the next generation starts from a handoff set by a person (%s)\n", runview.OrDash(st.PendingFrom))
 	}
 	_, err = io.WriteString(p.stdout, console.Escape(b.String()))
 	return err

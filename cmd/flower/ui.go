@@ -20,6 +20,7 @@ import (
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/registry"
 	"github.com/flowerhq/flower/runpage"
+	"github.com/flowerhq/flower/runview"
 	"github.com/flowerhq/flower/workbench"
 )
 
@@ -291,7 +292,7 @@ type indexRow struct {
 func indexRows(refs []runRef) []indexRow {
 	var rows []indexRow
 	for _, ref := range refs {
-		row := indexRow{ID: ref.ID, Name: filepath.Base(ref.Dir), Workspace: ref.Workspace, Started: clock(ref.M.CreatedAt)}
+		row := indexRow{ID: ref.ID, Name: filepath.Base(ref.Dir), Workspace: ref.Workspace, Started: runview.Clock(ref.M.CreatedAt)}
 		var steps []string
 		cost := 0.0
 		for _, st := range ref.M.Steps {
@@ -299,7 +300,7 @@ func indexRows(refs []runRef) []indexRow {
 			cost += st.CostUSD
 			row.Live = row.Live || st.Status == manifest.StatusRunning
 		}
-		row.Steps, row.Cost = strings.Join(steps, " · "), dollars(cost)
+		row.Steps, row.Cost = strings.Join(steps, " · "), runview.Dollars(cost)
 		rows = append(rows, row)
 	}
 	return rows

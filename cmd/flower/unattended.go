@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -106,20 +105,4 @@ func interactiveWaits(c interface{ IsSet(string) bool }) error {
 		}
 	}
 	return nil
-}
-
-// budgetLine is flower show's line for a step's budget and deadline: ""
-// when it has neither.
-func budgetLine(s *manifest.StepResult) string {
-	var out string
-	if s.BudgetUSD > 0 {
-		out = fmt.Sprintf("%s of %s spent (%.0f%%)", dollars(s.CostUSD), dollars(s.BudgetUSD), 100*s.CostUSD/s.BudgetUSD)
-	}
-	if s.Deadline != nil {
-		if out != "" {
-			out += " · "
-		}
-		out += "deadline " + s.Deadline.Local().Format(time.DateTime)
-	}
-	return out
 }
