@@ -8,7 +8,6 @@ package main
 // the tag, these commands run flower-temporal (remote_off.go).
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/flowerhq/flower/console"
 	"github.com/flowerhq/flower/event"
@@ -164,102 +162,8 @@ func submitAction(c *cli.Context, p proc) error {
 	if !c.Bool("wait") {
 		return nil
 	}
-	return follow(c.Context, cl, run, status.Handle, p)
+	return fleet.Follow(c.Context, cl, run, status.Handle, p.stderr)
 }
-
-// followEvery is how often a followed step is asked how it is doing.
-const followEvery = 500 * time.Millisecond
-
-// follow shows a remote step's status lines as a local run shows them: the
-// near and writing lines from the running generation's heartbeat, a done
-// handoff from each generation's result, and the summary at the end. It
-// returns the step's error, whose kind gives the exit code of a local run.
-func follow(ctx context.Context, cl client.Client, run client.WorkflowRun, status func(event.Event), p proc) error {
-	id := run.GetID()
-	result := make(chan error, 1)
-	var final fleet.Status
-	go func() { result <- run.Get(ctx, &final) }()
-	shown := map[string]bool{} // generation and phase of the lines shown
-	line := func(ev event.Event) {
-		if key := fmt.Sprint(ev.Generation, ev.Phase); !shown[key] {
-			shown[key] = true
-			status(ev)
-		}
-	}
-	show := func(st *fleet.Status) {
-		for _, ev := range st.Events {
-			line(ev)
-		}
-	}
-	tick := time.NewTicker(followEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-result:
-			show(&final)
-			st := final.Record
-			var app *temporal.ApplicationError
-			if st.Name == "" && errors.As(err, &app) && app.HasDetails() {
-				// A step that did not succeed carries its status in the error.
-				if app.Details(&final) == nil {
-					show(&final)
-					st = final.Record
-				}
-			}
-			if st.Name != "" {
-				console.Summary(p.stderr, &st, fleet.RunDir(final.Workspace, id))
-			}
-			return stepError(id, err)
-		case <-tick.C:
-			if st, err := fleet.Query(ctx, cl, id); err == nil {
-				show(st)
-			}
-			if pr, err := fleet.Live(ctx, cl, id); err == nil && pr != nil {
-				for _, ev := range []*event.Event{pr.Near, pr.Writing} {
-					if ev != nil {
-						line(*ev)
-					}
-				}
-			}
-		case <-ctx.Done():
-			return fmt.Errorf("stopped following step %s (it runs on; flower show --temporal … %s): %w", id, id, context.Cause(ctx))
-		}
-	}
-}
-
-// stepError turns the workflow's end into the error a local run returns
-// for the same end: the same message, and the same exit code.
-func stepError(id string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		switch app.Type() {
-		case supervisor.EndGenerationLimit:
-			return stepEnd{msg: app.Message(), kind: policy.ErrGenerationLimit}
-		case supervisor.EndFailed:
-			return stepEnd{msg: app.Message(), kind: supervisor.ErrStepFailed}
-		case manifest.StatusBudget, manifest.StatusDeadline, manifest.StatusLimited, manifest.StatusAuthFailed, manifest.StatusUnreachable: // exit 4–8 as locally
-			return stepEnd{msg: app.Message(), kind: &supervisor.StopError{Step: id, Status: app.Type(), Why: app.Message()}}
-		default:
-			// A generation that could not run (a refused workspace, say):
-			// the worker's own words, without the SDK's wrapping.
-			return stepEnd{msg: fmt.Sprintf("step %s failed: %s", id, app.Message()), kind: supervisor.ErrStepFailed}
-		}
-	}
-	return fmt.Errorf("step %s: %w", id, err)
-}
-
-// stepEnd is how a remote step ended, said as the engine said it on the
-// worker; kind is what the exit code is chosen by.
-type stepEnd struct {
-	msg  string
-	kind error
-}
-
-func (e stepEnd) Error() string { return e.msg }
-func (e stepEnd) Unwrap() error { return e.kind }
 
 func handoffSetAction(c *cli.Context, p proc) error {
 	if c.NArg() != 2 {

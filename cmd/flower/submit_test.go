@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/flowerhq/flower/fleet"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/supervisor"
 )
@@ -35,7 +36,7 @@ func TestStepErrorExitCodes(t *testing.T) {
 		manifest.StatusLimited: exitLimitWait, manifest.StatusAuthFailed: exitAuth,
 		supervisor.EndFailed: exitFailed,
 	} {
-		err := stepError("main", temporal.NewNonRetryableApplicationError("step main: "+status, status, nil))
+		err := fleet.StepError("main", temporal.NewNonRetryableApplicationError("step main: "+status, status, nil))
 		if got := exitCode(err); got != want {
 			t.Errorf("a remote step ended %s exits %d (%v), want %d", status, got, err, want)
 		}
