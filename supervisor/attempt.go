@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/runlog"
@@ -202,6 +201,7 @@ func (a *attemptRun) futileAt(start int, when string) (outcome, bool) {
 func (a *attemptRun) follow(ctx context.Context) outcome {
 	for {
 		a.rt.flush()
+		timer := first(append(a.state.deadlines(), a.deadline)...)
 		select {
 		case x := <-a.pull.C():
 			f, ok := a.pull.got(x)
@@ -219,18 +219,8 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 			if out, end := a.heard(r); end {
 				return out
 			}
-		case <-a.cutWait():
-			a.cutWaited()
-		case <-a.successorDue():
-			a.successorNow(a.state.(*writing))
-		case <-expiry(a.state).C():
-			if out, end := a.expired(); end {
-				return out
-			}
-		case <-a.waitTick(): // unattended: the limit wait's countdown
-			a.waitTicked()
-		case <-a.deadline.C(): // unattended: the step's deadline
-			if out, end := a.deadlineReached(); end {
+		case <-timer.C():
+			if out, end := a.fire(timer); end {
 				return out
 			}
 		case <-ctx.Done():
@@ -241,12 +231,32 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 	}
 }
 
-// successorDue fires when the writing state's successor is to start.
-func (a *attemptRun) successorDue() <-chan time.Time {
-	if w, ok := a.state.(*writing); ok {
-		return w.successor.C()
+// fire runs what the passing of d, a timer of the state's or the step's
+// deadline, means: the state's own deadline (its first) expires; its
+// second is the queued cut's patience, the successor's start or a limit
+// wait's countdown.
+func (a *attemptRun) fire(d *deadline) (outcome, bool) {
+	switch s := a.state.(type) {
+	case *cutting:
+		if d == s.wait {
+			a.cutWaited()
+			return outcome{}, false
+		}
+	case *writing:
+		if d == s.successor {
+			a.successorNow(s)
+			return outcome{}, false
+		}
+	case *waiting:
+		if d == s.tick { // unattended: the limit wait's countdown
+			a.waitTicked()
+			return outcome{}, false
+		}
 	}
-	return nil
+	if d == a.deadline { // unattended: the step's deadline
+		return a.deadlineReached()
+	}
+	return a.expired()
 }
 
 // expired handles the passing of the state's deadline: it ends the

@@ -25,6 +25,8 @@ type wallClock = front.WallClock
 // that never fires.
 type deadline struct {
 	t Timer
+	// at is when it fires, on the runtime's clock.
+	at time.Time
 	// why says what expiring means, for the outcome.
 	why string
 }
@@ -34,7 +36,20 @@ func (rt *Runtime) after(d time.Duration, why string) *deadline {
 	if d <= 0 {
 		return nil
 	}
-	return &deadline{t: rt.clock.NewTimer(d), why: why}
+	return &deadline{t: rt.clock.NewTimer(d), at: rt.clock.Now().Add(d), why: why}
+}
+
+// first is the deadline of ds that fires first (nil for none): the one
+// timer the engine's loop waits on, for on one clock no other can fire
+// before it.
+func first(ds ...*deadline) *deadline {
+	var f *deadline
+	for _, d := range ds {
+		if d != nil && (f == nil || d.at.Before(f.at)) {
+			f = d
+		}
+	}
+	return f
 }
 
 // C is the deadline's channel; nil (never ready in a select) for none.

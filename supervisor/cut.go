@@ -76,20 +76,9 @@ func (a *attemptRun) interruptCut(c *cutting) {
 // cutWaited fires when a queued cut's patience is over: the turn is
 // interrupted. A prompt queued already stays the harness's next turn.
 func (a *attemptRun) cutWaited() {
-	c, ok := a.state.(*cutting)
-	if !ok {
-		return
-	}
+	c := a.state.(*cutting)
 	a.log.Info("the queued cut waited long enough: interrupting", "queued", c.queued, "waited", queueWait)
 	a.interruptCut(c)
-}
-
-// cutWait fires when the cutting state's queued cut stops waiting.
-func (a *attemptRun) cutWait() <-chan time.Time {
-	if c, ok := a.state.(*cutting); ok {
-		return c.wait.C()
-	}
-	return nil
 }
 
 // onPromptTaken hears the harness take a prompt. The writing prompt a cut

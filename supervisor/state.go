@@ -118,14 +118,6 @@ func (s *writing) deadlines() []*deadline  { return []*deadline{s.dl, s.successo
 func (s *stopping) deadlines() []*deadline { return []*deadline{s.dl} }
 func (*ended) deadlines() []*deadline      { return nil }
 
-// expiry is the deadline of state s; nil for none.
-func expiry(s state) *deadline {
-	if d := s.deadlines(); len(d) > 0 {
-		return d[0]
-	}
-	return nil
-}
-
 // cause is why the attempt moves from one state to the next.
 type cause string
 

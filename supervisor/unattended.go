@@ -412,21 +412,10 @@ func (a *attemptRun) waitEvent(s *waiting, phase string) Event {
 	return e
 }
 
-// waitTick fires when the running wait reports itself again.
-func (a *attemptRun) waitTick() <-chan time.Time {
-	if s, ok := a.state.(*waiting); ok {
-		return s.tick.C()
-	}
-	return nil
-}
-
 // waitTicked reports the running wait again, for the countdown, and arms
 // the next report.
 func (a *attemptRun) waitTicked() {
-	s, ok := a.state.(*waiting)
-	if !ok {
-		return
-	}
+	s := a.state.(*waiting)
 	s.tick = a.rt.after(waitTick, "tick")
 	a.rt.emit(a.waitEvent(s, event.PhaseWaiting))
 }
