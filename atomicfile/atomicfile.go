@@ -2,7 +2,7 @@
 // process or a person may read at any moment (handoff markdown,
 // manifest.json): temp file in the same directory, fsync, rename over the
 // target, fsync the directory. A crash leaves the old file or the new one,
-// never half of one. WriteNew (and CopyNew, of what a reader gives) is the
+// never half of one. CopyNew, of what a reader gives, is the
 // same for a file that must only be created, never replaced (a file a
 // person may have written first, an archive).
 package atomicfile
@@ -41,19 +41,14 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	return d.WriteFile(base, data, perm)
 }
 
-// WriteNew creates path holding data in full, or fails with an error
-// wrapping fs.ErrExist if anything is at path already: it never replaces a
-// file, not even one that appears while it writes. The new name is a hard
-// link to a complete temp file, so readers never see part of data. On a
-// file system without hard links it falls back to an exclusive create,
-// where a crash mid-write can leave a short file. As with WriteFile, only a
-// failed final directory sync leaves the file in place with an error.
-func WriteNew(path string, data []byte, perm os.FileMode) error {
-	return CopyNew(path, bytes.NewReader(data), perm)
-}
-
-// CopyNew is WriteNew of what r gives until EOF: a copy of another file
-// (an archive) that no reader ever sees half of.
+// CopyNew creates path holding what r gives until EOF, in full, or fails
+// with an error wrapping fs.ErrExist if anything is at path already: it
+// never replaces a file, not even one that appears while it writes (a copy
+// of another file, an archive). The new name is a hard link to a complete
+// temp file, so readers never see part of it. On a file system without
+// hard links it falls back to an exclusive create, where a crash mid-write
+// can leave a short file. As with WriteFile, only a failed final directory
+// sync leaves the file in place with an error.
 func CopyNew(path string, r io.Reader, perm os.FileMode) error {
 	d, base, err := openParent(path)
 	if err != nil {

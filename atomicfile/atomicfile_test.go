@@ -85,7 +85,7 @@ func TestWriteFileHonoursUmask(t *testing.T) {
 		old := syscall.Umask(tc.umask)
 		path := filepath.Join(dir, "f")
 		errFile := WriteFile(path, []byte("x"), tc.perm)
-		errNew := WriteNew(filepath.Join(dir, "new"), []byte("x"), tc.perm)
+		errNew := writeNew(filepath.Join(dir, "new"), []byte("x"), tc.perm)
 		syscall.Umask(old)
 		if errFile != nil || errNew != nil {
 			t.Fatal(errFile, errNew)
@@ -126,7 +126,7 @@ func smallDisk(t *testing.T, size int) string {
 }
 
 // A write that fails half-way (the disk is full) leaves the old file as it
-// was and no temp file beside it, for WriteFile and WriteNew alike.
+// was and no temp file beside it, for WriteFile and writeNew alike.
 func TestFailedWriteLeavesNoTempFile(t *testing.T) {
 	dir := smallDisk(t, 256<<10)
 	path := filepath.Join(dir, "manifest.json")
@@ -140,8 +140,8 @@ func TestFailedWriteLeavesNoTempFile(t *testing.T) {
 			t.Fatalf("write %d: %v, want ENOSPC from the temp file's write", i, err)
 		}
 	}
-	if err := WriteNew(filepath.Join(dir, "new"), big, 0o600); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("WriteNew: %v, want ENOSPC", err)
+	if err := writeNew(filepath.Join(dir, "new"), big, 0o600); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("writeNew: %v, want ENOSPC", err)
 	}
 	if got, err := os.ReadFile(path); err != nil || string(got) != "old" {
 		t.Errorf("the old file: %q, %v", got, err)

@@ -40,10 +40,6 @@ func fallbackBox(log *slog.Logger) box {
 
 var noCgroupOnce sync.Once
 
-// NoCgroup makes every later Start do without a cgroup, as on a machine
-// where none can be made: for tests of that way.
-func NoCgroup() { cgroupOff.Store(true) }
-
 var (
 	cgroupOff atomic.Bool
 	cgroupSeq atomic.Int64

@@ -13,9 +13,6 @@ func newBox(log *slog.Logger) (box, error) { return fallbackBox(log), nil }
 
 func fallbackBox(log *slog.Logger) box { return newGroupBox(log) }
 
-// NoCgroup does nothing where there are no cgroups.
-func NoCgroup() {}
-
 // parentDeath: no parent-death signal here; the guard kills the child's
 // group when flower's end of its pipe closes.
 func parentDeath(*syscall.SysProcAttr) {}

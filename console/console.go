@@ -55,18 +55,11 @@ func lookup(env []string, key string) string {
 	return ""
 }
 
-// Meter is the context meter of DESIGN.md «Status lines» in lang, without
-// the status line's "# ": the context used of the window and the way to the
-// handoff at at ("上下文 130.0K/200K · 还有约 20K 到换代"), or, from at on,
-// that the handoff is being written ("上下文 152.0K/200K —— 写交接准备换代").
-func Meter(lang Lang, context, window, at int) string {
-	lab := labelsOf(lang)
-	if context >= at {
-		return lab.meterWriting(context, window)
-	}
-	return lab.meterNear(context, window, at)
-}
-
+// meterNear is the context meter of DESIGN.md «Status lines», without the
+// status line's "# ": the context used of the window and the way to the
+// handoff at at ("上下文 130.0K/200K · 还有约 20K 到换代"); meterWriting, from
+// at on, says that the handoff is being written ("上下文 152.0K/200K ——
+// 写交接准备换代").
 func (lab labels) meterNear(context, window, at int) string {
 	return fmt.Sprintf(lab.near, policy.FormatUsed(context), policy.FormatRound(window), policy.FormatRound(max(at-context, 0)))
 }

@@ -232,7 +232,12 @@ func TestMeter(t *testing.T) {
 		{LangEn, 130000, 200000, 150000, "context 130.0K/200K · about 20K to handoff"},
 		{LangEn, 152000, 200000, 150000, "context 152.0K/200K —— writing the handoff"},
 	} {
-		if got := Meter(tt.lang, tt.context, tt.window, tt.at); got != tt.want {
+		lab := labelsOf(tt.lang)
+		got := lab.meterNear(tt.context, tt.window, tt.at)
+		if tt.context >= tt.at {
+			got = lab.meterWriting(tt.context, tt.window)
+		}
+		if got != tt.want {
 			t.Errorf("Meter(%s, %d, %d, %d) = %q, want %q", tt.lang, tt.context, tt.window, tt.at, got, tt.want)
 		}
 	}

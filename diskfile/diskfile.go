@@ -13,7 +13,6 @@
 package diskfile
 
 import (
-	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -60,33 +59,6 @@ func Retry(f func() error) error {
 	for {
 		if err := f(); err != unix.EINTR {
 			return err
-		}
-	}
-}
-
-// ReadFile is os.ReadFile by Open.
-func ReadFile(path string) ([]byte, error) {
-	f, err := Open(path, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size := 512
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && fi.Size() < 1<<30 {
-		size = int(fi.Size()) + 1 // one more, to see the end in one read
-	}
-	data := make([]byte, 0, size)
-	for {
-		n, err := f.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		if err == io.EOF {
-			return data, nil
-		}
-		if err != nil {
-			return data, err
-		}
-		if len(data) == cap(data) {
-			data = slices.Grow(data, len(data))
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package diskfile
 
 import (
-	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -52,28 +51,6 @@ func TestOpenIsOSOpenFile(t *testing.T) {
 		t.Fatalf("a directory is synced: %v", err)
 	}
 	d.Close()
-}
-
-func TestReadFile(t *testing.T) {
-	dir := t.TempDir()
-	for _, data := range [][]byte{{}, []byte("x"), bytes.Repeat([]byte("abc"), 100000)} {
-		p := filepath.Join(dir, "f")
-		if err := os.WriteFile(p, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		got, err := ReadFile(p)
-		if err != nil || !bytes.Equal(got, data) {
-			t.Fatalf("read %d bytes, %v; want %d", len(got), err, len(data))
-		}
-	}
-	// A file that reports no size (as /proc's do) is read to its end.
-	got, err := ReadFile("/proc/self/status")
-	if err != nil || !bytes.Contains(got, []byte("VmRSS")) {
-		t.Fatalf("/proc/self/status: %d bytes, %v", len(got), err)
-	}
-	if _, err := ReadFile(filepath.Join(dir, "none")); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("a missing file: %v", err)
-	}
 }
 
 func TestReadDir(t *testing.T) {

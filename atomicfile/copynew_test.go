@@ -1,6 +1,7 @@
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,10 +11,10 @@ import (
 	"testing"
 )
 
-func TestWriteNewCreates(t *testing.T) {
+func TestCopyNewCreates(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, ".gitignore")
-	if err := WriteNew(path, []byte("*\n"), 0o640); err != nil {
+	if err := writeNew(path, []byte("*\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -34,7 +35,7 @@ func TestWriteNewCreates(t *testing.T) {
 
 // Whatever is at the name already (a file, a dangling symlink, a directory)
 // stays exactly as it was.
-func TestWriteNewNeverReplaces(t *testing.T) {
+func TestCopyNewNeverReplaces(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup func(t *testing.T, path string)
@@ -75,9 +76,9 @@ func TestWriteNewNeverReplaces(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "target")
 			tc.setup(t, path)
-			err := WriteNew(path, []byte("theirs"), 0o644)
+			err := writeNew(path, []byte("theirs"), 0o644)
 			if !errors.Is(err, fs.ErrExist) {
-				t.Fatalf("WriteNew = %v, want fs.ErrExist", err)
+				t.Fatalf("writeNew = %v, want fs.ErrExist", err)
 			}
 			tc.check(t, path)
 			if extra := leftovers(t, dir, "target"); len(extra) > 0 {
@@ -88,7 +89,7 @@ func TestWriteNewNeverReplaces(t *testing.T) {
 }
 
 // Racing creators: exactly one wins, and the file holds its payload whole.
-func TestWriteNewConcurrent(t *testing.T) {
+func TestCopyNewConcurrent(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f")
 	const n = 16
@@ -98,7 +99,7 @@ func TestWriteNewConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = WriteNew(path, []byte(fmt.Sprintf("writer %02d payload", i)), 0o644)
+			errs[i] = writeNew(path, []byte(fmt.Sprintf("writer %02d payload", i)), 0o644)
 		}()
 	}
 	wg.Wait()
@@ -122,4 +123,9 @@ func TestWriteNewConcurrent(t *testing.T) {
 	if extra := leftovers(t, dir, "f"); len(extra) > 0 {
 		t.Errorf("left behind %v", extra)
 	}
+}
+
+// writeNew is CopyNew of data.
+func writeNew(path string, data []byte, perm os.FileMode) error {
+	return CopyNew(path, bytes.NewReader(data), perm)
 }
