@@ -300,8 +300,15 @@ func exitOf(err error) int {
 // it does with -o -; bad flags are usage errors.
 func TestShowHTMLCLI(t *testing.T) {
 	ws := t.TempDir()
-	fakeRuns(t, ws, "20261201-080000")
 	dir := filepath.Join(ws, ".flower", "runs", "20261201-080000")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := manifest.New(dir, ws, time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
+	m.EnsureStep("main", "task", m.CreatedAt)
+	if err := m.Save(); err != nil {
+		t.Fatal(err)
+	}
 	page := filepath.Join(dir, "run.html")
 	ptmx, tty, err := pty.Open()
 	if err != nil {

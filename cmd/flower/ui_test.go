@@ -18,26 +18,6 @@ import (
 	"github.com/flowerhq/flower/scriptedapi"
 )
 
-// fakeRuns makes run dirs with manifests in ws; it returns their names.
-func fakeRuns(t *testing.T, ws string, names ...string) {
-	t.Helper()
-	for i, name := range names {
-		dir := filepath.Join(ws, ".flower", "runs", name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		m := manifest.New(dir, ws, time.Date(2026, 12, 1, 8, i, 0, 0, time.UTC))
-		m.EnsureStep("main", "task "+name, m.CreatedAt)
-		if err := m.Save(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// latest is a link, not a run of its own.
-	if err := os.Symlink(names[len(names)-1], filepath.Join(ws, ".flower", "runs", "latest")); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // flower ui refuses an address beyond loopback without a token, as a
 // usage error.
 func TestUIBindCheck(t *testing.T) {
