@@ -76,28 +76,29 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 	// session before it costs a turn.
 	a.predecessor = l.predecessor // stopped once this session's first round is back, or at the end
 	if !l.begun {
-		if out, end := a.futileAt(rt.runFloor(), "before its first turn"); end {
+		if out, end := a.act(a.futileAt(rt.runFloor(), "before its first turn")); end {
 			return out
 		}
 	}
 	// The work turn starts with the first prompt: a harness that cannot
 	// take it failed the attempt.
 	a.startWork(causeBegan)
-	var err error
 	switch {
 	case l.begun:
-		err = l.beginErr
+		if l.beginErr != nil {
+			return a.fail(fmt.Sprintf("send prompt: %v", l.beginErr))
+		}
 	case l.early != nil:
-		err = sess.Send(front.Turn{Kind: front.TurnFirst, Prompt: l.prompt})
-		log.Info("first prompt sent to the successor started early")
+		a.send(front.Turn{Kind: front.TurnFirst, Prompt: l.prompt}, "send prompt")
+		log.Info("first prompt to the successor started early")
 		if l.saveOnPrompt {
 			rt.save(s.st)
 		}
 	default:
-		err = sess.Begin()
+		a.order(command{kind: cmdBegin, what: "send prompt"})
 	}
-	if err != nil {
-		return a.fail(fmt.Sprintf("send prompt: %v", err))
+	if out, end := a.act(outcome{}, false); end {
+		return out
 	}
 	if l.writing {
 		a.writingResumed(l) // unattended: a session a limit stopped in its writing turn resumes in it
@@ -128,6 +129,9 @@ type attemptRun struct {
 	// state is the attempt's state (state.go): what runs, with its data
 	// and deadline. Only enter changes it.
 	state state
+	// orders are what the decision under way tells the session
+	// (command.go); act carries them out once it is made.
+	orders []command
 	// fresh: a new session, not a resumed one (the futile guard is for
 	// fresh sessions only).
 	fresh bool
@@ -192,7 +196,7 @@ func (a *attemptRun) futileAt(start int, when string) (outcome, bool) {
 		return outcome{}, false
 	}
 	a.log.Error("futile handoff: the session starts above the threshold", "floor", start, "at", a.rt.policy.At(), "when", when)
-	_ = a.p.Cancel()
+	a.order(command{kind: cmdCancel})
 	return outcome{kind: outcomeFutile, floor: start, why: when, sessionID: a.meter.SessionID, context: start}, true
 }
 
@@ -208,19 +212,19 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 			if !ok {
 				return a.exited()
 			}
-			if out, end := a.handle(f); end {
+			if out, end := a.act(a.handle(f)); end {
 				return out
 			}
 		case ans := <-a.probing:
-			if out, end := a.probed(ans); end {
+			if out, end := a.act(a.probed(ans)); end {
 				return out
 			}
 		case r := <-a.requests:
-			if out, end := a.heard(r); end {
+			if out, end := a.act(a.heard(r)); end {
 				return out
 			}
 		case <-timer.C():
-			if out, end := a.fire(timer); end {
+			if out, end := a.act(a.fire(timer)); end {
 				return out
 			}
 		case <-ctx.Done():
@@ -285,7 +289,7 @@ func (a *attemptRun) fold() (outcome, bool) {
 			}
 			return outcome{}, false
 		}
-		if out, end := a.handle(f); end {
+		if out, end := a.act(a.handle(f)); end {
 			return out, true
 		}
 	}
@@ -521,7 +525,7 @@ func (a *attemptRun) writingReply(w *writing, f front.Round) {
 	if !w.stopped {
 		w.stopped = true
 		a.log.Warn("the writing turn called a tool; interrupting", "tool", f.ToolUses[0].Name)
-		_ = a.p.StopTool()
+		a.order(command{kind: cmdStopTool})
 	}
 }
 
@@ -775,9 +779,7 @@ func (a *attemptRun) writingEnded(w *writing, f front.TurnEnded) (outcome, bool)
 func (a *attemptRun) askAgain(w *writing, c cause, prefix string, again bool) (outcome, bool) {
 	a.enter(&writing{at: w.at, dl: w.dl, successor: w.successor, started: w.started, cost0: w.cost0,
 		tools: w.tools, again: again, taken: w.taken}, c)
-	if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: prefix + a.writingPrompt(w.at)}); err != nil {
-		return a.handoff(w.at, handoffwriter.Handoff{}, "send the handoff prompt again: "+err.Error()), true
-	}
+	a.send(front.Turn{Kind: front.TurnWriting, Prompt: prefix + a.writingPrompt(w.at)}, "send the handoff prompt again")
 	a.rt.save(a.st)
 	return outcome{}, false
 }
@@ -834,9 +836,7 @@ func (a *attemptRun) writingPrompt(at cutAt) string {
 // once, with no turn to cut, or once a limit lifted), for cause c.
 func (a *attemptRun) startWriting(at cutAt, c cause) (outcome, bool) {
 	w := a.enterWriting(at, c, false)
-	if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(at)}); err != nil {
-		return a.handoff(at, handoffwriter.Handoff{}, "send the handoff prompt: "+err.Error()), true
-	}
+	a.send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(at)}, "send the handoff prompt")
 	if !a.replays {
 		// A harness that echoes its prompts says when it takes this one
 		// (onPromptTaken); any other has it once it is sent.

@@ -50,11 +50,8 @@ const queueWait = 2 * time.Second
 // queueWriting sends the writing prompt into the running turn, for the
 // harness to take at its next request (DESIGN.md «Queued cut»).
 func (a *attemptRun) queueWriting(c *cutting) {
-	if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(c.at)}); err != nil {
-		a.log.Warn("the writing prompt could not be queued; interrupting", "err", err)
-		a.interruptCut(c)
-		return
-	}
+	// A prompt the session refuses interrupts the turn instead (declined).
+	a.send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(c.at)}, "queue the writing prompt")
 	c.queued = true
 	// The context the cut was decided at is on record, as a cut turn's
 	// result puts it there: a flower killed from here on leaves a step
@@ -68,9 +65,7 @@ func (a *attemptRun) queueWriting(c *cutting) {
 func (a *attemptRun) interruptCut(c *cutting) {
 	c.wait.stop()
 	c.wait, c.interrupted = nil, true
-	if err := a.p.Cut(); err != nil {
-		a.log.Warn("the cut failed", "err", err)
-	}
+	a.order(command{kind: cmdCut})
 }
 
 // cutWaited fires when a queued cut's patience is over: the turn is

@@ -431,7 +431,7 @@ func memGuaranteeTable() []memGuarantee {
 		{"stopped before the harness's first line is read: its session is on record", memStoppedUnread},
 		{"application-driven front (the relay's)", func(t *testing.T) { memPersonDriven(t, applicationSends) }},
 		{"application-driven: window moved under an idle session", func(t *testing.T) { memIdleWindow(t, applicationSends) }},
-	}, append(append(memCutRows(), memUnattendedRows()...), memAdmitRows()...)...)
+	}, slices.Concat(memCutRows(), memUnattendedRows(), memAdmitRows(), memRefusedRows())...)
 }
 
 // personTypes gives the in-memory front the capabilities of the harness's

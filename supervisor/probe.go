@@ -42,11 +42,18 @@ func (a *attemptRun) startProbe() {
 	if a.probeAsked || a.over() || !a.wantProbe() {
 		return
 	}
-	pr, ok := a.p.(front.Prober)
-	if !ok {
+	if _, ok := a.p.(front.Prober); !ok {
 		return
 	}
 	a.probeAsked = true
+	a.log.Info("asking the harness for its context usage", "model", a.model)
+	a.order(command{kind: cmdProbe})
+}
+
+// askProbe sends the context-usage request: its answer comes on
+// a.probing, within probeTimeout.
+func (a *attemptRun) askProbe() {
+	pr := a.p.(front.Prober)
 	ch := make(chan probeAnswer, 1)
 	a.probing = ch
 	// The request's bound is on the engine's clock.
@@ -70,7 +77,6 @@ func (a *attemptRun) startProbe() {
 		}
 		ch <- probeAnswer{resp: resp, err: err, took: clock.Now().Sub(start)}
 	}()
-	a.log.Info("asking the harness for its context usage", "model", a.model)
 }
 
 // settleProbe waits for an answer still on its way when the attempt ends
@@ -78,7 +84,7 @@ func (a *attemptRun) startProbe() {
 // the turn was short. The harness is still up: it answers while idle.
 func (a *attemptRun) settleProbe() {
 	if a.probing != nil {
-		a.probed(<-a.probing)
+		a.act(a.probed(<-a.probing))
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/flowerhq/flower/event"
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/handoff"
-	"github.com/flowerhq/flower/handoffwriter"
 	"github.com/flowerhq/flower/manifest"
 	"github.com/flowerhq/flower/transcript"
 )
@@ -456,9 +455,7 @@ func (a *attemptRun) waitOver(s *waiting) (outcome, bool) {
 			tools: old.tools, again: old.again}
 		a.enter(w, causeLifted)
 		a.log.Info("limit lifted: asking for the handoff again")
-		if err := a.p.Send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(w.at)}); err != nil {
-			return a.handoff(w.at, handoffwriter.Handoff{}, "send the handoff prompt after a limit: "+err.Error()), true
-		}
+		a.send(front.Turn{Kind: front.TurnWriting, Prompt: a.writingPrompt(w.at)}, "send the handoff prompt after a limit")
 		if a.early == nil {
 			w.successor = rt.after(successorDelay, "successor")
 		}
@@ -466,9 +463,7 @@ func (a *attemptRun) waitOver(s *waiting) (outcome, bool) {
 	}
 	a.startWork(causeLifted)
 	a.log.Info("limit lifted: the same session goes on")
-	if err := a.p.Send(front.Turn{Kind: front.TurnWork, Prompt: limitContinue}); err != nil {
-		return a.fail(fmt.Sprintf("send the continuation after a limit: %v", err)), true
-	}
+	a.send(front.Turn{Kind: front.TurnWork, Prompt: limitContinue}, "send the continuation after a limit")
 	return outcome{}, false
 }
 

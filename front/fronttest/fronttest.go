@@ -198,6 +198,10 @@ type Launcher struct {
 	// (gemini.go), and its prompts and cancel are the harness's prompts
 	// and interrupt.
 	Gemini bool
+	// Refuse, when set, is asked before harness proc is given turn t (its
+	// first, by Begin, as a TurnWork); an error refuses the turn, as a
+	// harness whose input is gone refuses it, and Log records "refused N".
+	Refuse func(proc int, t front.Turn) error
 	// ExitCost is what each harness says it cost as it exits
 	// (front.Exit.CostUSD), as the harness's own screen does; 0 says
 	// nothing.
@@ -459,12 +463,33 @@ func (s *session) Next(ctx context.Context) (f front.Fact, err error) {
 
 // Begin gives the harness its first prompt, as its launch does.
 func (s *session) Begin() error {
-	return s.queue(front.Turn{Kind: front.TurnWork, Prompt: s.p.Spec.Prompt})
+	t := front.Turn{Kind: front.TurnWork, Prompt: s.p.Spec.Prompt}
+	if err := s.refused(t); err != nil {
+		return err
+	}
+	return s.queue(t)
+}
+
+// refused is Launcher.Refuse's word on turn t.
+func (s *session) refused(t front.Turn) error {
+	if s.l.Refuse == nil {
+		return nil
+	}
+	err := s.l.Refuse(s.p.N, t)
+	if err != nil {
+		s.l.mu.Lock()
+		s.l.logf("refused %d", s.p.N)
+		s.l.mu.Unlock()
+	}
+	return err
 }
 
 // Send gives the harness a prompt. At its own screen the front types it,
 // and the translation awaits it in the transcript.
 func (s *session) Send(t front.Turn) error {
+	if err := s.refused(t); err != nil {
+		return err
+	}
 	if s.scr != nil {
 		s.scr.Typing(t.Kind, t.Prompt)(nil)
 	}
