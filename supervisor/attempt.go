@@ -95,7 +95,7 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 			rt.save(s.st)
 		}
 	default:
-		a.order(command{kind: cmdBegin, what: "send prompt"})
+		a.order(effect{kind: doBegin, what: "send prompt"})
 	}
 	if out, end := a.act(outcome{}, false); end {
 		return out
@@ -104,7 +104,11 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 		a.writingResumed(l) // unattended: a session a limit stopped in its writing turn resumes in it
 	}
 	a.armDeadline() // unattended: the step's deadline cuts a turn stuck in a long tool too
-	return a.follow(ctx)
+	out := a.follow(ctx)
+	if out.kind == outcomeHandoff {
+		a.handOver(&out)
+	}
+	return out
 }
 
 // spec says how to start generation n's harness.
@@ -129,9 +133,11 @@ type attemptRun struct {
 	// state is the attempt's state (state.go): what runs, with its data
 	// and deadline. Only enter changes it.
 	state state
-	// orders are what the decision under way tells the session
-	// (command.go); act carries them out once it is made.
-	orders []command
+	// orders are the effects the decision under way orders (effect.go);
+	// act carries them out once it is made. launching: the successor's
+	// harness is ordered, not yet started.
+	orders    []effect
+	launching bool
 	// fresh: a new session, not a resumed one (the futile guard is for
 	// fresh sessions only).
 	fresh bool
@@ -196,7 +202,7 @@ func (a *attemptRun) futileAt(start int, when string) (outcome, bool) {
 		return outcome{}, false
 	}
 	a.log.Error("futile handoff: the session starts above the threshold", "floor", start, "at", a.rt.policy.At(), "when", when)
-	a.order(command{kind: cmdCancel})
+	a.order(effect{kind: doCancel})
 	return outcome{kind: outcomeFutile, floor: start, why: when, sessionID: a.meter.SessionID, context: start}, true
 }
 
@@ -210,7 +216,8 @@ func (a *attemptRun) follow(ctx context.Context) outcome {
 		case x := <-a.pull.C():
 			f, ok := a.pull.got(x)
 			if !ok {
-				return a.exited()
+				out, _ := a.act(a.exited(), true)
+				return out
 			}
 			if out, end := a.act(a.handle(f)); end {
 				return out
@@ -285,7 +292,7 @@ func (a *attemptRun) fold() (outcome, bool) {
 		f, ok := a.pull.ready()
 		if !ok {
 			if a.pull.eof {
-				return a.exited(), true
+				return a.act(a.exited(), true)
 			}
 			return outcome{}, false
 		}
@@ -525,7 +532,7 @@ func (a *attemptRun) writingReply(w *writing, f front.Round) {
 	if !w.stopped {
 		w.stopped = true
 		a.log.Warn("the writing turn called a tool; interrupting", "tool", f.ToolUses[0].Name)
-		a.order(command{kind: cmdStopTool})
+		a.order(effect{kind: doStopTool})
 	}
 }
 
@@ -538,7 +545,7 @@ func (a *attemptRun) onUserMessage(f front.UserMessage) (outcome, bool) {
 		// A person typed the task on the harness's own screen: it is
 		// what a degraded handoff carries.
 		st.Task = f.Text
-		a.books().FreezeTask() // saves
+		a.order(effect{kind: doFreezeTask})
 	}
 	return outcome{}, false
 }
@@ -796,20 +803,10 @@ func (a *attemptRun) handoff(at cutAt, h handoffwriter.Handoff, why string) outc
 	}
 	w, _ := a.state.(*writing)
 	// An overflow, or a harness that died, decides the handoff only now:
-	// the successor starts at once, beside the freeze.
+	// the successor starts at once, beside the freeze (handOver).
 	a.startSuccessor()
 	out := outcome{kind: outcomeHandoff, handoff: h, why: why, sessionID: a.meter.SessionID,
-		reason: at.reason, context: at.context, early: a.early}
-	switch {
-	case a.early != nil:
-		// The successor takes it from here; this harness is stopped after
-		// the successor has its prompt (DESIGN.md «Warm successor»).
-		out.predecessor, a.early, a.detached = a, nil, true
-	case a.rt.caps.Overlap:
-		// No successor is up, but one may start beside this harness: it
-		// is stopped after the successor started, not before.
-		out.predecessor, a.detached = a, true
-	}
+		reason: at.reason, context: at.context}
 	switch {
 	case w == nil:
 		out.writeOutcome = manifest.OutcomeNoWritingTurn
@@ -825,6 +822,22 @@ func (a *attemptRun) handoff(at cutAt, h handoffwriter.Handoff, why string) outc
 		out.writingCost = a.meter.CostUSD - w.cost0
 	}
 	return out
+}
+
+// handOver gives the handoff out the successor's harness, started early
+// (DESIGN.md «Warm successor»), once the attempt's last effects are
+// carried out.
+func (a *attemptRun) handOver(out *outcome) {
+	switch {
+	case a.early != nil:
+		// The successor takes it from here; this harness is stopped after
+		// the successor has its prompt.
+		out.early, out.predecessor, a.early, a.detached = a.early, a, nil, true
+	case a.rt.caps.Overlap:
+		// No successor is up, but one may start beside this harness: it
+		// is stopped after the successor started, not before.
+		out.predecessor, a.detached = a, true
+	}
 }
 
 // writingPrompt is the handoff-writing prompt of a cut at at.
@@ -882,7 +895,7 @@ func (a *attemptRun) successorNow(w *writing) {
 	w.successor.stop()
 	w.successor = nil
 	a.startSuccessor()
-	a.books().Keep()
+	a.order(effect{kind: doKeep})
 }
 
 // retryPrompt precedes the handoff prompt when the writing turn called a

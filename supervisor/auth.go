@@ -40,7 +40,7 @@ func (a *attemptRun) onRetrying(f front.Retrying) (outcome, bool) {
 	if f.Status == 0 && !a.rt.through && !a.reachAsked && a.rt.opts.Reach != nil {
 		a.reachAsked = true
 		if err := a.rt.opts.Reach(f.Endpoint); err != nil {
-			a.order(command{kind: cmdCancel}) // out of its wait before the next retry
+			a.order(effect{kind: doCancel}) // out of its wait before the next retry
 			a.log.Warn("endpoint unreachable: stopping the step", "err", err)
 			return outcome{kind: outcomeUnreachable, why: err.Error(), sessionID: a.meter.SessionID}, true
 		}
@@ -51,7 +51,7 @@ func (a *attemptRun) onRetrying(f front.Retrying) (outcome, bool) {
 	if a.authRetries++; a.authRetries <= authRetriesAllowed {
 		return outcome{}, false
 	}
-	a.order(command{kind: cmdCancel}) // out of its wait before the next retry, so that it exits at once
+	a.order(effect{kind: doCancel}) // out of its wait before the next retry, so that it exits at once
 	return a.authRefused(f.Status, f.Error+", after a retry"), true
 }
 

@@ -65,7 +65,7 @@ func (a *attemptRun) queueWriting(c *cutting) {
 func (a *attemptRun) interruptCut(c *cutting) {
 	c.wait.stop()
 	c.wait, c.interrupted = nil, true
-	a.order(command{kind: cmdCut})
+	a.order(effect{kind: doCut})
 }
 
 // cutWaited fires when a queued cut's patience is over: the turn is

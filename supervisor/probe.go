@@ -47,7 +47,7 @@ func (a *attemptRun) startProbe() {
 	}
 	a.probeAsked = true
 	a.log.Info("asking the harness for its context usage", "model", a.model)
-	a.order(command{kind: cmdProbe})
+	a.order(effect{kind: doProbe})
 }
 
 // askProbe sends the context-usage request: its answer comes on

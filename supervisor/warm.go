@@ -23,15 +23,24 @@ import (
 // a caller that starts the next one itself (RunGeneration).
 func (s *stepRun) startsEarly() bool { return s.rt.caps.StartEarly && !s.late }
 
-// startSuccessor starts the next generation's harness with no prompt, when
-// the front can (stepRun.startsEarly) and the generation limit leaves room
-// for a successor. A failure to start is logged: the successor is then
-// started at launch as usual.
+// startSuccessor orders the next generation's harness started with no
+// prompt, when the front can (stepRun.startsEarly) and the generation limit
+// leaves room for a successor.
 func (a *attemptRun) startSuccessor() {
-	rt := a.rt
-	if !a.startsEarly() || a.early != nil || a.over() || rt.policy.LastGeneration(a.gen.N) || a.ctx.Err() != nil {
+	if !a.startsEarly() || a.early != nil || a.launching || a.over() || a.rt.policy.LastGeneration(a.gen.N) || a.ctx.Err() != nil {
 		return
 	}
+	a.launching = true
+	a.order(effect{kind: doLaunch})
+}
+
+// launchSuccessor starts the successor's harness startSuccessor ordered,
+// unless a file the harness reads changed (then the attempt's launch stops
+// the step). A failure to start is logged: the successor is then started
+// at launch as usual.
+func (a *attemptRun) launchSuccessor() {
+	rt := a.rt
+	a.launching = false
 	if why := a.admit(); why != "" {
 		a.log.Warn("the successor is not started early", "why", why) // the attempt's launch stops the step
 		return
