@@ -7,8 +7,9 @@
 // machine say more about the machine.
 //
 // The baseline is the bare harness started as flower's headless front
-// starts it (the stream-json flags and flower's compaction levers), its
-// first prompt written at once; cold starts are taken in pairs with
+// starts it (the stream-json flags, flower's compaction levers, and the
+// harness's key scrub where flower switches it on), its first prompt
+// written at once; cold starts are taken in pairs with
 // flower's. The job is three generations of instant Bash rounds under
 // --window 200000 (handoffs at 150k). Times are read off the scripted
 // server's clock (when a request arrived, when its answer was written in
@@ -234,8 +235,17 @@ func bareArgs() []string {
 func (b *bench) bareHarness(ctx context.Context, srv *scriptedapi.Server, name string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, b.harness, bareArgs()...)
 	cmd.Dir = b.dir(name)
-	cmd.Env = append(b.env(srv), "DISABLE_AUTO_COMPACT=1")
+	cmd.Env = bareEnv(b.env(srv))
 	return cmd
+}
+
+// bareEnv is env as flower gives it to its harness: compaction off, and
+// the harness's scrub of the tools' keys on where flower switches it on
+// (levers.Scrub), for the scrub is part of how flower starts the harness
+// and costs it time (a cold start, each tool's run).
+func bareEnv(env []string) []string {
+	env, _, _ = levers.Scrub(append(env, "DISABLE_AUTO_COMPACT=1"))
+	return env
 }
 
 // starts takes cold starts in pairs, side by side: the bare harness, as

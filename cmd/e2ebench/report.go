@@ -3,11 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/flowerhq/flower/levers"
 )
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }
@@ -19,6 +22,12 @@ func report(w io.Writer, c config, f figures) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "load average (1, 5, 15 min)\tbefore %s, after %s, %d cores\n", f.load0, f.load1, numCPU())
 	fmt.Fprintf(tw, "bare harness\t%s\n", strings.Join(bareArgsShown(), " "))
+	_, scrubOn, scrubWhy := levers.Scrub(os.Environ())
+	scrub := "off (" + scrubWhy + ")"
+	if scrubOn {
+		scrub = "on, as flower switches it on: " + levers.ScrubKey + "=1"
+	}
+	fmt.Fprintf(tw, "the harness's key scrub, for both\t%s\n", scrub)
 	if len(f.jobs) > 0 {
 		fmt.Fprintf(tw, "job\t3 generations of instant Bash rounds, --window 200000; the writing turn answers after %v\n", c.writing)
 		startRows(tw, f.bare, f.starts)

@@ -99,7 +99,7 @@ func (b *bench) bareScreen(ctx context.Context) (time.Duration, error) {
 	args := append(levers.Args(toolFlags, levers.Own{}, levers.BlockOnly), "--", "Say ok.")
 	cmd := exec.CommandContext(ctx, b.harness, args...)
 	cmd.Dir = ws
-	cmd.Env = append(screenEnv(b.env(srv), home), "DISABLE_AUTO_COMPACT=1")
+	cmd.Env = bareEnv(screenEnv(b.env(srv), home))
 	spawn := time.Now()
 	stop, err := startInPTY(cmd)
 	if err != nil {
