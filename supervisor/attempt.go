@@ -90,7 +90,6 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 		}
 	case l.early != nil:
 		a.send(front.Turn{Kind: front.TurnFirst, Prompt: l.prompt}, "send prompt")
-		log.Info("first prompt to the successor started early")
 		if l.saveOnPrompt {
 			rt.save(s.st)
 		}
@@ -99,6 +98,9 @@ func (s *stepRun) attempt(ctx context.Context, gen *manifest.Generation, l launc
 	}
 	if out, end := a.act(outcome{}, false); end {
 		return out
+	}
+	if l.early != nil && !l.begun {
+		log.Info("first prompt sent to the successor started early")
 	}
 	if l.writing {
 		a.writingResumed(l) // unattended: a session a limit stopped in its writing turn resumes in it
