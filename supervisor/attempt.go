@@ -136,10 +136,8 @@ type attemptRun struct {
 	// and deadline. Only enter changes it.
 	state state
 	// orders are the effects the decision under way orders (effect.go);
-	// act carries them out once it is made. launching: the successor's
-	// harness is ordered, not yet started.
-	orders    []effect
-	launching bool
+	// act carries them out once it is made.
+	orders []effect
 	// fresh: a new session, not a resumed one (the futile guard is for
 	// fresh sessions only).
 	fresh bool

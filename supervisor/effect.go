@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/flowerhq/flower/front"
 	"github.com/flowerhq/flower/handoffwriter"
@@ -65,6 +66,12 @@ func (k effectKind) String() string {
 
 // order adds e to what the decision under way orders.
 func (a *attemptRun) order(e effect) { a.orders = append(a.orders, e) }
+
+// ordered reports whether the decision under way ordered an effect of
+// kind k not yet carried out.
+func (a *attemptRun) ordered(k effectKind) bool {
+	return slices.ContainsFunc(a.orders, func(e effect) bool { return e.kind == k })
+}
 
 // send orders turn t, named what for its refusal.
 func (a *attemptRun) send(t front.Turn, what string) {

@@ -27,10 +27,9 @@ func (s *stepRun) startsEarly() bool { return s.rt.caps.StartEarly && !s.late }
 // prompt, when the front can (stepRun.startsEarly) and the generation limit
 // leaves room for a successor.
 func (a *attemptRun) startSuccessor() {
-	if !a.startsEarly() || a.early != nil || a.launching || a.over() || a.rt.policy.LastGeneration(a.gen.N) || a.ctx.Err() != nil {
+	if !a.startsEarly() || a.early != nil || a.ordered(doLaunch) || a.over() || a.rt.policy.LastGeneration(a.gen.N) || a.ctx.Err() != nil {
 		return
 	}
-	a.launching = true
 	a.order(effect{kind: doLaunch})
 }
 
@@ -40,7 +39,6 @@ func (a *attemptRun) startSuccessor() {
 // at launch as usual.
 func (a *attemptRun) launchSuccessor() {
 	rt := a.rt
-	a.launching = false
 	if why := a.admit(); why != "" {
 		a.log.Warn("the successor is not started early", "why", why) // the attempt's launch stops the step
 		return
